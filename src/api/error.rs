@@ -1,0 +1,110 @@
+//! Every way a request is refused before streaming: one variant, one status, one code. Bodies
+//! are `{"error":{"code","message","field"?}}`; internal details go to the log, never the body.
+
+use crate::agent::StartError;
+use crate::protocol::InputError;
+use bytes::Bytes;
+use http::StatusCode;
+use serde_json::json;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error(transparent)]
+    Input(#[from] InputError),
+    #[error(transparent)]
+    Start(#[from] StartError),
+    #[error(
+        "Content-Type must be application/json (with curl, add -H 'content-type: application/json')"
+    )]
+    UnsupportedMediaType,
+    #[error("no route for {0}")]
+    NotFound(String),
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    #[error("{0}")]
+    BadQuery(String),
+}
+
+impl ApiError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Input(InputError::Syntax(_)) | ApiError::BadQuery(_) => {
+                StatusCode::BAD_REQUEST
+            }
+            ApiError::Input(InputError::TooLarge { .. })
+            | ApiError::Start(StartError::TooLarge(_)) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Input(InputError::Invalid { .. })
+            | ApiError::Start(StartError::Merge(_) | StartError::ToolNameClash(_)) => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
+            ApiError::Start(StartError::Busy) => StatusCode::CONFLICT,
+            ApiError::Start(StartError::NotFound) | ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Start(StartError::StoreUnavailable) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+        }
+    }
+
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::Input(InputError::Syntax(_)) => "invalid_json",
+            ApiError::Input(InputError::TooLarge { .. })
+            | ApiError::Start(StartError::TooLarge(_)) => "payload_too_large",
+            ApiError::Input(InputError::Invalid { .. })
+            | ApiError::Start(StartError::ToolNameClash(_)) => "invalid_request",
+            ApiError::Start(StartError::Merge(_)) => "invalid_tool_result",
+            ApiError::Start(StartError::Busy) => "thread_busy",
+            ApiError::Start(StartError::NotFound) => "thread_not_found",
+            ApiError::Start(StartError::StoreUnavailable) => "store_unavailable",
+            ApiError::UnsupportedMediaType => "unsupported_media_type",
+            ApiError::NotFound(_) => "not_found",
+            ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::BadQuery(_) => "invalid_query",
+        }
+    }
+
+    pub fn body(&self) -> Bytes {
+        let mut error = json!({"code": self.code(), "message": self.to_string()});
+        let field = match self {
+            ApiError::Input(input) => input.field().map(str::to_owned),
+            ApiError::Start(StartError::Merge(_)) => Some("messages".to_owned()),
+            ApiError::Start(StartError::ToolNameClash(_)) => Some("tools".to_owned()),
+            _ => None,
+        };
+        if let Some(field) = field {
+            error["field"] = json!(field);
+        }
+        Bytes::from(json!({ "error": error }).to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_error_has_a_fixed_status_and_a_json_body_naming_the_field() {
+        let error = ApiError::Input(InputError::Invalid {
+            field: "runId".into(),
+            message: "runId exceeds length limit".into(),
+        });
+        assert_eq!(error.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        let body: serde_json::Value = serde_json::from_slice(&error.body()).unwrap();
+        assert_eq!(
+            body,
+            json!({"error": {"code": "invalid_request", "message": "runId: runId exceeds length limit", "field": "runId"}})
+        );
+        assert_eq!(
+            ApiError::Start(StartError::Busy).status(),
+            StatusCode::CONFLICT
+        );
+        assert_eq!(
+            ApiError::Start(StartError::StoreUnavailable).status(),
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        assert_eq!(
+            ApiError::Input(InputError::Syntax("x".into())).status(),
+            StatusCode::BAD_REQUEST
+        );
+    }
+}

@@ -1,0 +1,270 @@
+//! HTTP: routing, request decoding, error responses and the two ways to serve (the Lambda
+//! streaming runtime and a local HTTP server). The only module that knows `lambda_http`/hyper.
+
+mod body;
+mod error;
+pub mod lambda;
+pub mod local;
+
+pub use body::ResponseBody;
+pub use error::ApiError;
+
+use crate::agent::Agent;
+use crate::protocol::{Limits, ThreadId, parse_run_input, sse};
+use crate::store::{Principal, StoreError};
+use bytes::Bytes;
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use serde_json::json;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Everything a request needs; built once per cold start.
+pub struct App {
+    agent: Agent,
+    limits: Limits,
+    ping_interval: Duration,
+    run_timeout: Duration,
+    deadline_margin: Duration,
+}
+
+/// Settings of the HTTP layer.
+#[derive(Debug, Clone)]
+pub struct ApiSettings {
+    pub limits: Limits,
+    pub ping_interval: Duration,
+    pub run_timeout: Duration,
+    pub deadline_margin: Duration,
+}
+
+const HISTORY_PAGE_DEFAULT: usize = 100;
+const HISTORY_PAGE_MAX: usize = 500;
+
+impl App {
+    pub fn new(agent: Agent, settings: ApiSettings) -> Self {
+        Self {
+            agent,
+            limits: settings.limits,
+            ping_interval: settings.ping_interval,
+            run_timeout: settings.run_timeout,
+            deadline_margin: settings.deadline_margin,
+        }
+    }
+
+    pub fn max_payload_bytes(&self) -> usize {
+        self.limits.max_payload_bytes
+    }
+
+    pub fn describe(&self) -> String {
+        self.agent.describe()
+    }
+
+    /// Answers one request. `invocation_deadline` is the Lambda deadline when there is one.
+    pub async fn handle(
+        &self,
+        request: Request<Bytes>,
+        invocation_deadline: Option<Instant>,
+    ) -> Response<ResponseBody> {
+        match self.route(request, invocation_deadline).await {
+            Ok(response) => response,
+            Err(error) => {
+                if error.status().is_server_error() {
+                    tracing::error!(%error, "request failed");
+                } else {
+                    tracing::info!(
+                        status = error.status().as_u16(),
+                        code = error.code(),
+                        "request refused"
+                    );
+                }
+                json_response(error.status(), error.body())
+            }
+        }
+    }
+
+    async fn route(
+        &self,
+        request: Request<Bytes>,
+        invocation_deadline: Option<Instant>,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let path = normalise_path(request.uri().path());
+        match (request.method(), path.as_str()) {
+            (&Method::POST, "/" | "/agent" | "/send-message") => {
+                self.run(request, invocation_deadline).await
+            }
+            (&Method::GET, thread) if thread.starts_with("/threads/") => {
+                let id = thread.trim_start_matches("/threads/");
+                self.history(id, request.uri().query()).await
+            }
+            (_, "/" | "/agent" | "/send-message") => Err(ApiError::MethodNotAllowed),
+            (_, other) => Err(ApiError::NotFound(other.to_owned())),
+        }
+    }
+
+    async fn run(
+        &self,
+        request: Request<Bytes>,
+        invocation_deadline: Option<Instant>,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        check_content_type(request.headers())?;
+        let input = parse_run_input(request.body(), &self.limits)?;
+        let deadline = self.run_deadline(invocation_deadline);
+        let run = self
+            .agent
+            .start(Principal::anonymous(), input, deadline)
+            .await?;
+        let thread_id = run.thread_id().to_string();
+        let frames = sse::frames(run.into_events(), self.ping_interval);
+        let mut response = Response::new(ResponseBody::stream(frames));
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(sse::CONTENT_TYPE),
+        );
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        if let Ok(value) = HeaderValue::from_str(&thread_id) {
+            headers.insert("x-thread-id", value);
+        }
+        Ok(response)
+    }
+
+    fn run_deadline(&self, invocation_deadline: Option<Instant>) -> Instant {
+        let own = Instant::now() + self.run_timeout;
+        match invocation_deadline {
+            Some(lambda) => own.min(lambda.checked_sub(self.deadline_margin).unwrap_or(lambda)),
+            None => own,
+        }
+    }
+
+    async fn history(
+        &self,
+        thread_id: &str,
+        query: Option<&str>,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let thread_id = ThreadId::parse(thread_id, crate::protocol::ids::MAX_ID_LEN)
+            .map_err(|_| ApiError::Start(crate::agent::StartError::NotFound))?;
+        let mut after = None;
+        let mut limit = HISTORY_PAGE_DEFAULT;
+        for pair in query
+            .unwrap_or_default()
+            .split('&')
+            .filter(|pair| !pair.is_empty())
+        {
+            match pair.split_once('=') {
+                Some(("after", value)) => after = Some(value.to_owned()),
+                Some(("limit", value)) => {
+                    limit = value
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|limit| (1..=HISTORY_PAGE_MAX).contains(limit))
+                        .ok_or_else(|| {
+                            ApiError::BadQuery(format!("limit must be 1 to {HISTORY_PAGE_MAX}"))
+                        })?;
+                }
+                _ => {}
+            }
+        }
+        let page = self
+            .agent
+            .store()
+            .history(&Principal::anonymous(), &thread_id, after.as_deref(), limit)
+            .await
+            .map_err(|error| match error {
+                StoreError::Unavailable(_) => {
+                    ApiError::Start(crate::agent::StartError::StoreUnavailable)
+                }
+                _ => ApiError::Start(crate::agent::StartError::NotFound),
+            })?;
+        let mut body =
+            json!({"threadId": thread_id, "messages": page.messages, "state": page.state});
+        if let Some(next) = page.next {
+            body["next"] = json!(next);
+        }
+        Ok(json_response(StatusCode::OK, Bytes::from(body.to_string())))
+    }
+}
+
+fn json_response(status: StatusCode, body: Bytes) -> Response<ResponseBody> {
+    let mut response = Response::new(ResponseBody::full(body));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// JSON bodies arrive as `application/json` (HttpAgent), without a type, or as `text/plain`
+/// (browser `fetch` with a string body). Form and multipart bodies are a client mistake.
+fn check_content_type(headers: &http::HeaderMap) -> Result<(), ApiError> {
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return Ok(());
+    };
+    let essence = value
+        .to_str()
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    let accepted = essence.is_empty()
+        || essence == "application/json"
+        || essence.ends_with("+json")
+        || essence == "text/plain";
+    if accepted {
+        Ok(())
+    } else {
+        Err(ApiError::UnsupportedMediaType)
+    }
+}
+
+/// `cargo lambda watch` and some proxies leave a prefix such as `/lambda-url/<function>`; a
+/// trailing slash is not a different route.
+fn normalise_path(path: &str) -> String {
+    let path = match path.strip_prefix("/lambda-url/") {
+        Some(rest) => rest.find('/').map_or("/", |slash| &rest[slash..]),
+        None => path,
+    };
+    let trimmed = path.trim_end_matches('/');
+    if trimmed.is_empty() {
+        "/".to_owned()
+    } else {
+        trimmed.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_normalise() {
+        assert_eq!(normalise_path("/"), "/");
+        assert_eq!(normalise_path("/agent/"), "/agent");
+        assert_eq!(normalise_path("/lambda-url/agui-lambda/agent"), "/agent");
+        assert_eq!(normalise_path("/lambda-url/agui-lambda"), "/");
+        assert_eq!(normalise_path("/lambda-url/agui-lambda/"), "/");
+    }
+
+    #[test]
+    fn content_types() {
+        let mut headers = http::HeaderMap::new();
+        assert!(check_content_type(&headers).is_ok());
+        for ok in [
+            "application/json",
+            "application/json; charset=utf-8",
+            "text/plain;charset=UTF-8",
+        ] {
+            headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(ok));
+            assert!(check_content_type(&headers).is_ok(), "{ok}");
+        }
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/x-www-form-urlencoded"),
+        );
+        assert!(matches!(
+            check_content_type(&headers),
+            Err(ApiError::UnsupportedMediaType)
+        ));
+    }
+}

@@ -1,0 +1,248 @@
+//! Typed configuration, read once from the environment at cold start. Every variable, its
+//! default and meaning is listed in the README's configuration table.
+
+use crate::agent::AgentSettings;
+use crate::protocol::Limits;
+use std::collections::HashMap;
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+/// A secret value. `Debug` and `Display` never print it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret([redacted])")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelChoice {
+    /// An OpenAI-compatible Chat Completions API.
+    OpenAi,
+    /// The offline scripted demo model.
+    Demo,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub model: ModelChoice,
+    pub openai_base_url: String,
+    pub openai_api_key: Option<Secret>,
+    pub agent_model: String,
+    pub model_max_retries: u32,
+    pub model_connect_timeout: Duration,
+    pub agent: AgentSettings,
+    pub limits: Limits,
+    pub ping_interval: Duration,
+    pub run_timeout: Duration,
+    /// How long before the Lambda deadline a run stops with `TIMEOUT`, leaving time to store it.
+    pub deadline_margin: Duration,
+    pub listen: SocketAddr,
+    pub threads_table: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{name} must be {expected}, got {value:?}")]
+    Invalid {
+        name: &'static str,
+        expected: &'static str,
+        value: String,
+    },
+}
+
+impl Config {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_map(&std::env::vars().collect())
+    }
+
+    /// Reads configuration from `vars`; tests pass their own map instead of the process
+    /// environment.
+    pub fn from_map(vars: &HashMap<String, String>) -> Result<Self, ConfigError> {
+        let get = |name: &str| {
+            vars.get(name)
+                .map(|value| value.trim().to_owned())
+                .filter(|value| !value.is_empty())
+        };
+        let openai_api_key = get("OPENAI_API_KEY").map(Secret::new);
+        let openai_base_url = get("OPENAI_BASE_URL");
+        let model = match get("MODEL_PROVIDER").as_deref() {
+            None | Some("openai") if openai_api_key.is_some() || openai_base_url.is_some() => {
+                ModelChoice::OpenAi
+            }
+            None | Some("openai") | Some("demo") | Some("scripted") => ModelChoice::Demo,
+            Some(other) => {
+                return Err(ConfigError::Invalid {
+                    name: "MODEL_PROVIDER",
+                    expected: "openai or demo",
+                    value: other.to_owned(),
+                });
+            }
+        };
+        let defaults = Limits::default();
+        let agent_defaults = AgentSettings::default();
+        let system_prompt = match get("AGENT_SYSTEM_PROMPT") {
+            Some(prompt) => Some(prompt),
+            None => agent_defaults.system_prompt,
+        };
+        let port: u16 = number(vars, "PORT", 8787)?;
+        let host: IpAddr = match get("HOST") {
+            Some(host) => host.parse().map_err(|_| ConfigError::Invalid {
+                name: "HOST",
+                expected: "an IP address",
+                value: host,
+            })?,
+            None => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        };
+        Ok(Self {
+            model,
+            openai_base_url: openai_base_url
+                .unwrap_or_else(|| "https://api.openai.com/v1".to_owned()),
+            openai_api_key,
+            agent_model: get("AGENT_MODEL").unwrap_or_else(|| "gpt-4o-mini".to_owned()),
+            model_max_retries: number(vars, "MODEL_MAX_RETRIES", 3)?,
+            model_connect_timeout: Duration::from_millis(number(
+                vars,
+                "MODEL_CONNECT_TIMEOUT_MS",
+                10_000,
+            )?),
+            agent: AgentSettings {
+                system_prompt,
+                max_steps: number(vars, "AGENT_MAX_STEPS", agent_defaults.max_steps)?.max(1),
+                emit_steps: flag(vars, "AGENT_EMIT_STEPS", agent_defaults.emit_steps)?,
+            },
+            limits: Limits {
+                max_payload_bytes: number(vars, "MAX_PAYLOAD_BYTES", defaults.max_payload_bytes)?,
+                max_run_id_chars: number(vars, "MAX_RUN_ID_CHARS", defaults.max_run_id_chars)?,
+                max_messages: number(vars, "MAX_MESSAGES", defaults.max_messages)?,
+                max_user_text_chars: number(
+                    vars,
+                    "MAX_USER_TEXT_CHARS",
+                    defaults.max_user_text_chars,
+                )?,
+                max_attachments_per_message: number(
+                    vars,
+                    "MAX_ATTACHMENTS",
+                    defaults.max_attachments_per_message,
+                )?,
+            },
+            ping_interval: Duration::from_millis(
+                number(vars, "SSE_PING_INTERVAL_MS", 15_000)?.max(100),
+            ),
+            run_timeout: Duration::from_secs(number(vars, "RUN_TIMEOUT_SECS", 870)?),
+            deadline_margin: Duration::from_millis(number(vars, "DEADLINE_MARGIN_MS", 3_000)?),
+            listen: SocketAddr::new(host, port),
+            threads_table: get("THREADS_TABLE"),
+        })
+    }
+}
+
+fn number<T: std::str::FromStr>(
+    vars: &HashMap<String, String>,
+    name: &'static str,
+    default: T,
+) -> Result<T, ConfigError> {
+    match vars
+        .get(name)
+        .map(|value| value.trim())
+        .filter(|value| !value.is_empty())
+    {
+        None => Ok(default),
+        Some(value) => value.parse().map_err(|_| ConfigError::Invalid {
+            name,
+            expected: "a non-negative whole number",
+            value: value.to_owned(),
+        }),
+    }
+}
+
+fn flag(
+    vars: &HashMap<String, String>,
+    name: &'static str,
+    default: bool,
+) -> Result<bool, ConfigError> {
+    match vars
+        .get(name)
+        .map(|value| value.trim().to_ascii_lowercase())
+        .as_deref()
+    {
+        None | Some("") => Ok(default),
+        Some("1" | "true" | "yes" | "on") => Ok(true),
+        Some("0" | "false" | "no" | "off") => Ok(false),
+        Some(other) => Err(ConfigError::Invalid {
+            name,
+            expected: "true or false",
+            value: other.to_owned(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        Config::from_map(
+            &pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn embedded_defaults_run_the_demo_model_locally() {
+        let config = config(&[]).unwrap();
+        assert_eq!(config.model, ModelChoice::Demo);
+        assert_eq!(config.listen.to_string(), "127.0.0.1:8787");
+        assert_eq!(config.limits, Limits::default());
+        assert!(config.threads_table.is_none());
+    }
+
+    #[test]
+    fn a_configured_key_or_base_url_selects_the_real_model() {
+        assert_eq!(
+            config(&[("OPENAI_API_KEY", "sk-x")]).unwrap().model,
+            ModelChoice::OpenAi
+        );
+        assert_eq!(
+            config(&[("OPENAI_BASE_URL", "http://127.0.0.1:4010/v1")])
+                .unwrap()
+                .model,
+            ModelChoice::OpenAi
+        );
+        assert_eq!(
+            config(&[("OPENAI_API_KEY", "sk-x"), ("MODEL_PROVIDER", "demo")])
+                .unwrap()
+                .model,
+            ModelChoice::Demo
+        );
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        let err = config(&[("AGENT_MAX_STEPS", "lots")]).unwrap_err();
+        assert!(err.to_string().starts_with("AGENT_MAX_STEPS must be"));
+        assert!(config(&[("MODEL_PROVIDER", "gemini")]).is_err());
+        assert!(config(&[("AGENT_EMIT_STEPS", "maybe")]).is_err());
+    }
+
+    #[test]
+    fn secrets_never_print() {
+        let config = config(&[("OPENAI_API_KEY", "sk-very-secret")]).unwrap();
+        assert!(!format!("{config:?}").contains("sk-very-secret"));
+    }
+}

@@ -1,0 +1,158 @@
+//! LLM providers behind one trait. Each provider translates its wire format into the shared
+//! [`ModelDelta`] enum; [`ToolCallAccumulator`] assembles tool calls the same way for all of them.
+//! Depends only on `protocol` (for messages).
+
+pub mod openai;
+pub mod scripted;
+
+use crate::protocol::Message;
+use async_trait::async_trait;
+use futures_util::Stream;
+use serde_json::Value;
+use std::pin::Pin;
+
+/// What the agent asks of a model for one turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelRequest {
+    /// The system prompt with the client's `context` entries folded in.
+    pub system: Option<String>,
+    /// History in order; every assistant tool call is answered by a tool message.
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// A JSON Schema object.
+    pub parameters: Value,
+}
+
+/// One piece of a model's streamed answer, whatever the provider.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelDelta {
+    Text(String),
+    Reasoning(String),
+    /// A new tool call; `index` identifies it among this turn's calls.
+    ToolCallStart {
+        index: usize,
+        id: Option<String>,
+        name: String,
+    },
+    ToolCallArgs {
+        index: usize,
+        delta: String,
+    },
+    Usage(Usage),
+    Finish(FinishReason),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FinishReason {
+    Stop,
+    ToolCalls,
+    Length,
+    ContentFilter,
+    /// A reason this server does not know; tolerated, the accumulated calls decide what follows.
+    Other(String),
+}
+
+impl FinishReason {
+    pub fn from_openai(reason: &str) -> Self {
+        match reason {
+            "stop" | "end_turn" => FinishReason::Stop,
+            "tool_calls" | "function_call" | "tool_use" => FinishReason::ToolCalls,
+            "length" | "max_tokens" => FinishReason::Length,
+            "content_filter" => FinishReason::ContentFilter,
+            other => FinishReason::Other(other.to_owned()),
+        }
+    }
+}
+
+/// A model failure. `Display` is safe to show a client: it never carries a response body.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    #[error("the model API answered HTTP {status}")]
+    Status { status: u16 },
+    #[error("the model API could not be reached")]
+    Unreachable,
+    #[error("the model stream broke off")]
+    Stream,
+    #[error("the model stream ended before the model finished")]
+    Incomplete,
+    #[error("the model API reported an error: {0}")]
+    Api(String),
+    #[error("the model sent a malformed stream chunk")]
+    Malformed,
+    #[error("the scripted model has no turn left")]
+    ScriptExhausted,
+}
+
+pub type DeltaStream = Pin<Box<dyn Stream<Item = Result<ModelDelta, ModelError>> + Send>>;
+
+#[async_trait]
+pub trait ModelProvider: Send + Sync {
+    /// Starts one streamed turn. Retries of failures before the first token happen inside.
+    async fn stream(&self, request: &ModelRequest) -> Result<DeltaStream, ModelError>;
+
+    /// Names the provider in logs.
+    fn describe(&self) -> String;
+}
+
+/// A tool call assembled from deltas.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssembledCall {
+    pub index: usize,
+    pub id: Option<String>,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// Assembles tool calls from a turn's deltas. Providers guarantee a start precedes the arguments
+/// of its index.
+#[derive(Debug, Default)]
+pub struct ToolCallAccumulator {
+    calls: Vec<AssembledCall>,
+}
+
+impl ToolCallAccumulator {
+    pub fn apply(&mut self, delta: &ModelDelta) {
+        match delta {
+            ModelDelta::ToolCallStart { index, id, name } => self.calls.push(AssembledCall {
+                index: *index,
+                id: id.clone(),
+                name: name.clone(),
+                arguments: String::new(),
+            }),
+            ModelDelta::ToolCallArgs { index, delta } => {
+                if let Some(call) = self
+                    .calls
+                    .iter_mut()
+                    .rev()
+                    .find(|call| call.index == *index)
+                {
+                    call.arguments.push_str(delta);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub fn into_calls(self) -> Vec<AssembledCall> {
+        self.calls
+    }
+}

@@ -1,0 +1,366 @@
+//! OpenAI-compatible Chat Completions streaming over reqwest + eventsource-stream. Retries
+//! 429/5xx/connect failures with backoff before the first token, never after.
+
+mod chunk;
+
+pub use chunk::ChunkParser;
+
+#[cfg(test)]
+use super::ModelDelta;
+use super::{DeltaStream, ModelError, ModelProvider, ModelRequest};
+use crate::config::Secret;
+use crate::protocol::{Message, UserContent, UserPart};
+use async_trait::async_trait;
+use bytes::Bytes;
+use eventsource_stream::Eventsource;
+use futures_util::{Stream, StreamExt};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct OpenAiSettings {
+    /// Up to and including `/v1`, e.g. `https://api.openai.com/v1`.
+    pub base_url: String,
+    pub api_key: Option<Secret>,
+    pub model: String,
+    pub max_retries: u32,
+    /// Upper bound on one backoff wait, including a server's `retry-after`.
+    pub max_backoff: Duration,
+}
+
+pub struct OpenAiProvider {
+    http: reqwest::Client,
+    settings: OpenAiSettings,
+    endpoint: String,
+}
+
+impl OpenAiProvider {
+    /// One client per cold start: its connection pool is what keeps warm runs fast.
+    pub fn new(http: reqwest::Client, settings: OpenAiSettings) -> Self {
+        let endpoint = format!(
+            "{}/chat/completions",
+            settings.base_url.trim_end_matches('/')
+        );
+        Self {
+            http,
+            settings,
+            endpoint,
+        }
+    }
+
+    fn body(&self, request: &ModelRequest) -> Value {
+        let mut messages = Vec::with_capacity(request.messages.len() + 1);
+        if let Some(system) = &request.system {
+            messages.push(json!({"role": "system", "content": system}));
+        }
+        messages.extend(request.messages.iter().map(to_openai_message));
+        let mut body = json!({
+            "model": self.settings.model,
+            "messages": messages,
+            "stream": true,
+            "stream_options": {"include_usage": true},
+        });
+        if !request.tools.is_empty() {
+            body["tools"] = request
+                .tools
+                .iter()
+                .map(|tool| {
+                    json!({"type": "function", "function": {
+                        "name": tool.name, "description": tool.description, "parameters": tool.parameters,
+                    }})
+                })
+                .collect();
+        }
+        body
+    }
+
+    async fn send_with_retry(&self, body: &Value) -> Result<reqwest::Response, ModelError> {
+        let body = Bytes::from(body.to_string());
+        let mut attempt = 0;
+        loop {
+            let mut builder = self
+                .http
+                .post(&self.endpoint)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .header(reqwest::header::ACCEPT, "text/event-stream")
+                .body(body.clone());
+            if let Some(key) = &self.settings.api_key {
+                builder = builder.bearer_auth(key.expose());
+            }
+            let outcome = builder.send().await;
+            let (error, retry_after) = match outcome {
+                Ok(response) if response.status().is_success() => return Ok(response),
+                Ok(response) => {
+                    let status = response.status();
+                    let retry_after = parse_retry_after(response.headers());
+                    let body = response.text().await.unwrap_or_default();
+                    tracing::warn!(
+                        status = status.as_u16(),
+                        attempt,
+                        "model API refused the request"
+                    );
+                    tracing::debug!(body = %truncate(&body, 500), "model API error body");
+                    let retryable = status.as_u16() == 429 || status.is_server_error();
+                    let error = ModelError::Status {
+                        status: status.as_u16(),
+                    };
+                    if !retryable {
+                        return Err(error);
+                    }
+                    (error, retry_after)
+                }
+                Err(err) => {
+                    tracing::warn!(error = %err, attempt, "model API unreachable");
+                    if !(err.is_connect() || err.is_timeout() || err.is_request()) {
+                        return Err(ModelError::Unreachable);
+                    }
+                    (ModelError::Unreachable, None)
+                }
+            };
+            if attempt >= self.settings.max_retries {
+                return Err(error);
+            }
+            let backoff = retry_after.unwrap_or_else(|| backoff_delay(attempt));
+            tokio::time::sleep(backoff.min(self.settings.max_backoff)).await;
+            attempt += 1;
+        }
+    }
+}
+
+#[async_trait]
+impl ModelProvider for OpenAiProvider {
+    async fn stream(&self, request: &ModelRequest) -> Result<DeltaStream, ModelError> {
+        let response = self.send_with_retry(&self.body(request)).await?;
+        Ok(delta_stream(response.bytes_stream()))
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "openai-compatible model {} at {}",
+            self.settings.model, self.settings.base_url
+        )
+    }
+}
+
+/// The whole receive path from raw bytes to deltas; split points in the bytes never matter.
+pub fn delta_stream<S, E>(bytes: S) -> DeltaStream
+where
+    S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+    E: std::fmt::Display + Send + 'static,
+{
+    let mut events = Box::pin(bytes.eventsource());
+    Box::pin(async_stream::stream! {
+        let mut parser = ChunkParser::new();
+        let mut out = Vec::new();
+        while let Some(event) = events.next().await {
+            let event = match event {
+                Ok(event) => event,
+                Err(err) => {
+                    tracing::warn!(error = %err, "model stream broke off");
+                    yield Err(ModelError::Stream);
+                    return;
+                }
+            };
+            if let Err(err) = parser.push(&event.data, &mut out) {
+                yield Err(err);
+                return;
+            }
+            for delta in out.drain(..) {
+                yield Ok(delta);
+            }
+            if parser.is_done() {
+                break;
+            }
+        }
+        match parser.end(&mut out) {
+            Ok(()) => {
+                for delta in out.drain(..) {
+                    yield Ok(delta);
+                }
+            }
+            Err(err) => yield Err(err),
+        }
+    })
+}
+
+fn to_openai_message(message: &Message) -> Value {
+    match message {
+        // Compatible servers (vLLM, Ollama, older gateways) reject the newer `developer` role.
+        Message::System { content, .. } | Message::Developer { content, .. } => {
+            json!({"role": "system", "content": content})
+        }
+        Message::User { content, .. } => match content {
+            UserContent::Text(text) => json!({"role": "user", "content": text}),
+            UserContent::Parts(parts) => {
+                let parts: Vec<Value> = parts
+                    .iter()
+                    .map(|part| match part {
+                        UserPart::Text { text } => json!({"type": "text", "text": text}),
+                        UserPart::Image { source } => {
+                            let crate::protocol::message::ImageSource::Url { value, .. } = source;
+                            json!({"type": "image_url", "image_url": {"url": value}})
+                        }
+                    })
+                    .collect();
+                json!({"role": "user", "content": parts})
+            }
+        },
+        Message::Assistant {
+            content,
+            tool_calls,
+            ..
+        } => {
+            let mut value = json!({"role": "assistant", "content": content});
+            if !tool_calls.is_empty() {
+                value["tool_calls"] = tool_calls
+                    .iter()
+                    .map(|call| {
+                        json!({"id": call.id, "type": "function", "function": {
+                            "name": call.function.name,
+                            "arguments": if call.function.arguments.is_empty() { "{}" } else { call.function.arguments.as_str() },
+                        }})
+                    })
+                    .collect();
+            }
+            value
+        }
+        Message::Tool {
+            tool_call_id,
+            content,
+            error,
+            ..
+        } => {
+            let content = match error {
+                Some(error) if content.is_empty() => format!("Error: {error}"),
+                _ => content.clone(),
+            };
+            json!({"role": "tool", "tool_call_id": tool_call_id, "content": content})
+        }
+    }
+}
+
+fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    value
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|secs| secs.is_finite() && *secs >= 0.0)
+        .map(Duration::from_secs_f64)
+}
+
+/// 250 ms, 500 ms, 1 s, 2 s … with jitter so parallel runs do not retry in lock-step.
+fn backoff_delay(attempt: u32) -> Duration {
+    let base = 250u64.saturating_mul(1 << attempt.min(6));
+    let jitter = u64::from(uuid::Uuid::new_v4().as_bytes()[0]) % (base / 4 + 1);
+    Duration::from_millis(base + jitter)
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    text.chars().take(max).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{AssembledCall, ToolCallAccumulator};
+    use proptest::prelude::*;
+
+    const STREAM: &str = concat!(
+        ": keep-alive\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Let me \"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"check \\u00e9t\u{e9} 北京\"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"get_current_time\",\"arguments\":\"\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"timez\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"one\\\":\\\"UTC\\\"}\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"c2\",\"type\":\"function\",\"function\":{\"name\":\"search\",\"arguments\":\"{}\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":5}}\n\n",
+        "data: [DONE]\n\n",
+    );
+
+    fn run(chunks: Vec<Bytes>) -> (String, Vec<AssembledCall>, Vec<ModelDelta>) {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let deltas: Vec<ModelDelta> = runtime.block_on(async {
+            let source =
+                futures_util::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>));
+            delta_stream(source)
+                .map(|delta| delta.unwrap())
+                .collect()
+                .await
+        });
+        let mut text = String::new();
+        let mut calls = ToolCallAccumulator::default();
+        for delta in &deltas {
+            if let ModelDelta::Text(piece) = delta {
+                text.push_str(piece);
+            }
+            calls.apply(delta);
+        }
+        (text, calls.into_calls(), deltas)
+    }
+
+    #[test]
+    fn the_whole_stream_in_one_chunk() {
+        let (text, calls, deltas) = run(vec![Bytes::from_static(STREAM.as_bytes())]);
+        assert_eq!(text, "Let me check été 北京");
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].arguments, "{\"timezone\":\"UTC\"}");
+        assert_eq!(calls[1].name, "search");
+        assert!(deltas.contains(&ModelDelta::Usage(crate::model::Usage {
+            input_tokens: 7,
+            output_tokens: 5
+        })));
+    }
+
+    proptest! {
+        #[test]
+        fn any_split_of_the_bytes_gives_the_same_text_and_calls(cuts in proptest::collection::vec(0usize..STREAM.len(), 0..40)) {
+            let bytes = STREAM.as_bytes();
+            let mut cuts = cuts;
+            cuts.sort_unstable();
+            cuts.dedup();
+            let mut chunks = Vec::new();
+            let mut last = 0;
+            for cut in cuts.into_iter().chain(std::iter::once(bytes.len())) {
+                chunks.push(Bytes::copy_from_slice(&bytes[last..cut]));
+                last = cut;
+            }
+            let (text, calls, _) = run(chunks);
+            let (expected_text, expected_calls, _) = run(vec![Bytes::from_static(bytes)]);
+            prop_assert_eq!(text, expected_text);
+            prop_assert_eq!(calls, expected_calls);
+        }
+    }
+
+    #[test]
+    fn a_broken_byte_stream_is_a_stream_error() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let results: Vec<Result<ModelDelta, ModelError>> = runtime.block_on(async {
+            let source = futures_util::stream::iter(vec![
+                Ok(Bytes::from_static(
+                    b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n",
+                )),
+                Err(std::io::Error::other("reset")),
+            ]);
+            delta_stream(source).collect().await
+        });
+        assert_eq!(
+            results,
+            vec![Ok(ModelDelta::Text("a".into())), Err(ModelError::Stream)]
+        );
+    }
+
+    #[test]
+    fn retry_after_accepts_seconds_only() {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(reqwest::header::RETRY_AFTER, "2".parse().unwrap());
+        assert_eq!(parse_retry_after(&headers), Some(Duration::from_secs(2)));
+        headers.insert(reqwest::header::RETRY_AFTER, "soon".parse().unwrap());
+        assert_eq!(parse_retry_after(&headers), None);
+    }
+}

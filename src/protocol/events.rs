@@ -1,0 +1,206 @@
+//! AG-UI events, serialised exactly as `@ag-ui/core` 1.0 parses them: absent optional fields are
+//! omitted (never `null`), `timestamp` is integer epoch milliseconds.
+
+use super::ids::{MessageId, RunId, ThreadId, ToolCallId};
+use super::message::Message;
+use serde::Serialize;
+use serde_json::Value;
+
+/// An event of a run. Terminal events (`RUN_FINISHED`, `RUN_ERROR`) are only built by the run
+/// driver, which guarantees there is exactly one per run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(
+    tag = "type",
+    rename_all = "SCREAMING_SNAKE_CASE",
+    rename_all_fields = "camelCase"
+)]
+pub enum Event {
+    RunStarted {
+        thread_id: ThreadId,
+        run_id: RunId,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        parent_run_id: Option<RunId>,
+    },
+    RunFinished {
+        thread_id: ThreadId,
+        run_id: RunId,
+    },
+    RunError {
+        message: String,
+        code: RunErrorCode,
+    },
+    StepStarted {
+        step_name: String,
+    },
+    StepFinished {
+        step_name: String,
+    },
+    TextMessageStart {
+        message_id: MessageId,
+        role: TextRole,
+    },
+    TextMessageContent {
+        message_id: MessageId,
+        delta: String,
+    },
+    TextMessageEnd {
+        message_id: MessageId,
+    },
+    ToolCallStart {
+        tool_call_id: ToolCallId,
+        tool_call_name: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        parent_message_id: Option<MessageId>,
+    },
+    ToolCallArgs {
+        tool_call_id: ToolCallId,
+        delta: String,
+    },
+    ToolCallEnd {
+        tool_call_id: ToolCallId,
+    },
+    ToolCallResult {
+        message_id: MessageId,
+        tool_call_id: ToolCallId,
+        content: String,
+        role: ToolRole,
+    },
+    ReasoningStart {
+        message_id: MessageId,
+    },
+    ReasoningMessageStart {
+        message_id: MessageId,
+        role: ReasoningRole,
+    },
+    ReasoningMessageContent {
+        message_id: MessageId,
+        delta: String,
+    },
+    ReasoningMessageEnd {
+        message_id: MessageId,
+    },
+    ReasoningEnd {
+        message_id: MessageId,
+    },
+    StateSnapshot {
+        snapshot: Value,
+    },
+    StateDelta {
+        delta: json_patch::Patch,
+    },
+    MessagesSnapshot {
+        messages: Vec<Message>,
+    },
+}
+
+impl Event {
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, Event::RunFinished { .. } | Event::RunError { .. })
+    }
+}
+
+/// The only role the server gives text messages it streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TextRole {
+    Assistant,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolRole {
+    Tool,
+}
+
+/// `REASONING_MESSAGE_START` without `role: "reasoning"` is fatal in the TS client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReasoningRole {
+    Reasoning,
+}
+
+/// `RUN_ERROR` codes (seed 003), plus the server's own where none of those fits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum RunErrorCode {
+    InvalidRequest,
+    ToolNotFound,
+    ToolExecutionError,
+    ModelError,
+    Timeout,
+    /// The model kept calling server tools past the configured step bound.
+    MaxStepsExceeded,
+    /// The thread store failed after streaming began.
+    StoreError,
+    /// Another run took the thread over (its lease expired and was taken).
+    Conflict,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn events_serialise_with_agui_field_names_and_no_nulls() {
+        let id = MessageId::parse("m1", 128).unwrap();
+        let call = ToolCallId::parse("c1", 128).unwrap();
+        let cases = [
+            (
+                Event::RunStarted {
+                    thread_id: ThreadId::parse("t", 128).unwrap(),
+                    run_id: RunId::parse("r", 128).unwrap(),
+                    parent_run_id: None,
+                },
+                json!({"type": "RUN_STARTED", "threadId": "t", "runId": "r"}),
+            ),
+            (
+                Event::TextMessageStart {
+                    message_id: id.clone(),
+                    role: TextRole::Assistant,
+                },
+                json!({"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"}),
+            ),
+            (
+                Event::ToolCallStart {
+                    tool_call_id: call.clone(),
+                    tool_call_name: "f".into(),
+                    parent_message_id: Some(id.clone()),
+                },
+                json!({"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "f", "parentMessageId": "m1"}),
+            ),
+            (
+                Event::ToolCallResult {
+                    message_id: id.clone(),
+                    tool_call_id: call,
+                    content: "ok".into(),
+                    role: ToolRole::Tool,
+                },
+                json!({"type": "TOOL_CALL_RESULT", "messageId": "m1", "toolCallId": "c1", "content": "ok", "role": "tool"}),
+            ),
+            (
+                Event::ReasoningMessageStart {
+                    message_id: id,
+                    role: ReasoningRole::Reasoning,
+                },
+                json!({"type": "REASONING_MESSAGE_START", "messageId": "m1", "role": "reasoning"}),
+            ),
+            (
+                Event::RunError {
+                    message: "boom".into(),
+                    code: RunErrorCode::ModelError,
+                },
+                json!({"type": "RUN_ERROR", "message": "boom", "code": "MODEL_ERROR"}),
+            ),
+            (
+                Event::StepStarted {
+                    step_name: "model_turn_1".into(),
+                },
+                json!({"type": "STEP_STARTED", "stepName": "model_turn_1"}),
+            ),
+        ];
+        for (event, expected) in cases {
+            assert_eq!(serde_json::to_value(&event).unwrap(), expected);
+        }
+    }
+}

@@ -1,0 +1,585 @@
+//! `RunAgentInput` as sent by `@ag-ui/client` 1.0 and 0.0.59, CopilotKit and plain `fetch`,
+//! parsed once into a [`RunInput`] of typed values. Every refusal names the field at fault.
+
+use super::ids::{IdError, MAX_ID_LEN, MessageId, RunId, ThreadId, ToolCallId};
+use super::message::{ImageSource, Message, ToolCall, UserContent, UserPart};
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::HashSet;
+use std::str::FromStr;
+
+/// Input limits; the defaults are seed 004's contract.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limits {
+    pub max_payload_bytes: usize,
+    pub max_run_id_chars: usize,
+    pub max_messages: usize,
+    pub max_user_text_chars: usize,
+    pub max_attachments_per_message: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_payload_bytes: 256 * 1024,
+            max_run_id_chars: 128,
+            max_messages: 200,
+            max_user_text_chars: 10_000,
+            max_attachments_per_message: 3,
+        }
+    }
+}
+
+/// A validated run request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunInput {
+    /// `None` when the client starts a new thread without naming it.
+    pub thread_id: Option<ThreadId>,
+    pub run_id: RunId,
+    pub parent_run_id: Option<RunId>,
+    /// `None` when absent or `null`: the stored state stays as it is.
+    pub state: Option<Value>,
+    pub messages: Vec<Message>,
+    /// Frontend tools: the client runs them.
+    pub tools: Vec<ClientTool>,
+    pub context: Vec<ContextEntry>,
+    pub forwarded_props: ForwardedProps,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientTool {
+    pub name: String,
+    pub description: String,
+    /// A JSON Schema object.
+    pub parameters: Value,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextEntry {
+    pub description: String,
+    pub value: String,
+}
+
+/// The parts of `forwardedProps` the server understands (seed 004); the rest is ignored.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ForwardedProps {
+    pub device_timezone: Option<chrono_tz::Tz>,
+}
+
+/// A client mistake, found before any streaming.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InputError {
+    #[error("request body is not valid JSON: {0}")]
+    Syntax(String),
+    #[error("RunAgentInput payload exceeds size limit of {limit} bytes")]
+    TooLarge { limit: usize },
+    #[error("{field}: {message}")]
+    Invalid { field: String, message: String },
+}
+
+impl InputError {
+    fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        InputError::Invalid {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    /// The offending field, where one is known.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            InputError::Invalid { field, .. } => Some(field),
+            _ => None,
+        }
+    }
+}
+
+/// Tool names as OpenAI-style APIs accept them; refusing others here beats a model error later.
+pub fn is_valid_tool_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Parses and validates a request body.
+pub fn parse_run_input(body: &[u8], limits: &Limits) -> Result<RunInput, InputError> {
+    if body.len() > limits.max_payload_bytes {
+        return Err(InputError::TooLarge {
+            limit: limits.max_payload_bytes,
+        });
+    }
+    let deserializer = &mut serde_json::Deserializer::from_slice(body);
+    let wire: WireInput = serde_path_to_error::deserialize(deserializer).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        match inner.classify() {
+            serde_json::error::Category::Data => {
+                let field = if path == "." { "body".to_owned() } else { path };
+                InputError::invalid(field, strip_position(&inner.to_string()))
+            }
+            _ => InputError::Syntax(inner.to_string()),
+        }
+    })?;
+    wire.validate(limits)
+}
+
+/// serde_json appends "at line 1 column 42", which says nothing to an API caller.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(at) => message[..at].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireInput {
+    #[serde(default, alias = "thread_id")]
+    thread_id: Option<String>,
+    #[serde(default, alias = "run_id")]
+    run_id: Option<String>,
+    #[serde(default, alias = "parent_run_id")]
+    parent_run_id: Option<String>,
+    #[serde(default)]
+    state: Option<Value>,
+    messages: Vec<WireMessage>,
+    #[serde(default)]
+    tools: Option<Vec<WireTool>>,
+    #[serde(default)]
+    context: Option<Vec<WireContext>>,
+    #[serde(default, alias = "forwarded_props")]
+    forwarded_props: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum WireMessage {
+    User {
+        id: String,
+        content: Value,
+        #[serde(default)]
+        name: Option<String>,
+    },
+    Assistant {
+        id: String,
+        #[serde(default)]
+        content: Option<Value>,
+        #[serde(default, alias = "tool_calls", rename = "toolCalls")]
+        tool_calls: Option<Vec<WireToolCall>>,
+        #[serde(default)]
+        name: Option<String>,
+    },
+    System {
+        id: String,
+        content: Value,
+        #[serde(default)]
+        name: Option<String>,
+    },
+    Developer {
+        id: String,
+        content: Value,
+        #[serde(default)]
+        name: Option<String>,
+    },
+    Tool {
+        id: String,
+        content: Value,
+        #[serde(alias = "tool_call_id", rename = "toolCallId")]
+        tool_call_id: String,
+        #[serde(default)]
+        error: Option<String>,
+    },
+    /// Shown by UIs, never sent to a model.
+    Reasoning {},
+    Activity {},
+}
+
+#[derive(Deserialize)]
+struct WireToolCall {
+    id: String,
+    function: WireFunction,
+}
+
+#[derive(Deserialize)]
+struct WireFunction {
+    name: String,
+    #[serde(default)]
+    arguments: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct WireTool {
+    name: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    parameters: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct WireContext {
+    #[serde(default)]
+    description: Option<String>,
+    value: Value,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+enum WirePart {
+    Text {
+        text: String,
+    },
+    /// Before AG-UI 1.0 every attachment was a `binary` part.
+    Binary {
+        #[serde(alias = "mime_type", rename = "mimeType")]
+        mime_type: String,
+        #[serde(default)]
+        url: Option<String>,
+        #[serde(default)]
+        data: Option<String>,
+    },
+    Image {
+        source: WireSource,
+    },
+    Audio {},
+    Video {},
+    Document {},
+}
+
+#[derive(Deserialize)]
+struct WireSource {
+    #[serde(rename = "type")]
+    kind: String,
+    value: String,
+    #[serde(default, alias = "mime_type", rename = "mimeType")]
+    mime_type: Option<String>,
+}
+
+/// Some clients send structured values where AG-UI expects text; keep them as JSON text.
+fn value_to_text(value: Value) -> String {
+    match value {
+        Value::String(text) => text,
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn id_error(field: &str, err: IdError) -> InputError {
+    InputError::invalid(field, err.to_string())
+}
+
+impl WireInput {
+    fn validate(self, limits: &Limits) -> Result<RunInput, InputError> {
+        let thread_id = self
+            .thread_id
+            .filter(|id| !id.is_empty())
+            .map(|id| ThreadId::parse(id, MAX_ID_LEN))
+            .transpose()
+            .map_err(|err| id_error("threadId", err))?;
+        let run_id = match self.run_id.filter(|id| !id.is_empty()) {
+            Some(id) => RunId::parse(id, limits.max_run_id_chars).map_err(|err| match err {
+                IdError::TooLong(_) => InputError::invalid("runId", "runId exceeds length limit"),
+                other => id_error("runId", other),
+            })?,
+            None => RunId::generate(),
+        };
+        let parent_run_id = self
+            .parent_run_id
+            .filter(|id| !id.is_empty())
+            .map(|id| RunId::parse(id, MAX_ID_LEN))
+            .transpose()
+            .map_err(|err| id_error("parentRunId", err))?;
+
+        if self.messages.len() > limits.max_messages {
+            return Err(InputError::invalid(
+                "messages",
+                format!(
+                    "RunAgentInput.messages exceeds limit of {}",
+                    limits.max_messages
+                ),
+            ));
+        }
+        let mut seen = HashSet::new();
+        let mut messages = Vec::with_capacity(self.messages.len());
+        for (index, wire) in self.messages.into_iter().enumerate() {
+            if let Some(message) = wire.validate(index, limits)? {
+                if !seen.insert(message.id().clone()) {
+                    return Err(InputError::invalid(
+                        format!("messages[{index}].id"),
+                        format!("duplicate message id {}", message.id()),
+                    ));
+                }
+                messages.push(message);
+            }
+        }
+
+        let mut tool_names = HashSet::new();
+        let mut tools = Vec::new();
+        for (index, tool) in self.tools.unwrap_or_default().into_iter().enumerate() {
+            let field = format!("tools[{index}]");
+            if !is_valid_tool_name(&tool.name) {
+                return Err(InputError::invalid(
+                    format!("{field}.name"),
+                    "tool names must be 1-64 letters, digits, _ or -",
+                ));
+            }
+            if !tool_names.insert(tool.name.clone()) {
+                return Err(InputError::invalid(
+                    format!("{field}.name"),
+                    format!("duplicate tool name {}", tool.name),
+                ));
+            }
+            let parameters = parse_parameters(tool.parameters, &format!("{field}.parameters"))?;
+            tools.push(ClientTool {
+                name: tool.name,
+                description: tool.description.unwrap_or_default(),
+                parameters,
+            });
+        }
+
+        let context = self
+            .context
+            .unwrap_or_default()
+            .into_iter()
+            .map(|entry| ContextEntry {
+                description: entry.description.unwrap_or_default(),
+                value: value_to_text(entry.value),
+            })
+            .collect();
+
+        Ok(RunInput {
+            thread_id,
+            run_id,
+            parent_run_id,
+            state: self.state.filter(|state| !state.is_null()),
+            messages,
+            tools,
+            context,
+            forwarded_props: parse_forwarded_props(self.forwarded_props)?,
+        })
+    }
+}
+
+/// Seed 000 sends `parameters` as a JSON string; AG-UI sends an object.
+fn parse_parameters(parameters: Option<Value>, field: &str) -> Result<Value, InputError> {
+    let value = match parameters {
+        None | Some(Value::Null) => {
+            return Ok(serde_json::json!({"type": "object", "properties": {}}));
+        }
+        Some(Value::String(text)) => serde_json::from_str(&text)
+            .map_err(|_| InputError::invalid(field, "a string must hold a JSON Schema object"))?,
+        Some(other) => other,
+    };
+    if !value.is_object() {
+        return Err(InputError::invalid(field, "must be a JSON Schema object"));
+    }
+    if jsonschema::meta::validate(&value).is_err() {
+        return Err(InputError::invalid(field, "is not a valid JSON Schema"));
+    }
+    Ok(value)
+}
+
+fn parse_forwarded_props(props: Option<Value>) -> Result<ForwardedProps, InputError> {
+    let timezone = props
+        .as_ref()
+        .and_then(|props| props.get("client_time").or_else(|| props.get("clientTime")))
+        .and_then(|time| {
+            time.get("device_timezone")
+                .or_else(|| time.get("deviceTimezone"))
+        });
+    let device_timezone = match timezone {
+        None | Some(Value::Null) => None,
+        Some(Value::String(name)) => Some(chrono_tz::Tz::from_str(name).map_err(|_| {
+            InputError::invalid(
+                "forwardedProps.client_time.device_timezone",
+                "invalid client_time.device_timezone",
+            )
+        })?),
+        Some(_) => {
+            return Err(InputError::invalid(
+                "forwardedProps.client_time.device_timezone",
+                "invalid client_time.device_timezone",
+            ));
+        }
+    };
+    Ok(ForwardedProps { device_timezone })
+}
+
+fn parse_message_id(id: String, index: usize) -> Result<MessageId, InputError> {
+    MessageId::parse(id, MAX_ID_LEN).map_err(|err| id_error(&format!("messages[{index}].id"), err))
+}
+
+impl WireMessage {
+    fn validate(self, index: usize, limits: &Limits) -> Result<Option<Message>, InputError> {
+        let field = |name: &str| format!("messages[{index}].{name}");
+        Ok(Some(match self {
+            WireMessage::User { id, content, name } => Message::User {
+                id: parse_message_id(id, index)?,
+                content: parse_user_content(content, &field("content"), limits)?,
+                name,
+            },
+            WireMessage::Assistant {
+                id,
+                content,
+                tool_calls,
+                name,
+            } => {
+                let mut calls = Vec::new();
+                for (call_index, call) in tool_calls.unwrap_or_default().into_iter().enumerate() {
+                    let call_field = field(&format!("toolCalls[{call_index}]"));
+                    let call_id = ToolCallId::parse(call.id, MAX_ID_LEN)
+                        .map_err(|err| id_error(&format!("{call_field}.id"), err))?;
+                    if !is_valid_tool_name(&call.function.name) {
+                        return Err(InputError::invalid(
+                            format!("{call_field}.function.name"),
+                            "tool names must be 1-64 letters, digits, _ or -",
+                        ));
+                    }
+                    let arguments = call
+                        .function
+                        .arguments
+                        .map(value_to_text)
+                        .unwrap_or_default();
+                    calls.push(ToolCall::new(call_id, call.function.name, arguments));
+                }
+                Message::Assistant {
+                    id: parse_message_id(id, index)?,
+                    content: content.map(value_to_text).filter(|text| !text.is_empty()),
+                    tool_calls: calls,
+                    name,
+                }
+            }
+            WireMessage::System { id, content, name } => Message::System {
+                id: parse_message_id(id, index)?,
+                content: value_to_text(content),
+                name,
+            },
+            WireMessage::Developer { id, content, name } => Message::Developer {
+                id: parse_message_id(id, index)?,
+                content: value_to_text(content),
+                name,
+            },
+            WireMessage::Tool {
+                id,
+                content,
+                tool_call_id,
+                error,
+            } => Message::Tool {
+                id: parse_message_id(id, index)?,
+                tool_call_id: ToolCallId::parse(tool_call_id, MAX_ID_LEN)
+                    .map_err(|err| id_error(&field("toolCallId"), err))?,
+                content: value_to_text(content),
+                error: error.filter(|error| !error.is_empty()),
+            },
+            WireMessage::Reasoning {} | WireMessage::Activity {} => return Ok(None),
+        }))
+    }
+}
+
+fn parse_user_content(
+    content: Value,
+    field: &str,
+    limits: &Limits,
+) -> Result<UserContent, InputError> {
+    let text_limit_error =
+        || InputError::invalid(field, "RunAgentInput user message text exceeds limit");
+    match content {
+        Value::String(text) => {
+            if text.chars().count() > limits.max_user_text_chars {
+                return Err(text_limit_error());
+            }
+            Ok(UserContent::Text(text))
+        }
+        Value::Array(items) => {
+            let mut parts = Vec::with_capacity(items.len());
+            let mut text_chars = 0;
+            let mut attachments = 0;
+            for (index, item) in items.into_iter().enumerate() {
+                let part_field = format!("{field}[{index}]");
+                let wire: WirePart = serde_json::from_value(item).map_err(|err| {
+                    InputError::invalid(&part_field, strip_position(&err.to_string()))
+                })?;
+                let part = match wire {
+                    WirePart::Text { text } => {
+                        text_chars += text.chars().count();
+                        UserPart::Text { text }
+                    }
+                    WirePart::Binary {
+                        mime_type,
+                        url,
+                        data,
+                    } => {
+                        if !mime_type.starts_with("image/") {
+                            return Err(InputError::invalid(
+                                &part_field,
+                                "binary content requires image mimeType",
+                            ));
+                        }
+                        if data.is_some() {
+                            return Err(InputError::invalid(
+                                &part_field,
+                                "binary content data is not allowed",
+                            ));
+                        }
+                        let url = url.ok_or_else(|| {
+                            InputError::invalid(&part_field, "binary content requires url")
+                        })?;
+                        image_part(url, Some(mime_type), &part_field)?
+                    }
+                    WirePart::Image { source } => {
+                        if source.kind != "url" {
+                            return Err(InputError::invalid(
+                                format!("{part_field}.source.type"),
+                                "image content must be given by url",
+                            ));
+                        }
+                        image_part(source.value, source.mime_type, &part_field)?
+                    }
+                    WirePart::Audio {} | WirePart::Video {} | WirePart::Document {} => {
+                        return Err(InputError::invalid(
+                            &part_field,
+                            "only image attachments are supported",
+                        ));
+                    }
+                };
+                if matches!(part, UserPart::Image { .. }) {
+                    attachments += 1;
+                }
+                parts.push(part);
+            }
+            if text_chars > limits.max_user_text_chars {
+                return Err(text_limit_error());
+            }
+            if attachments > limits.max_attachments_per_message {
+                return Err(InputError::invalid(field, "Too many attachments"));
+            }
+            Ok(UserContent::Parts(parts))
+        }
+        _ => Err(InputError::invalid(
+            field,
+            "must be a string or an array of content parts",
+        )),
+    }
+}
+
+fn image_part(url: String, mime_type: Option<String>, field: &str) -> Result<UserPart, InputError> {
+    let is_web_url = url.starts_with("https://") || url.starts_with("http://");
+    if !is_web_url || url.len() > 4096 || url.chars().any(char::is_whitespace) {
+        return Err(InputError::invalid(
+            field,
+            "attachment url must be an http(s) URL",
+        ));
+    }
+    Ok(UserPart::Image {
+        source: ImageSource::Url {
+            value: url,
+            mime_type,
+        },
+    })
+}
+
+#[cfg(test)]
+#[path = "input_tests.rs"]
+mod tests;

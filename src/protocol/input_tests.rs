@@ -1,0 +1,222 @@
+use super::*;
+use crate::protocol::message::Role;
+use serde_json::json;
+
+fn parse(value: Value) -> Result<RunInput, InputError> {
+    parse_run_input(value.to_string().as_bytes(), &Limits::default())
+}
+
+fn field_of(result: Result<RunInput, InputError>) -> String {
+    result.unwrap_err().field().unwrap_or("-").to_owned()
+}
+
+#[test]
+fn parses_the_body_agui_client_1_0_sends() {
+    let input = parse(json!({
+        "threadId": "550e8400-e29b-41d4-a716-446655440000", "runId": "run_001",
+        "protocolVersion": "1.0", "state": {}, "tools": [], "context": [], "forwardedProps": {},
+        "messages": [{"id": "msg_1", "role": "user", "content": "hello"}]
+    }))
+    .unwrap();
+    assert_eq!(input.run_id.as_str(), "run_001");
+    assert_eq!(input.messages.len(), 1);
+    assert_eq!(input.messages[0].role(), Role::User);
+    assert_eq!(input.state, Some(json!({})));
+}
+
+#[test]
+fn parses_snake_case_keys_null_state_and_string_parameters() {
+    let input = parse(json!({
+        "thread_id": "t1", "run_id": "r1", "state": null,
+        "messages": [
+            {"id": "u1", "role": "user", "content": "hi"},
+            {"id": "a1", "role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"id": "t1", "role": "tool", "tool_call_id": "c1", "content": "done"}
+        ],
+        "tools": [{"name": "f", "description": "d", "parameters": "{\"type\":\"object\"}"}],
+        "forwarded_props": {"client_time": {"device_timezone": "Asia/Shanghai"}},
+        "someFutureField": 1
+    }))
+    .unwrap();
+    assert_eq!(input.thread_id.unwrap().as_str(), "t1");
+    assert_eq!(input.state, None);
+    assert_eq!(input.tools[0].parameters, json!({"type": "object"}));
+    assert_eq!(input.messages[1].tool_calls()[0].id.as_str(), "c1");
+    assert_eq!(
+        input.forwarded_props.device_timezone,
+        Some(chrono_tz::Asia::Shanghai)
+    );
+}
+
+#[test]
+fn accepts_legacy_binary_and_1_0_image_parts_by_url() {
+    let input = parse(json!({"threadId": "t", "runId": "r", "messages": [{"id": "u", "role": "user", "content": [
+        {"type": "text", "text": "what is this"},
+        {"type": "binary", "mimeType": "image/png", "url": "https://example.com/a.png"},
+        {"type": "image", "source": {"type": "url", "value": "https://example.com/b.jpg", "mimeType": "image/jpeg"}}
+    ]}]}))
+    .unwrap();
+    let Message::User {
+        content: UserContent::Parts(parts),
+        ..
+    } = &input.messages[0]
+    else {
+        panic!("expected parts")
+    };
+    assert_eq!(parts.len(), 3);
+}
+
+#[test]
+fn drops_reasoning_and_activity_messages() {
+    let input = parse(json!({"messages": [
+        {"id": "r", "role": "reasoning", "content": "thinking"},
+        {"id": "a", "role": "activity", "activityType": "x", "content": {}},
+        {"id": "u", "role": "user", "content": "hi"}
+    ]}))
+    .unwrap();
+    assert_eq!(input.messages.len(), 1);
+    assert!(
+        input.thread_id.is_none(),
+        "a missing threadId starts a new thread"
+    );
+}
+
+#[test]
+fn malformed_json_is_a_syntax_error() {
+    let err = parse_run_input(b"{\"messages\": [", &Limits::default()).unwrap_err();
+    assert!(matches!(err, InputError::Syntax(_)), "{err:?}");
+}
+
+#[test]
+fn wrong_shapes_name_the_field() {
+    assert_eq!(field_of(parse(json!({"threadId": "t"}))), "body");
+    assert_eq!(
+        field_of(parse(
+            json!({"messages": [{"id": "u", "role": "robot", "content": "x"}]})
+        )),
+        "messages[0]"
+    );
+    assert_eq!(
+        field_of(parse(
+            json!({"messages": [{"role": "user", "content": "x"}]})
+        )),
+        "messages[0]"
+    );
+    assert_eq!(
+        field_of(parse(
+            json!({"messages": [{"id": "u", "role": "user", "content": 5}]})
+        )),
+        "messages[0].content"
+    );
+    assert_eq!(
+        field_of(parse(json!({"threadId": "a b", "messages": []}))),
+        "threadId"
+    );
+    assert_eq!(
+        field_of(parse(
+            json!({"messages": [], "tools": [{"name": "bad name"}]})
+        )),
+        "tools[0].name"
+    );
+    assert_eq!(
+        field_of(parse(
+            json!({"messages": [], "tools": [{"name": "f", "parameters": "{nope"}]})
+        )),
+        "tools[0].parameters"
+    );
+    assert_eq!(
+        field_of(parse(
+            json!({"messages": [], "tools": [{"name": "f", "parameters": {"type": 7}}]})
+        )),
+        "tools[0].parameters"
+    );
+}
+
+#[test]
+fn duplicate_message_ids_and_tool_names_are_refused() {
+    let dup = parse(json!({"messages": [
+        {"id": "u", "role": "user", "content": "a"}, {"id": "u", "role": "user", "content": "b"}]}));
+    assert_eq!(field_of(dup), "messages[1].id");
+    let dup_tools = parse(json!({"messages": [], "tools": [{"name": "f"}, {"name": "f"}]}));
+    assert_eq!(field_of(dup_tools), "tools[1].name");
+}
+
+#[test]
+fn seed_004_limits_apply_with_their_messages() {
+    let limits = Limits::default();
+    let too_big = vec![b' '; limits.max_payload_bytes + 1];
+    assert_eq!(
+        parse_run_input(&too_big, &limits).unwrap_err(),
+        InputError::TooLarge { limit: 262_144 }
+    );
+
+    let long_run = parse(json!({"runId": "r".repeat(129), "messages": []})).unwrap_err();
+    assert_eq!(long_run.to_string(), "runId: runId exceeds length limit");
+
+    let many: Vec<Value> = (0..201)
+        .map(|i| json!({"id": format!("m{i}"), "role": "user", "content": "x"}))
+        .collect();
+    let too_many = parse(json!({"messages": many})).unwrap_err();
+    assert!(
+        too_many
+            .to_string()
+            .contains("RunAgentInput.messages exceeds limit")
+    );
+
+    let long_text =
+        parse(json!({"messages": [{"id": "u", "role": "user", "content": "x".repeat(10_001)}]}))
+            .unwrap_err();
+    assert!(
+        long_text
+            .to_string()
+            .contains("user message text exceeds limit")
+    );
+
+    let image = |i: usize| json!({"type": "binary", "mimeType": "image/png", "url": format!("https://e.com/{i}.png")});
+    let four = parse(
+        json!({"messages": [{"id": "u", "role": "user", "content": [image(1), image(2), image(3), image(4)]}]}),
+    );
+    assert!(
+        four.unwrap_err()
+            .to_string()
+            .contains("Too many attachments")
+    );
+}
+
+#[test]
+fn attachments_must_be_images_given_by_url() {
+    let with = |part: Value| {
+        parse(json!({"messages": [{"id": "u", "role": "user", "content": [part]}]}))
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(
+        with(
+            json!({"type": "binary", "mimeType": "application/pdf", "url": "https://e.com/a.pdf"})
+        )
+        .contains("requires image mimeType")
+    );
+    assert!(
+        with(json!({"type": "binary", "mimeType": "image/png", "data": "aGk="}))
+            .contains("data is not allowed")
+    );
+    assert!(with(json!({"type": "binary", "mimeType": "image/png"})).contains("requires url"));
+    assert!(with(json!({"type": "image", "source": {"type": "data", "value": "aGk=", "mimeType": "image/png"}})).contains("by url"));
+    assert!(
+        with(json!({"type": "binary", "mimeType": "image/png", "url": "file:///etc/passwd"}))
+            .contains("http(s) URL")
+    );
+    assert!(
+        with(json!({"type": "audio", "source": {"type": "url", "value": "https://e.com/a.mp3"}}))
+            .contains("only image")
+    );
+}
+
+#[test]
+fn an_invalid_device_timezone_is_refused() {
+    let err = parse(json!({"messages": [], "forwardedProps": {"client_time": {"device_timezone": "Mars/Olympus"}}})).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "forwardedProps.client_time.device_timezone: invalid client_time.device_timezone"
+    );
+}

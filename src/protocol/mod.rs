@@ -1,0 +1,13 @@
+//! The AG-UI protocol: ids, messages, the `RunAgentInput` parser, events and their SSE framing.
+//! Pure data and encoding; depends on no other module of the crate.
+
+pub mod events;
+pub mod ids;
+pub mod input;
+pub mod message;
+pub mod sse;
+
+pub use events::{Event, RunErrorCode};
+pub use ids::{MessageId, RunId, ThreadId, ToolCallId};
+pub use input::{ClientTool, ContextEntry, InputError, Limits, RunInput, parse_run_input};
+pub use message::{Message, Role, ToolCall, UserContent, UserPart};

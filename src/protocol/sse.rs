@@ -1,0 +1,122 @@
+//! Server-Sent Events framing: `data: <json>\n\n` with LF only, plus `: ping` comments while
+//! the run is silent so proxies and clients keep the connection open.
+
+use super::events::Event;
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use serde::Serialize;
+use std::time::Duration;
+
+pub const CONTENT_TYPE: &str = "text/event-stream";
+pub const PING_FRAME: &[u8] = b": ping\n\n";
+
+#[derive(Serialize)]
+struct Stamped<'a> {
+    #[serde(flatten)]
+    event: &'a Event,
+    timestamp: i64,
+}
+
+/// Encodes one event as an SSE frame. JSON never contains a raw newline, so one `data:` line
+/// always suffices.
+pub fn encode_event(event: &Event, timestamp_ms: i64) -> Bytes {
+    let mut frame = Vec::with_capacity(160);
+    frame.extend_from_slice(b"data: ");
+    if let Err(err) = serde_json::to_writer(
+        &mut frame,
+        &Stamped {
+            event,
+            timestamp: timestamp_ms,
+        },
+    ) {
+        // Our event types always serialise; if one ever does not, the client must still get a
+        // terminal event rather than a torn frame.
+        tracing::error!(error = %err, "event serialisation failed");
+        return Bytes::from_static(
+            b"data: {\"type\":\"RUN_ERROR\",\"message\":\"something went wrong\",\"code\":\"INVALID_REQUEST\"}\n\n",
+        );
+    }
+    frame.extend_from_slice(b"\n\n");
+    Bytes::from(frame)
+}
+
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// Turns a run's events into SSE frames, sending a ping whenever `ping_interval` passes without
+/// a frame.
+pub fn frames<S>(events: S, ping_interval: Duration) -> impl Stream<Item = Bytes> + Send
+where
+    S: Stream<Item = Event> + Send + 'static,
+{
+    let mut events = Box::pin(events);
+    async_stream::stream! {
+        loop {
+            match tokio::time::timeout(ping_interval, events.next()).await {
+                Ok(Some(event)) => yield encode_event(&event, now_ms()),
+                Ok(None) => break,
+                Err(_elapsed) => yield Bytes::from_static(PING_FRAME),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::ids::{RunId, ThreadId};
+
+    fn finished() -> Event {
+        Event::RunFinished {
+            thread_id: ThreadId::parse("t1", 128).unwrap(),
+            run_id: RunId::parse("r1", 128).unwrap(),
+        }
+    }
+
+    #[test]
+    fn frames_are_exact_bytes_with_lf_only() {
+        let frame = encode_event(&finished(), 1_700_000_000_123);
+        assert_eq!(
+            &frame[..],
+            b"data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t1\",\"runId\":\"r1\",\"timestamp\":1700000000123}\n\n"
+        );
+    }
+
+    #[test]
+    fn newlines_inside_content_stay_escaped() {
+        let event = Event::RunError {
+            message: "line\r\nnext".into(),
+            code: crate::protocol::events::RunErrorCode::ModelError,
+        };
+        let frame = encode_event(&event, 1);
+        let body = &frame[..frame.len() - 2];
+        assert!(!body.contains(&b'\n') && !body.contains(&b'\r'));
+        assert!(frame.ends_with(b"\n\n"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn pings_while_silent_then_forwards_events() {
+        let events = async_stream::stream! {
+            tokio::time::sleep(Duration::from_secs(25)).await;
+            yield finished();
+        };
+        let out: Vec<Bytes> = frames(events, Duration::from_secs(10)).collect().await;
+        assert_eq!(out.len(), 3);
+        assert_eq!(&out[0][..], PING_FRAME);
+        assert_eq!(&out[1][..], PING_FRAME);
+        assert!(out[2].starts_with(b"data: {\"type\":\"RUN_FINISHED\""));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn no_ping_when_events_keep_flowing() {
+        let events = async_stream::stream! {
+            for _ in 0..3 {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                yield finished();
+            }
+        };
+        let out: Vec<Bytes> = frames(events, Duration::from_secs(10)).collect().await;
+        assert!(out.iter().all(|frame| frame.starts_with(b"data: ")));
+    }
+}
