@@ -94,7 +94,7 @@ fn wrong_shapes_name_the_field() {
         field_of(parse(
             json!({"messages": [{"id": "u", "role": "robot", "content": "x"}]})
         )),
-        "messages[0]"
+        "messages[0].role"
     );
     assert_eq!(
         field_of(parse(

@@ -6,6 +6,7 @@ pub mod ids;
 pub mod input;
 pub mod message;
 pub mod sse;
+pub mod verify;
 
 pub use events::{Event, RunErrorCode};
 pub use ids::{MessageId, RunId, ThreadId, ToolCallId};

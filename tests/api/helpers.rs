@@ -1,0 +1,253 @@
+use agui_lambda::config::Config;
+use agui_lambda::protocol::verify::{parse_sse, verify_run};
+use agui_lambda::startup;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub fn repo_path(relative: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative)
+}
+
+/// A running aimock server with the scenario fixtures; killed when dropped.
+pub struct Aimock {
+    _child: tokio::process::Child,
+    pub url: String,
+    http: reqwest::Client,
+}
+
+impl Aimock {
+    pub async fn start() -> Self {
+        let bin = repo_path("tests/node/node_modules/.bin/llmock");
+        assert!(
+            bin.exists(),
+            "aimock is not installed: run `npm ci` in tests/node (scripts/test.sh does)"
+        );
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = tokio::process::Command::new(bin)
+            .args([
+                "-p",
+                &port.to_string(),
+                "-h",
+                "127.0.0.1",
+                "--log-level",
+                "silent",
+                "-f",
+            ])
+            .arg(repo_path("tests/fixtures/aimock-openai.json"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("aimock starts");
+        let url = format!("http://127.0.0.1:{port}");
+        let http = reqwest::Client::new();
+        for _ in 0..200 {
+            if http
+                .get(format!("{url}/health"))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success())
+            {
+                return Self {
+                    _child: child,
+                    url,
+                    http,
+                };
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("aimock did not become ready on port {port}");
+    }
+
+    /// The requests the model received, oldest first.
+    pub async fn journal(&self) -> Vec<Value> {
+        self.http
+            .get(format!("{}/__aimock/journal", self.url))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    /// The chat completion request bodies that asked about `user_text`.
+    pub async fn requests_about(&self, user_text: &str) -> Vec<Value> {
+        self.journal()
+            .await
+            .into_iter()
+            .filter(|entry| entry["body"]["messages"].to_string().contains(user_text))
+            .collect()
+    }
+}
+
+pub struct TestApp {
+    pub addr: SocketAddr,
+    pub aimock: Aimock,
+    pub http: reqwest::Client,
+    _server: tokio::task::JoinHandle<()>,
+}
+
+pub struct Reply {
+    pub status: u16,
+    pub content_type: String,
+    pub body: String,
+}
+
+impl Reply {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|err| panic!("not JSON ({err}): {}", self.body))
+    }
+
+    /// The SSE events, checked against the client's ordering rules.
+    pub fn events(&self) -> Vec<Value> {
+        assert_eq!(self.status, 200, "{}", self.body);
+        assert_eq!(self.content_type, "text/event-stream");
+        let events = parse_sse(&self.body).unwrap();
+        verify_run(&events).unwrap_or_else(|err| panic!("{err}\n{}", self.body));
+        events
+    }
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(&[]).await
+}
+
+pub async fn spawn_app_with(overrides: &[(&str, &str)]) -> TestApp {
+    let aimock = Aimock::start().await;
+    let mut vars: HashMap<String, String> = [
+        ("OPENAI_BASE_URL", format!("{}/v1", aimock.url)),
+        ("OPENAI_API_KEY", "test-key".to_owned()),
+        ("AGENT_MODEL", "test-model".to_owned()),
+        ("MODEL_MAX_RETRIES", "2".to_owned()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    for (key, value) in overrides {
+        vars.insert((*key).to_owned(), (*value).to_owned());
+    }
+    let config = Config::from_map(&vars).unwrap();
+    let app = Arc::new(startup::build(&config).unwrap());
+    let (addr, server) = agui_lambda::api::local::bind(app, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    TestApp {
+        addr,
+        aimock,
+        http: reqwest::Client::new(),
+        _server: server,
+    }
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    pub async fn post_raw(
+        &self,
+        path: &str,
+        content_type: &str,
+        body: impl Into<reqwest::Body>,
+    ) -> Reply {
+        let response = self
+            .http
+            .post(self.url(path))
+            .header("content-type", content_type)
+            .header("accept", "text/event-stream")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        into_reply(response).await
+    }
+
+    pub async fn run(&self, body: &Value) -> Reply {
+        self.post_raw("/agent", "application/json", body.to_string())
+            .await
+    }
+
+    pub async fn get(&self, path: &str) -> Reply {
+        into_reply(self.http.get(self.url(path)).send().await.unwrap()).await
+    }
+}
+
+async fn into_reply(response: reqwest::Response) -> Reply {
+    let status = response.status().as_u16();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    Reply {
+        status,
+        content_type,
+        body: response.text().await.unwrap(),
+    }
+}
+
+pub fn frontend_tools() -> Value {
+    json!([
+        {"name": "search_local_files", "description": "Search the user's local files",
+         "parameters": {"type": "object", "properties": {"keyword": {"type": "string"}}}},
+        {"name": "confirmAction", "description": "Ask the user to confirm",
+         "parameters": {"type": "object", "properties": {"action": {"type": "string"}, "count": {"type": "number"}}, "required": ["action"]}}
+    ])
+}
+
+pub fn run_input(thread: &str, run: &str, messages: Value) -> Value {
+    json!({"threadId": thread, "runId": run, "state": {}, "messages": messages, "tools": frontend_tools(), "context": [], "forwardedProps": {}})
+}
+
+pub fn new_thread() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+pub fn types(events: &[Value]) -> Vec<&str> {
+    events.iter().map(|e| e["type"].as_str().unwrap()).collect()
+}
+
+pub fn text_of(events: &[Value]) -> String {
+    events
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect()
+}
+
+/// The assistant message a client builds from a run's events: its text and tool calls.
+pub fn assistant_from(events: &[Value]) -> Value {
+    let start = events
+        .iter()
+        .find(|e| e["type"] == "TOOL_CALL_START")
+        .unwrap();
+    let id = start["parentMessageId"].clone();
+    let calls: Vec<Value> = events
+        .iter()
+        .filter(|e| e["type"] == "TOOL_CALL_START")
+        .map(|s| {
+            let args: String = events
+                .iter()
+                .filter(|e| e["type"] == "TOOL_CALL_ARGS" && e["toolCallId"] == s["toolCallId"])
+                .map(|e| e["delta"].as_str().unwrap())
+                .collect();
+            json!({"id": s["toolCallId"], "type": "function", "function": {"name": s["toolCallName"], "arguments": args}})
+        })
+        .collect();
+    let text = text_of(events);
+    let mut message = json!({"id": id, "role": "assistant", "toolCalls": calls});
+    if !text.is_empty() {
+        message["content"] = json!(text);
+    }
+    message
+}

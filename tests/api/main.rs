@@ -1,0 +1,14 @@
+//! Integration tests: the real handler over HTTP, the in-memory store, and a third-party
+//! OpenAI-compatible mock model (`@copilotkit/aimock`) on loopback, one per test.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod helpers;
+
+mod agent_runs;
+mod input_errors;
+mod lambda_events;
