@@ -66,12 +66,11 @@ pub fn verify_run(events: &[Value]) -> Result<(), String> {
     );
     let mut seen_text_ids = HashSet::new();
     for event in events {
-        for field in ["timestamp"] {
-            if let Some(value) = event.get(field) {
-                if !value.is_i64() && !value.is_u64() {
-                    return Err(format!("{field} is not an integer in {event}"));
-                }
-            }
+        if let Some(timestamp) = event.get("timestamp")
+            && !timestamp.is_i64()
+            && !timestamp.is_u64()
+        {
+            return Err(format!("timestamp is not an integer in {event}"));
         }
         if event
             .as_object()
@@ -121,12 +120,14 @@ pub fn verify_run(events: &[Value]) -> Result<(), String> {
                 }
             }
             "STEP_STARTED" => {
-                if !steps.insert(id(event, "stepName")?) {
+                let name = id(event, "stepName")?;
+                if !steps.insert(name) {
                     return Err("step started twice".into());
                 }
             }
             "STEP_FINISHED" => {
-                if !steps.remove(&id(event, "stepName")?) {
+                let name = id(event, "stepName")?;
+                if !steps.remove(&name) {
                     return Err("STEP_FINISHED for a step that is not open".into());
                 }
             }
@@ -134,7 +135,8 @@ pub fn verify_run(events: &[Value]) -> Result<(), String> {
                 reasoning.insert(id(event, "messageId")?);
             }
             "REASONING_END" => {
-                if !reasoning.remove(&id(event, "messageId")?) {
+                let id = id(event, "messageId")?;
+                if !reasoning.remove(&id) {
                     return Err("REASONING_END without REASONING_START".into());
                 }
             }
@@ -157,12 +159,12 @@ pub fn verify_run(events: &[Value]) -> Result<(), String> {
                 }
             }
             "RUN_FINISHED" => {
-                if !(texts.is_empty()
+                let all_closed = texts.is_empty()
                     && calls.is_empty()
                     && steps.is_empty()
                     && reasoning.is_empty()
-                    && reasoning_messages.is_empty())
-                {
+                    && reasoning_messages.is_empty();
+                if !all_closed {
                     return Err("something is still open at RUN_FINISHED".into());
                 }
             }

@@ -357,6 +357,38 @@ if (!AGUI_URL) {
   before(installConsoleTrap);
   after(removeConsoleTrap);
 
+
+  // Frames must reach the client as the model produces them, not when the run ends: under
+  // `cargo lambda watch` (and Lambda) a buffering mistake shows up as every frame arriving at
+  // once. The "stream slowly" fixture spaces its ten chunks 150 ms apart.
+  test("streaming: frames arrive incrementally", async () => {
+    const body = {
+      threadId: randomUUID(), runId: randomUUID(), state: {}, tools: [], context: [], forwardedProps: {},
+      messages: [{ id: randomUUID(), role: "user", content: "stream slowly" }],
+    };
+    const started = Date.now();
+    const response = await fetch(AGUI_URL, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "text/event-stream" },
+      body: JSON.stringify(body),
+    });
+    assert.equal(response.status, 200);
+    const arrivals = [];
+    const decoder = new TextDecoder();
+    let text = "";
+    for await (const chunk of response.body) {
+      const piece = decoder.decode(chunk, { stream: true });
+      text += piece;
+      const frames = (piece.match(/TEXT_MESSAGE_CONTENT/g) || []).length;
+      for (let i = 0; i < frames; i++) arrivals.push(Date.now() - started);
+    }
+    assert.ok(text.includes("RUN_FINISHED"), text);
+    assert.ok(arrivals.length >= 5, `content frames: ${arrivals.length}`);
+    const spread = arrivals.at(-1) - arrivals[0];
+    // Ten chunks 150 ms apart span about 1.35 s; a buffered stream would span ~0.
+    assert.ok(spread >= 600, `content frames arrived within ${spread} ms: ${arrivals.join(",")}`);
+  });
+
   for (const client of CLIENTS) {
     describe(`@ag-ui/client ${client.version}`, () => {
       test("plain: text reply", async () => {

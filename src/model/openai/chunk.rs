@@ -126,12 +126,12 @@ impl ChunkParser {
                     self.push_tool_fragment(fragment, out);
                 }
             }
-            if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
-                if !self.finished {
-                    self.finished = true;
-                    self.start_unnamed_slots(out);
-                    out.push(ModelDelta::Finish(FinishReason::from_openai(&reason)));
-                }
+            if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty())
+                && !self.finished
+            {
+                self.finished = true;
+                self.start_unnamed_slots(out);
+                out.push(ModelDelta::Finish(FinishReason::from_openai(&reason)));
             }
         }
         if let Some(usage) = chunk.usage {
@@ -212,20 +212,20 @@ impl ChunkParser {
         let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
-        if !slot.started {
-            if let Some(name) = name {
-                slot.started = true;
-                out.push(ModelDelta::ToolCallStart {
+        if !slot.started
+            && let Some(name) = name
+        {
+            slot.started = true;
+            out.push(ModelDelta::ToolCallStart {
+                index,
+                id: slot.id.clone(),
+                name,
+            });
+            if !slot.pending_args.is_empty() {
+                out.push(ModelDelta::ToolCallArgs {
                     index,
-                    id: slot.id.clone(),
-                    name,
+                    delta: std::mem::take(&mut slot.pending_args),
                 });
-                if !slot.pending_args.is_empty() {
-                    out.push(ModelDelta::ToolCallArgs {
-                        index,
-                        delta: std::mem::take(&mut slot.pending_args),
-                    });
-                }
             }
         }
         if let Some(arguments) = arguments.filter(|a| !a.is_empty()) {

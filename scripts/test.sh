@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Runs every check and test of agui-lambda on a fresh machine; safe to run again.
+#   1. installs the test tools (.venv from PyPI, tests/node from npm)
+#   2. cargo fmt --check, cargo clippy --all-targets -D warnings
+#   3. end to end: the function under `cargo lambda watch`, aimock as its model, driven by
+#      @ag-ui/client 1.0.0 and 0.0.59; every captured stream checked by ag-ui-validate
+#   4. the SAM template, transformed offline, linted by cfn-lint
+#   5. unit and integration tests (cargo test), whose summary closes the output
+# Logs and captured streams land in .ci/artifacts/.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+ARTIFACTS="$ROOT/.ci/artifacts"
+rm -rf "$ARTIFACTS"
+mkdir -p "$ARTIFACTS/captures"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+step() { printf '\n==> %s\n' "$*"; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_for() { # url, what, pid
+  for _ in $(seq 1 600); do
+    if curl -fs -o /dev/null "$1"; then return 0; fi
+    if ! kill -0 "$3" 2>/dev/null; then echo "$2 exited early" >&2; return 1; fi
+    sleep 0.2
+  done
+  echo "$2 did not become ready at $1" >&2
+  return 1
+}
+
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]:-}"; do
+    [ -n "$pid" ] && kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true
+  done
+}
+trap cleanup EXIT
+
+step "installing test tools"
+bash scripts/install-test-tools.sh
+export PATH="$ROOT/.venv/bin:$PATH"
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy --all-targets -- -D warnings"
+cargo clippy --all-targets --locked -- -D warnings
+
+step "end to end under cargo lambda watch with @ag-ui/client 1.0.0 and 0.0.59"
+cargo build --locked --bin agui-lambda
+AIMOCK_PORT=$(free_port)
+setsid tests/node/node_modules/.bin/llmock -p "$AIMOCK_PORT" -h 127.0.0.1 -f tests/fixtures/aimock-openai.json \
+  </dev/null >"$ARTIFACTS/aimock.log" 2>&1 &
+PIDS+=($!)
+wait_for "http://127.0.0.1:$AIMOCK_PORT/health" aimock "${PIDS[-1]}"
+WATCH_PORT=$(free_port)
+setsid cargo lambda watch --ignore-changes -A 127.0.0.1 -P "$WATCH_PORT" \
+  --env-var "OPENAI_BASE_URL=http://127.0.0.1:$AIMOCK_PORT/v1,OPENAI_API_KEY=e2e-test-key,AGENT_MODEL=test-model,MODEL_MAX_RETRIES=1,RUST_LOG=info" \
+  </dev/null >"$ARTIFACTS/watch.log" 2>&1 &
+PIDS+=($!)
+WATCH_URL="http://127.0.0.1:$WATCH_PORT/lambda-url/agui-lambda"
+# Ready when the function itself answers (cargo-lambda's own 404 has no error code of ours).
+ready=""
+for _ in $(seq 1 600); do
+  if curl -s "$WATCH_URL/threads/ready-check" | grep -q '"thread_not_found"'; then ready=1; break; fi
+  sleep 0.2
+done
+[ -n "$ready" ] || { echo "cargo lambda watch did not serve the function"; cat "$ARTIFACTS/watch.log"; exit 1; }
+(cd tests/node && AGUI_URL="$WATCH_URL/agent" CAPTURE_DIR="$ARTIFACTS/captures" node --test --test-concurrency=1 e2e.test.mjs) \
+  || { echo "--- cargo lambda watch log"; tail -n 50 "$ARTIFACTS/watch.log"; exit 1; }
+
+step "ag-ui-validate on every captured stream"
+captures=("$ARTIFACTS"/captures/*.sse)
+[ -e "${captures[0]}" ] || { echo "no streams were captured"; exit 1; }
+for capture in "${captures[@]}"; do
+  ag-ui-validate --no-color "$capture" >"$capture.report" 2>&1 || { cat "$capture.report"; echo "ag-ui-validate rejected $capture"; exit 1; }
+done
+echo "ag-ui-validate: ${#captures[@]} streams, no violation"
+cleanup
+PIDS=()
+
+step "SAM template: offline transform, then cfn-lint on source and result"
+python scripts/sam_transform.py template.yaml >"$ARTIFACTS/template.transformed.json"
+cfn-lint template.yaml "$ARTIFACTS/template.transformed.json"
+echo "cfn-lint: clean"
+
+step "unit and integration tests"
+cargo test --locked --all-targets
