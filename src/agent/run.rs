@@ -209,8 +209,16 @@ impl PreparedRun {
                 .await;
             }
             let (message, calls) = self.model_turn(out, &mut used_call_ids, summary).await?;
+            // The step is the model's turn; it closes before the calls end, so that a frontend
+            // call's TOOL_CALL_END is immediately followed by RUN_FINISHED (CopilotKit's rule).
             if settings.emit_steps {
                 out.emit(Event::StepFinished { step_name }).await;
+            }
+            for call in &calls {
+                out.emit(Event::ToolCallEnd {
+                    tool_call_id: call.id.clone(),
+                })
+                .await;
             }
             if let Some(message) = message {
                 self.history.push(message.clone());
@@ -386,12 +394,6 @@ impl PreparedRun {
             }
             Some(FinishReason::ContentFilter) => return Err(RunFailure::ContentFilter),
             _ => {}
-        }
-        for call in &calls {
-            out.emit(Event::ToolCallEnd {
-                tool_call_id: call.id.clone(),
-            })
-            .await;
         }
         if text.is_empty() && calls.is_empty() {
             return Ok((None, calls));

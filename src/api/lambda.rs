@@ -35,11 +35,46 @@ pub async fn handle(app: &App, request: Request) -> http::Response<super::Respon
 }
 
 /// Lambda gives the deadline as epoch milliseconds; runs measure time on the monotonic clock.
+/// `cargo lambda watch` sends the timeout itself (e.g. `600000`) instead: a value too small to
+/// be a date this century is read as milliseconds from now.
 fn deadline_instant(deadline_ms: u64) -> Instant {
-    let now_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|now| now.as_millis())
-        .unwrap_or(0);
-    let remaining = u128::from(deadline_ms).saturating_sub(now_ms);
-    Instant::now() + Duration::from_millis(u64::try_from(remaining).unwrap_or(u64::MAX))
+    const YEAR_2001_MS: u64 = 978_307_200_000;
+    let remaining_ms = if deadline_ms < YEAR_2001_MS {
+        deadline_ms
+    } else {
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|now| u64::try_from(now.as_millis()).unwrap_or(u64::MAX))
+            .unwrap_or(0);
+        deadline_ms.saturating_sub(now_ms)
+    };
+    tracing::debug!(deadline_ms, remaining_ms, "invocation deadline");
+    Instant::now() + Duration::from_millis(remaining_ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn epoch_deadlines_and_emulator_durations_both_give_the_time_left() {
+        let now_ms = u64::try_from(
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .as_millis(),
+        )
+        .unwrap();
+        let left = deadline_instant(now_ms + 60_000) - Instant::now();
+        assert!(
+            left > Duration::from_secs(55) && left <= Duration::from_secs(60),
+            "{left:?}"
+        );
+        let emulator = deadline_instant(600_000) - Instant::now();
+        assert!(emulator > Duration::from_secs(595), "{emulator:?}");
+        assert!(
+            deadline_instant(now_ms - 1_000) <= Instant::now(),
+            "a passed deadline leaves no time"
+        );
+    }
 }

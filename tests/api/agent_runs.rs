@@ -97,7 +97,7 @@ async fn frontend_round_trip(user_text: &str, tool: &str, answer: &str, expected
     let kinds = types(&first);
     assert_eq!(
         &kinds[kinds.len() - 3..],
-        ["TOOL_CALL_END", "STEP_FINISHED", "RUN_FINISHED"]
+        ["STEP_FINISHED", "TOOL_CALL_END", "RUN_FINISHED"]
     );
     assert!(
         !kinds.contains(&"TOOL_CALL_RESULT"),
