@@ -52,6 +52,8 @@ pub struct Config {
     pub deadline_margin: Duration,
     pub listen: SocketAddr,
     pub threads_table: Option<String>,
+    /// Threads are deleted this many days after creation (DynamoDB TTL); 0 keeps them.
+    pub thread_ttl_days: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -146,6 +148,7 @@ impl Config {
             deadline_margin: Duration::from_millis(number(vars, "DEADLINE_MARGIN_MS", 3_000)?),
             listen: SocketAddr::new(host, port),
             threads_table: get("THREADS_TABLE"),
+            thread_ttl_days: number(vars, "THREAD_TTL_DAYS", 0)?,
         })
     }
 }

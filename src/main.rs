@@ -7,7 +7,7 @@ use std::sync::Arc;
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     telemetry::init();
     let config = Config::from_env()?;
-    let app = Arc::new(startup::build(&config)?);
+    let app = Arc::new(startup::build(&config).await?);
     tracing::info!(setup = %app.describe(), "agui-lambda ready to start");
     if matches!(config.model, agui_lambda::config::ModelChoice::Demo) {
         tracing::warn!(

@@ -7,7 +7,7 @@ use crate::config::{Config, ModelChoice};
 use crate::model::ModelProvider;
 use crate::model::openai::{OpenAiProvider, OpenAiSettings};
 use crate::model::scripted::DemoModel;
-use crate::store::{MemoryStore, ThreadStore};
+use crate::store::{DynamoStore, MemoryStore, ThreadStore};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,8 +17,6 @@ pub enum StartupError {
     HttpClient(String),
     #[error(transparent)]
     Tools(#[from] crate::agent::tools::RegistryError),
-    #[error("THREADS_TABLE is set, but the DynamoDB store is not available in this build yet")]
-    NoDynamo,
 }
 
 pub fn model_from_config(config: &Config) -> Result<Arc<dyn ModelProvider>, StartupError> {
@@ -47,10 +45,28 @@ pub fn model_from_config(config: &Config) -> Result<Arc<dyn ModelProvider>, Star
     })
 }
 
-pub fn store_from_config(config: &Config) -> Result<Arc<dyn ThreadStore>, StartupError> {
+/// DynamoDB when `THREADS_TABLE` is set (region, credentials and endpoint from the standard
+/// AWS configuration), else memory.
+pub async fn store_from_config(config: &Config) -> Arc<dyn ThreadStore> {
     match &config.threads_table {
-        Some(_) => Err(StartupError::NoDynamo),
-        None => Ok(Arc::new(MemoryStore::new())),
+        Some(table) => {
+            // Bounded, so a store that is down answers 503 in seconds instead of hanging a run.
+            let timeouts = aws_config::timeout::TimeoutConfig::builder()
+                .connect_timeout(Duration::from_secs(2))
+                .operation_attempt_timeout(Duration::from_secs(5))
+                .operation_timeout(Duration::from_secs(12))
+                .build();
+            let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
+                .timeout_config(timeouts)
+                .load()
+                .await;
+            Arc::new(DynamoStore::new(
+                aws_sdk_dynamodb::Client::new(&aws),
+                table.clone(),
+                config.thread_ttl_days,
+            ))
+        }
+        None => Arc::new(MemoryStore::new()),
     }
 }
 
@@ -73,10 +89,10 @@ pub fn build_app(
     ))
 }
 
-pub fn build(config: &Config) -> Result<App, StartupError> {
+pub async fn build(config: &Config) -> Result<App, StartupError> {
     build_app(
         config,
         model_from_config(config)?,
-        store_from_config(config)?,
+        store_from_config(config).await,
     )
 }

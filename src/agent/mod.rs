@@ -144,14 +144,15 @@ impl Agent {
             return Err(StartError::ToolNameClash(clash.name.clone()));
         }
         let thread_id = input.thread_id.unwrap_or_else(ThreadId::new_uuid);
-        let stored = self.store.load(&owner, &thread_id).await?;
-        let (stored_messages, stored_state, expected_version) = match stored {
-            Some(thread) => (thread.messages, thread.state, Some(thread.version)),
-            None => (Vec::new(), None, None),
-        };
-        let merged = thread::merge(&stored_messages, input.messages)?;
+        let loaded = self.store.load(&owner, &thread_id).await?;
+        let merged = thread::merge(
+            loaded.as_ref().map_or(&[], |thread| &thread.messages[..]),
+            input.messages,
+        )?;
         let state_changed = input.state.is_some();
-        let state = input.state.or(stored_state);
+        let state = input
+            .state
+            .or_else(|| loaded.as_ref().and_then(|thread| thread.state.clone()));
 
         let remaining = deadline.saturating_duration_since(Instant::now());
         // The lease outlives the run a little, so a run that is still writing its end is never
@@ -164,7 +165,7 @@ impl Agent {
                 owner: &owner,
                 thread_id: &thread_id,
                 run_id: &input.run_id,
-                expected_version,
+                loaded: loaded.as_ref(),
                 lease_expires_at_ms,
                 new_messages: &merged.new_messages,
                 state: if state_changed { state.as_ref() } else { None },

@@ -13,6 +13,7 @@ struct Record {
     messages: Vec<Message>,
     state: Option<Value>,
     version: u64,
+    created_at_ms: i64,
     lease: Option<(RunId, i64)>,
 }
 
@@ -52,25 +53,22 @@ impl ThreadStore for MemoryStore {
                 messages: record.messages.clone(),
                 state: record.state.clone(),
                 version: record.version,
+                created_at_ms: record.created_at_ms,
             }))
     }
 
     async fn begin_run(&self, start: RunStart<'_>) -> Result<Lease, StoreError> {
         let mut threads = self.threads();
-        let version = match (threads.get_mut(start.thread_id), start.expected_version) {
-            (None, None) => {
-                threads.insert(
-                    start.thread_id.clone(),
-                    Record {
-                        owner: start.owner.clone(),
-                        messages: start.new_messages.to_vec(),
-                        state: start.state.cloned(),
-                        version: 1,
-                        lease: Some((start.run_id.clone(), start.lease_expires_at_ms)),
-                    },
-                );
-                1
-            }
+        let expected_version = start.loaded.map(|thread| thread.version);
+        let record = match (threads.get_mut(start.thread_id), expected_version) {
+            (None, None) => threads.entry(start.thread_id.clone()).or_insert(Record {
+                owner: start.owner.clone(),
+                messages: start.new_messages.to_vec(),
+                state: start.state.cloned(),
+                version: 1,
+                created_at_ms: now_ms(),
+                lease: Some((start.run_id.clone(), start.lease_expires_at_ms)),
+            }),
             (Some(record), _) if &record.owner != start.owner => return Err(StoreError::NotFound),
             (Some(record), Some(expected)) if record.version == expected => {
                 let leased = matches!(&record.lease, Some((_, expires)) if *expires > now_ms());
@@ -83,7 +81,7 @@ impl ThreadStore for MemoryStore {
                 }
                 record.version += 1;
                 record.lease = Some((start.run_id.clone(), start.lease_expires_at_ms));
-                record.version
+                record
             }
             // Created or changed by someone else since our load.
             _ => return Err(StoreError::Conflict),
@@ -92,7 +90,9 @@ impl ThreadStore for MemoryStore {
             owner: start.owner.clone(),
             thread_id: start.thread_id.clone(),
             run_id: start.run_id.clone(),
-            version,
+            version: record.version,
+            created_at_ms: record.created_at_ms,
+            next_seq: record.messages.len(),
         })
     }
 

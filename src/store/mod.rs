@@ -2,12 +2,14 @@
 //! one consistent read ([`ThreadStore::load`]) and two writes ([`ThreadStore::begin_run`] takes
 //! the lease and stores the input; [`ThreadStore::finish_run`] stores the output and releases it).
 
+pub mod dynamo;
 pub mod memory;
 
 use crate::protocol::{Message, RunId, ThreadId};
 use async_trait::async_trait;
 use serde_json::Value;
 
+pub use dynamo::DynamoStore;
 pub use memory::MemoryStore;
 
 /// Who a thread belongs to: the authenticated caller.
@@ -36,6 +38,9 @@ pub struct StoredThread {
     pub state: Option<Value>,
     /// Bumped by every write; `begin_run` is conditional on it.
     pub version: u64,
+    /// When the thread was created (epoch milliseconds); identifies this incarnation of the
+    /// thread id, so a thread recreated after expiry never sees the old one's leftovers.
+    pub created_at_ms: i64,
 }
 
 /// Proof that a run holds a thread's lease.
@@ -45,6 +50,9 @@ pub struct Lease {
     pub thread_id: ThreadId,
     pub run_id: RunId,
     pub version: u64,
+    pub created_at_ms: i64,
+    /// Sequence number of the next message appended to the thread.
+    pub next_seq: usize,
 }
 
 /// What `begin_run` writes.
@@ -53,8 +61,8 @@ pub struct RunStart<'a> {
     pub owner: &'a Principal,
     pub thread_id: &'a ThreadId,
     pub run_id: &'a RunId,
-    /// `None` creates the thread.
-    pub expected_version: Option<u64>,
+    /// The thread as `load` returned it; `None` creates the thread.
+    pub loaded: Option<&'a StoredThread>,
     /// Epoch milliseconds after which another run may take the thread over.
     pub lease_expires_at_ms: i64,
     pub new_messages: &'a [Message],

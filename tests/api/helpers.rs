@@ -137,7 +137,7 @@ pub async fn spawn_app_with(overrides: &[(&str, &str)]) -> TestApp {
         vars.insert((*key).to_owned(), (*value).to_owned());
     }
     let config = Config::from_map(&vars).unwrap();
-    let app = Arc::new(startup::build(&config).unwrap());
+    let app = Arc::new(startup::build(&config).await.unwrap());
     let (addr, server) = agui_lambda::api::local::bind(app, "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();

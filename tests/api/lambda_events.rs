@@ -24,7 +24,7 @@ async fn every_event_file_gets_its_documented_status() {
         "demo".to_owned(),
     )]))
     .unwrap();
-    let app = agui_lambda::startup::build(&config).unwrap();
+    let app = agui_lambda::startup::build(&config).await.unwrap();
 
     let (status, _) = answer(&app, "history-read.json").await;
     assert_eq!(status, 404, "no thread yet");

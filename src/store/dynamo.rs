@@ -1,0 +1,641 @@
+//! The DynamoDB store. One partition per thread: a `META` item (owner, version, state, lease,
+//! TTL) and one item per message, sorted by sequence number. A run reads the partition with one
+//! consistent Query and writes with two transactions; each write is conditional on the version
+//! it read, so concurrent runs can never interleave their messages.
+
+use super::{HistoryPage, Lease, Principal, RunStart, StoreError, StoredThread, ThreadStore};
+use crate::protocol::{Message, ThreadId};
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, Put,
+    ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TimeToLiveSpecification,
+    TransactWriteItem, Update,
+};
+use serde_json::Value;
+use std::collections::HashMap;
+
+type Item = HashMap<String, AttributeValue>;
+
+const META: &str = "META";
+/// DynamoDB allows 100 items per transaction; one place is the META update.
+const MESSAGES_PER_WRITE: usize = 99;
+/// Transactions are limited to 4 MB; stay well below.
+const BYTES_PER_WRITE: usize = 3_500_000;
+/// Items are limited to 400 KB, keys and attribute names included.
+const MAX_MESSAGE_BYTES: usize = 390_000;
+const MAX_STATE_BYTES: usize = 350_000;
+
+pub struct DynamoStore {
+    client: Client,
+    table: String,
+    /// Threads are deleted this long after they were created; `None` keeps them.
+    ttl_seconds: Option<i64>,
+}
+
+fn pk(thread_id: &ThreadId) -> AttributeValue {
+    AttributeValue::S(format!("THREAD#{thread_id}"))
+}
+
+/// Message sort keys carry the thread's creation time, so items of an expired incarnation of
+/// the same thread id, not yet removed by TTL, are never mixed into a new one.
+fn message_prefix(created_at_ms: i64) -> String {
+    format!("MSG#{created_at_ms:013}#")
+}
+
+fn message_sk(created_at_ms: i64, seq: usize) -> AttributeValue {
+    AttributeValue::S(format!("{}{seq:010}", message_prefix(created_at_ms)))
+}
+
+fn n(value: i64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+fn s(value: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(value.into())
+}
+
+fn get_n(item: &Item, key: &str) -> Option<i64> {
+    match item.get(key) {
+        Some(AttributeValue::N(value)) => value.parse().ok(),
+        _ => None,
+    }
+}
+
+fn get_s<'a>(item: &'a Item, key: &str) -> Option<&'a str> {
+    match item.get(key) {
+        Some(AttributeValue::S(value)) => Some(value),
+        _ => None,
+    }
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+fn unavailable<E: std::fmt::Debug>(error: E) -> StoreError {
+    StoreError::Unavailable(format!("{error:?}"))
+}
+
+/// What a cancelled transaction's reasons say about its first item (the META write).
+enum Cancelled {
+    /// The META condition failed; the item as it was, if DynamoDB returned it.
+    Meta(Option<Item>),
+    Other(String),
+}
+
+type TransactError =
+    SdkError<TransactWriteItemsError, aws_sdk_dynamodb::config::http::HttpResponse>;
+
+fn cancellation(error: TransactError) -> Result<Cancelled, StoreError> {
+    match error.into_service_error() {
+        TransactWriteItemsError::TransactionCanceledException(cancelled) => {
+            let reasons = cancelled.cancellation_reasons();
+            match reasons.first() {
+                Some(reason) if reason.code() == Some("ConditionalCheckFailed") => {
+                    Ok(Cancelled::Meta(reason.item().cloned()))
+                }
+                _ => Ok(Cancelled::Other(format!(
+                    "{:?}",
+                    reasons
+                        .iter()
+                        .map(|reason| reason.code().unwrap_or("None"))
+                        .collect::<Vec<_>>()
+                ))),
+            }
+        }
+        other => Err(unavailable(other)),
+    }
+}
+
+impl DynamoStore {
+    pub fn new(client: Client, table: impl Into<String>, ttl_days: u32) -> Self {
+        Self {
+            client,
+            table: table.into(),
+            ttl_seconds: (ttl_days > 0).then(|| i64::from(ttl_days) * 86_400),
+        }
+    }
+
+    fn expires_at(&self, created_at_ms: i64) -> Option<AttributeValue> {
+        self.ttl_seconds.map(|ttl| n(created_at_ms / 1000 + ttl))
+    }
+
+    fn message_put(
+        &self,
+        thread_id: &ThreadId,
+        created_at_ms: i64,
+        seq: usize,
+        message: &Message,
+    ) -> Result<(Put, usize), StoreError> {
+        let body = serde_json::to_string(message)
+            .map_err(|err| StoreError::Unavailable(err.to_string()))?;
+        if body.len() > MAX_MESSAGE_BYTES {
+            return Err(StoreError::MessageTooLarge(body.len()));
+        }
+        let size = body.len() + 100;
+        let mut put = Put::builder()
+            .table_name(&self.table)
+            .item("pk", pk(thread_id))
+            .item("sk", message_sk(created_at_ms, seq))
+            .item("id", s(message.id().as_str()))
+            .item("body", s(body))
+            .condition_expression("attribute_not_exists(pk)");
+        if let Some(expires) = self.expires_at(created_at_ms) {
+            put = put.item("expiresAt", expires);
+        }
+        Ok((put.build().map_err(unavailable)?, size))
+    }
+
+    /// Splits `messages` into transactions that fit DynamoDB's limits. Each transaction also
+    /// carries the META update `meta(index, count, is_last)`, so every one is conditional on the
+    /// version the previous one left.
+    fn chunks(
+        &self,
+        thread_id: &ThreadId,
+        created_at_ms: i64,
+        first_seq: usize,
+        messages: &[Message],
+    ) -> Result<Vec<Vec<Put>>, StoreError> {
+        let mut chunks = vec![Vec::new()];
+        let mut bytes = 0;
+        for (offset, message) in messages.iter().enumerate() {
+            let (put, size) =
+                self.message_put(thread_id, created_at_ms, first_seq + offset, message)?;
+            let full = chunks.last().is_some_and(|chunk| {
+                chunk.len() >= MESSAGES_PER_WRITE || bytes + size > BYTES_PER_WRITE
+            });
+            if full {
+                chunks.push(Vec::new());
+                bytes = 0;
+            }
+            bytes += size;
+            if let Some(chunk) = chunks.last_mut() {
+                chunk.push(put);
+            }
+        }
+        Ok(chunks)
+    }
+
+    async fn transact(&self, meta: TransactWriteItem, puts: Vec<Put>) -> Result<(), TransactError> {
+        let items = std::iter::once(meta)
+            .chain(
+                puts.into_iter()
+                    .map(|put| TransactWriteItem::builder().put(put).build()),
+            )
+            .collect();
+        self.client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+            .map(|_| ())
+    }
+
+    fn state_value(state: &Value) -> Result<AttributeValue, StoreError> {
+        let text = state.to_string();
+        if text.len() > MAX_STATE_BYTES {
+            return Err(StoreError::StateTooLarge(text.len()));
+        }
+        Ok(s(text))
+    }
+
+    /// Appends `messages` to a thread whose lease this run holds, in as many transactions as
+    /// needed; the last one also stores the state and, if `release`, frees the lease.
+    async fn append_held(
+        &self,
+        lease: &Lease,
+        created_at_ms: i64,
+        first_seq: usize,
+        messages: &[Message],
+        state: Option<&Value>,
+    ) -> Result<u64, StoreError> {
+        let state = state.map(Self::state_value).transpose()?;
+        let chunks = self.chunks(&lease.thread_id, created_at_ms, first_seq, messages)?;
+        let last = chunks.len() - 1;
+        let mut version = lease.version;
+        for (index, puts) in chunks.into_iter().enumerate() {
+            let mut set = vec!["#v = :next", "updatedAt = :now"];
+            let mut update = Update::builder()
+                .table_name(&self.table)
+                .key("pk", pk(&lease.thread_id))
+                .key("sk", s(META))
+                .condition_expression("#v = :expected AND leaseRun = :run")
+                .expression_attribute_names("#v", "version")
+                .expression_attribute_values(
+                    ":expected",
+                    n(i64::try_from(version).unwrap_or(i64::MAX)),
+                )
+                .expression_attribute_values(
+                    ":next",
+                    n(i64::try_from(version + 1).unwrap_or(i64::MAX)),
+                )
+                .expression_attribute_values(":run", s(lease.run_id.as_str()))
+                .expression_attribute_values(":now", n(now_ms()));
+            if index == last {
+                if let Some(state) = &state {
+                    set.push("#s = :state");
+                    update = update
+                        .expression_attribute_names("#s", "state")
+                        .expression_attribute_values(":state", state.clone());
+                }
+            }
+            let mut expression = format!("SET {}", set.join(", "));
+            if index == last {
+                expression.push_str(" REMOVE leaseRun, leaseUntil");
+            }
+            let update = update
+                .update_expression(expression)
+                .build()
+                .map_err(unavailable)?;
+            match self
+                .transact(TransactWriteItem::builder().update(update).build(), puts)
+                .await
+            {
+                Ok(()) => version += 1,
+                Err(error) => {
+                    return Err(match cancellation(error)? {
+                        Cancelled::Meta(_) => StoreError::LeaseLost,
+                        Cancelled::Other(reasons) => {
+                            StoreError::Unavailable(format!("transaction cancelled: {reasons}"))
+                        }
+                    });
+                }
+            }
+        }
+        Ok(version)
+    }
+
+    /// Creates the table as `template.yaml` declares it: for tests and local DynamoDB.
+    pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError> {
+        let key = |name: &str, kind: KeyType| {
+            KeySchemaElement::builder()
+                .attribute_name(name)
+                .key_type(kind)
+                .build()
+                .map_err(unavailable)
+        };
+        let attribute = |name: &str| {
+            AttributeDefinition::builder()
+                .attribute_name(name)
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .map_err(unavailable)
+        };
+        client
+            .create_table()
+            .table_name(table)
+            .billing_mode(BillingMode::PayPerRequest)
+            .key_schema(key("pk", KeyType::Hash)?)
+            .key_schema(key("sk", KeyType::Range)?)
+            .attribute_definitions(attribute("pk")?)
+            .attribute_definitions(attribute("sk")?)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        client
+            .update_time_to_live()
+            .table_name(table)
+            .time_to_live_specification(
+                TimeToLiveSpecification::builder()
+                    .attribute_name("expiresAt")
+                    .enabled(true)
+                    .build()
+                    .map_err(unavailable)?,
+            )
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+}
+
+/// A thread's META item, parsed.
+struct Meta {
+    owner: String,
+    version: u64,
+    created_at_ms: i64,
+    state: Option<Value>,
+    expires_at: Option<i64>,
+}
+
+impl Meta {
+    fn parse(item: &Item) -> Result<Self, StoreError> {
+        let corrupt = || StoreError::Unavailable("a thread record is missing fields".to_owned());
+        Ok(Self {
+            owner: get_s(item, "owner").ok_or_else(corrupt)?.to_owned(),
+            version: get_n(item, "version")
+                .and_then(|v| u64::try_from(v).ok())
+                .ok_or_else(corrupt)?,
+            created_at_ms: get_n(item, "createdAt").ok_or_else(corrupt)?,
+            state: get_s(item, "state")
+                .map(serde_json::from_str)
+                .transpose()
+                .map_err(|_| corrupt())?,
+            expires_at: get_n(item, "expiresAt"),
+        })
+    }
+
+    /// TTL deletion is lazy: an expired thread counts as gone the moment it expires.
+    fn is_live(&self) -> bool {
+        self.expires_at
+            .is_none_or(|expires| expires * 1000 > now_ms())
+    }
+}
+
+fn parse_message(item: &Item) -> Result<Message, StoreError> {
+    let body = get_s(item, "body")
+        .ok_or_else(|| StoreError::Unavailable("a message item has no body".to_owned()))?;
+    serde_json::from_str(body)
+        .map_err(|err| StoreError::Unavailable(format!("a stored message does not parse: {err}")))
+}
+
+#[async_trait]
+impl ThreadStore for DynamoStore {
+    async fn load(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+    ) -> Result<Option<StoredThread>, StoreError> {
+        let mut items = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk")
+                .expression_attribute_values(":pk", pk(thread_id))
+                .consistent_read(true)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(unavailable)?;
+            items.extend(page.items.unwrap_or_default());
+            match page.last_evaluated_key {
+                Some(key) if !key.is_empty() => start = Some(key),
+                _ => break,
+            }
+        }
+        let Some(meta_item) = items.iter().find(|item| get_s(item, "sk") == Some(META)) else {
+            return Ok(None);
+        };
+        let meta = Meta::parse(meta_item)?;
+        if meta.owner != owner.as_str() || !meta.is_live() {
+            return Ok(None);
+        }
+        let prefix = message_prefix(meta.created_at_ms);
+        let messages = items
+            .iter()
+            .filter(|item| get_s(item, "sk").is_some_and(|sk| sk.starts_with(&prefix)))
+            .map(parse_message)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Some(StoredThread {
+            messages,
+            state: meta.state,
+            version: meta.version,
+            created_at_ms: meta.created_at_ms,
+        }))
+    }
+
+    async fn begin_run(&self, start: RunStart<'_>) -> Result<Lease, StoreError> {
+        let now = now_ms();
+        let state = start.state.map(Self::state_value).transpose()?;
+        let (created_at_ms, first_seq) = match start.loaded {
+            Some(thread) => (thread.created_at_ms, thread.messages.len()),
+            None => (now, 0),
+        };
+        let mut chunks = self
+            .chunks(
+                start.thread_id,
+                created_at_ms,
+                first_seq,
+                start.new_messages,
+            )?
+            .into_iter();
+        let first_puts = chunks.next().unwrap_or_default();
+        let rest: Vec<Message> = start
+            .new_messages
+            .iter()
+            .skip(first_puts.len())
+            .cloned()
+            .collect();
+
+        let meta = match start.loaded {
+            None => {
+                let mut put = Put::builder()
+                    .table_name(&self.table)
+                    .item("pk", pk(start.thread_id))
+                    .item("sk", s(META))
+                    .item("owner", s(start.owner.as_str()))
+                    .item("version", n(1))
+                    .item("createdAt", n(created_at_ms))
+                    .item("updatedAt", n(now))
+                    .item("leaseRun", s(start.run_id.as_str()))
+                    .item("leaseUntil", n(start.lease_expires_at_ms))
+                    .condition_expression("attribute_not_exists(pk)")
+                    .return_values_on_condition_check_failure(
+                        ReturnValuesOnConditionCheckFailure::AllOld,
+                    );
+                if let Some(state) = &state {
+                    put = put.item("state", state.clone());
+                }
+                if let Some(expires) = self.expires_at(created_at_ms) {
+                    put = put.item("expiresAt", expires);
+                }
+                TransactWriteItem::builder()
+                    .put(put.build().map_err(unavailable)?)
+                    .build()
+            }
+            Some(thread) => {
+                let mut expression =
+                    "SET #v = :next, leaseRun = :run, leaseUntil = :until, updatedAt = :now"
+                        .to_owned();
+                let mut update = Update::builder()
+                    .table_name(&self.table)
+                    .key("pk", pk(start.thread_id))
+                    .key("sk", s(META))
+                    .condition_expression(
+                        "attribute_exists(pk) AND #o = :owner AND #v = :expected AND (attribute_not_exists(leaseRun) OR leaseUntil < :now)",
+                    )
+                    .expression_attribute_names("#v", "version")
+                    .expression_attribute_names("#o", "owner")
+                    .expression_attribute_values(":owner", s(start.owner.as_str()))
+                    .expression_attribute_values(":expected", n(i64::try_from(thread.version).unwrap_or(i64::MAX)))
+                    .expression_attribute_values(":next", n(i64::try_from(thread.version + 1).unwrap_or(i64::MAX)))
+                    .expression_attribute_values(":run", s(start.run_id.as_str()))
+                    .expression_attribute_values(":until", n(start.lease_expires_at_ms))
+                    .expression_attribute_values(":now", n(now))
+                    .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+                if let Some(state) = &state {
+                    expression.push_str(", #s = :state");
+                    update = update
+                        .expression_attribute_names("#s", "state")
+                        .expression_attribute_values(":state", state.clone());
+                }
+                TransactWriteItem::builder()
+                    .update(
+                        update
+                            .update_expression(expression)
+                            .build()
+                            .map_err(unavailable)?,
+                    )
+                    .build()
+            }
+        };
+        if let Err(error) = self.transact(meta, first_puts).await {
+            return Err(match cancellation(error)? {
+                Cancelled::Meta(Some(old))
+                    if get_s(&old, "owner") != Some(start.owner.as_str()) =>
+                {
+                    StoreError::NotFound
+                }
+                Cancelled::Meta(_) => StoreError::Conflict,
+                Cancelled::Other(reasons) => {
+                    StoreError::Unavailable(format!("transaction cancelled: {reasons}"))
+                }
+            });
+        }
+        let mut lease = Lease {
+            owner: start.owner.clone(),
+            thread_id: start.thread_id.clone(),
+            run_id: start.run_id.clone(),
+            version: start.loaded.map_or(1, |thread| thread.version + 1),
+            created_at_ms,
+            next_seq: first_seq + start.new_messages.len(),
+        };
+        if !rest.is_empty() {
+            // Inputs too large for one transaction: the rest follows under the lease, and the
+            // lease stays held (only `finish_run` releases it).
+            let written = start.new_messages.len() - rest.len();
+            lease.version = self
+                .append_rest(&lease, created_at_ms, first_seq + written, &rest)
+                .await?;
+        }
+        Ok(lease)
+    }
+
+    async fn finish_run(
+        &self,
+        lease: &Lease,
+        new_messages: &[Message],
+        state: Option<&Value>,
+    ) -> Result<(), StoreError> {
+        self.append_held(
+            lease,
+            lease.created_at_ms,
+            lease.next_seq,
+            new_messages,
+            state,
+        )
+        .await
+        .map(|_| ())
+    }
+
+    async fn history(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<HistoryPage, StoreError> {
+        let meta_item = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", pk(thread_id))
+            .key("sk", s(META))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?
+            .item
+            .ok_or(StoreError::NotFound)?;
+        let meta = Meta::parse(&meta_item)?;
+        if meta.owner != owner.as_str() || !meta.is_live() {
+            return Err(StoreError::NotFound);
+        }
+        let from = match after {
+            None => 0,
+            Some(cursor) => cursor.parse::<usize>().map_err(|_| StoreError::NotFound)? + 1,
+        };
+        let prefix = message_prefix(meta.created_at_ms);
+        let page = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+            .expression_attribute_values(":pk", pk(thread_id))
+            .expression_attribute_values(":from", message_sk(meta.created_at_ms, from))
+            .expression_attribute_values(":to", s(format!("{prefix}~")))
+            .consistent_read(true)
+            .limit(i32::try_from(limit + 1).unwrap_or(i32::MAX))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        let items = page.items.unwrap_or_default();
+        let more = items.len() > limit;
+        let messages = items
+            .iter()
+            .take(limit)
+            .map(parse_message)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(HistoryPage {
+            next: (more && !messages.is_empty()).then(|| (from + messages.len() - 1).to_string()),
+            messages,
+            state: meta.state,
+        })
+    }
+
+    fn describe(&self) -> String {
+        format!("DynamoDB thread store (table {})", self.table)
+    }
+}
+
+impl DynamoStore {
+    /// Writes input messages that did not fit `begin_run`'s transaction, keeping the lease.
+    async fn append_rest(
+        &self,
+        lease: &Lease,
+        created_at_ms: i64,
+        first_seq: usize,
+        messages: &[Message],
+    ) -> Result<u64, StoreError> {
+        let chunks = self.chunks(&lease.thread_id, created_at_ms, first_seq, messages)?;
+        let mut version = lease.version;
+        for puts in chunks {
+            let update = Update::builder()
+                .table_name(&self.table)
+                .key("pk", pk(&lease.thread_id))
+                .key("sk", s(META))
+                .update_expression("SET #v = :next, updatedAt = :now")
+                .condition_expression("#v = :expected AND leaseRun = :run")
+                .expression_attribute_names("#v", "version")
+                .expression_attribute_values(
+                    ":expected",
+                    n(i64::try_from(version).unwrap_or(i64::MAX)),
+                )
+                .expression_attribute_values(
+                    ":next",
+                    n(i64::try_from(version + 1).unwrap_or(i64::MAX)),
+                )
+                .expression_attribute_values(":run", s(lease.run_id.as_str()))
+                .expression_attribute_values(":now", n(now_ms()))
+                .build()
+                .map_err(unavailable)?;
+            self.transact(TransactWriteItem::builder().update(update).build(), puts)
+                .await
+                .map_err(|error| match cancellation(error) {
+                    Ok(Cancelled::Meta(_)) => StoreError::LeaseLost,
+                    Ok(Cancelled::Other(reasons)) => {
+                        StoreError::Unavailable(format!("transaction cancelled: {reasons}"))
+                    }
+                    Err(error) => error,
+                })?;
+            version += 1;
+        }
+        Ok(version)
+    }
+}
