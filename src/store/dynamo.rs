@@ -3,7 +3,10 @@
 //! consistent Query and writes with two transactions; each write is conditional on the version
 //! it read, so concurrent runs can never interleave their messages.
 
-use super::{HistoryPage, Lease, Principal, RunStart, StoreError, StoredThread, ThreadStore};
+use super::{
+    HistoryPage, Lease, MAX_MESSAGE_BYTES, MAX_STATE_BYTES, Principal, RunStart, StoreError,
+    StoredThread, ThreadStore,
+};
 use crate::protocol::{Message, ThreadId};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
@@ -24,9 +27,6 @@ const META: &str = "META";
 const MESSAGES_PER_WRITE: usize = 99;
 /// Transactions are limited to 4 MB; stay well below.
 const BYTES_PER_WRITE: usize = 3_500_000;
-/// Items are limited to 400 KB, keys and attribute names included.
-const MAX_MESSAGE_BYTES: usize = 390_000;
-const MAX_STATE_BYTES: usize = 350_000;
 
 pub struct DynamoStore {
     client: Client,
@@ -435,7 +435,9 @@ impl ThreadStore for DynamoStore {
                     .item("updatedAt", n(now))
                     .item("leaseRun", s(start.run_id.as_str()))
                     .item("leaseUntil", n(start.lease_expires_at_ms))
-                    .condition_expression("attribute_not_exists(pk)")
+                    // An expired thread not yet removed by TTL counts as absent.
+                    .condition_expression("attribute_not_exists(pk) OR expiresAt < :now_s")
+                    .expression_attribute_values(":now_s", n(now / 1000))
                     .return_values_on_condition_check_failure(
                         ReturnValuesOnConditionCheckFailure::AllOld,
                     );

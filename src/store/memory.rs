@@ -58,6 +58,7 @@ impl ThreadStore for MemoryStore {
     }
 
     async fn begin_run(&self, start: RunStart<'_>) -> Result<Lease, StoreError> {
+        super::check_sizes(start.new_messages, start.state)?;
         let mut threads = self.threads();
         let expected_version = start.loaded.map(|thread| thread.version);
         let record = match (threads.get_mut(start.thread_id), expected_version) {
@@ -102,6 +103,7 @@ impl ThreadStore for MemoryStore {
         new_messages: &[Message],
         state: Option<&Value>,
     ) -> Result<(), StoreError> {
+        super::check_sizes(new_messages, state)?;
         let mut threads = self.threads();
         let record = threads
             .get_mut(&lease.thread_id)

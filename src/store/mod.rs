@@ -12,6 +12,30 @@ use serde_json::Value;
 pub use dynamo::DynamoStore;
 pub use memory::MemoryStore;
 
+/// The largest message a store accepts, serialised (DynamoDB items are limited to 400 KB).
+pub const MAX_MESSAGE_BYTES: usize = 390_000;
+/// The largest state a store accepts, serialised; it shares an item with the thread record.
+pub const MAX_STATE_BYTES: usize = 350_000;
+
+/// Checks a run's writes against the limits every store shares.
+pub fn check_sizes(messages: &[Message], state: Option<&Value>) -> Result<(), StoreError> {
+    for message in messages {
+        let size = serde_json::to_string(message)
+            .map(|text| text.len())
+            .unwrap_or(usize::MAX);
+        if size > MAX_MESSAGE_BYTES {
+            return Err(StoreError::MessageTooLarge(size));
+        }
+    }
+    if let Some(state) = state {
+        let size = state.to_string().len();
+        if size > MAX_STATE_BYTES {
+            return Err(StoreError::StateTooLarge(size));
+        }
+    }
+    Ok(())
+}
+
 /// Who a thread belongs to: the authenticated caller.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Principal(String);

@@ -7,8 +7,10 @@
     clippy::indexing_slicing
 )]
 
+mod dynamo_local;
 mod helpers;
 
 mod agent_runs;
 mod input_errors;
 mod lambda_events;
+mod store_contract;

