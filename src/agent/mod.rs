@@ -15,6 +15,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 pub use run::RunSummary;
+
+/// How long a run's lease outlives its deadline.
+pub const LEASE_GRACE: Duration = Duration::from_secs(10);
 pub use thread::MergeError;
 pub use tools::{ServerTool, ToolContext, ToolError, ToolOutput, ToolRegistry};
 
@@ -155,10 +158,10 @@ impl Agent {
             .or_else(|| loaded.as_ref().and_then(|thread| thread.state.clone()));
 
         let remaining = deadline.saturating_duration_since(Instant::now());
-        // The lease outlives the run a little, so a run that is still writing its end is never
-        // overtaken; a crashed run's lease frees the thread soon after.
+        // The lease outlives the run's deadline by a grace period, so a run still writing its
+        // end is never overtaken; a crashed run's lease frees the thread soon after.
         let lease_expires_at_ms = chrono::Utc::now().timestamp_millis()
-            + i64::try_from((remaining + Duration::from_secs(30)).as_millis()).unwrap_or(i64::MAX);
+            + i64::try_from((remaining + LEASE_GRACE).as_millis()).unwrap_or(i64::MAX);
         let lease = self
             .store
             .begin_run(RunStart {

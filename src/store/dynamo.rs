@@ -577,8 +577,13 @@ impl ThreadStore for DynamoStore {
             .send()
             .await
             .map_err(unavailable)?;
+        // A page also ends at DynamoDB's 1 MB response cap, with a LastEvaluatedKey.
+        let cut_short = page
+            .last_evaluated_key
+            .as_ref()
+            .is_some_and(|key| !key.is_empty());
         let items = page.items.unwrap_or_default();
-        let more = items.len() > limit;
+        let more = items.len() > limit || cut_short;
         let messages = items
             .iter()
             .take(limit)

@@ -1,6 +1,7 @@
 use agui_lambda::config::Config;
 use agui_lambda::protocol::verify::{parse_sse, verify_run};
 use agui_lambda::startup;
+use agui_lambda::store::ThreadStore;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -123,6 +124,14 @@ pub async fn spawn_app() -> TestApp {
 }
 
 pub async fn spawn_app_with(overrides: &[(&str, &str)]) -> TestApp {
+    spawn_app_on(overrides, None).await
+}
+
+/// An app on the given store (`None`: the one the configuration names).
+pub async fn spawn_app_on(
+    overrides: &[(&str, &str)],
+    store: Option<Arc<dyn ThreadStore>>,
+) -> TestApp {
     let aimock = Aimock::start().await;
     let mut vars: HashMap<String, String> = [
         ("OPENAI_BASE_URL", format!("{}/v1", aimock.url)),
@@ -137,7 +146,14 @@ pub async fn spawn_app_with(overrides: &[(&str, &str)]) -> TestApp {
         vars.insert((*key).to_owned(), (*value).to_owned());
     }
     let config = Config::from_map(&vars).unwrap();
-    let app = Arc::new(startup::build(&config).await.unwrap());
+    let app = match store {
+        Some(store) => {
+            startup::build_app(&config, startup::model_from_config(&config).unwrap(), store)
+                .unwrap()
+        }
+        None => startup::build(&config).await.unwrap(),
+    };
+    let app = Arc::new(app);
     let (addr, server) = agui_lambda::api::local::bind(app, "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();

@@ -8,6 +8,7 @@
 )]
 
 mod dynamo_local;
+mod dynamo_runs;
 mod helpers;
 
 mod agent_runs;
