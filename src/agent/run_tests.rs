@@ -553,3 +553,105 @@ async fn repeated_provider_call_ids_are_replaced_with_unique_ones() {
     assert_eq!(ids.len(), 2);
     assert_ne!(ids[0], ids[1]);
 }
+
+/// A server tool that changes the thread's state.
+struct Counter;
+
+#[async_trait::async_trait]
+impl crate::agent::ServerTool for Counter {
+    fn name(&self) -> &str {
+        "increment"
+    }
+    fn description(&self) -> &str {
+        "Adds one to the counter"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object"})
+    }
+    async fn call(
+        &self,
+        _arguments: Value,
+        context: &crate::agent::ToolContext,
+    ) -> Result<crate::agent::ToolOutput, crate::agent::ToolError> {
+        let count = context.state["count"].as_i64().unwrap_or(0);
+        let patch: json_patch::Patch = serde_json::from_value(
+            json!([{"op": "replace", "path": "/count", "value": count + 1}]),
+        )
+        .unwrap();
+        Ok(crate::agent::ToolOutput {
+            content: format!("{}", count + 1),
+            state_patch: Some(patch),
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_tool_changes_state_with_a_state_delta_that_is_stored() {
+    let model = ScriptedModel::new(vec![
+        ScriptedTurn::tool_calls(None, &[("c1", "increment", "{}")]),
+        ScriptedTurn::text("done"),
+    ]);
+    let store = Arc::new(MemoryStore::new());
+    let mut tools = ToolRegistry::with_builtins().unwrap();
+    tools.register(Arc::new(Counter)).unwrap();
+    let agent = Agent::new(
+        Arc::new(model),
+        Arc::new(tools),
+        store.clone(),
+        AgentSettings {
+            emit_steps: false,
+            ..AgentSettings::default()
+        },
+    );
+    let h = Harness {
+        model: ScriptedModel::default(),
+        store: store.clone(),
+        agent,
+    };
+    let mut request = input("t", "r", vec![user("u", "count")], &[]);
+    request.state = Some(json!({"count": 41}));
+    let events = run(&h, request).await;
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types[1], "STATE_SNAPSHOT");
+    let delta = events.iter().find(|e| e["type"] == "STATE_DELTA").unwrap();
+    assert_eq!(
+        delta["delta"],
+        json!([{"op": "replace", "path": "/count", "value": 42}])
+    );
+    assert!(
+        types.iter().position(|t| *t == "STATE_DELTA")
+            > types.iter().position(|t| *t == "TOOL_CALL_RESULT")
+    );
+    let stored = store
+        .load(&Principal::anonymous(), &ThreadId::parse("t", 128).unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.state, Some(json!({"count": 42})));
+}
+
+#[tokio::test]
+async fn a_retried_run_never_stores_the_users_message_twice() {
+    let h = harness(
+        vec![ScriptedTurn::text("one"), ScriptedTurn::text("two")],
+        false,
+    );
+    run(&h, input("t", "same-run", vec![user("u1", "hi")], &[])).await;
+    run(&h, input("t", "same-run", vec![user("u1", "hi")], &[])).await;
+    let history = h
+        .store
+        .history(
+            &Principal::anonymous(),
+            &ThreadId::parse("t", 128).unwrap(),
+            None,
+            10,
+        )
+        .await
+        .unwrap();
+    let users = history
+        .messages
+        .iter()
+        .filter(|m| m.role() == crate::protocol::Role::User)
+        .count();
+    assert_eq!(users, 1);
+}

@@ -13,12 +13,13 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, Put,
-    ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TimeToLiveSpecification,
-    TransactWriteItem, Update,
+    AttributeDefinition, AttributeValue, BillingMode, ConsumedCapacity, KeySchemaElement, KeyType,
+    Put, ReturnConsumedCapacity, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
+    TimeToLiveSpecification, TransactWriteItem, Update,
 };
 use serde_json::Value;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -33,6 +34,36 @@ pub struct DynamoStore {
     table: String,
     /// Threads are deleted this long after they were created; `None` keeps them.
     ttl_seconds: Option<i64>,
+    usage: Usage,
+}
+
+/// Calls made and capacity consumed since the store was built, for benchmarks and logs.
+#[derive(Default)]
+struct Usage {
+    reads: AtomicU64,
+    writes: AtomicU64,
+    /// Capacity units × 1000.
+    read_milli_units: AtomicU64,
+    write_milli_units: AtomicU64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct StoreUsage {
+    pub read_calls: u64,
+    pub write_calls: u64,
+    pub read_capacity_units: f64,
+    pub write_capacity_units: f64,
+}
+
+fn milli<'a>(capacity: impl IntoIterator<Item = &'a ConsumedCapacity>) -> u64 {
+    let units: f64 = capacity
+        .into_iter()
+        .filter_map(ConsumedCapacity::capacity_units)
+        .sum();
+    // Capacity units are small non-negative numbers; the cast cannot truncate in practice.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let milli = (units * 1000.0).round() as u64;
+    milli
 }
 
 fn pk(thread_id: &ThreadId) -> AttributeValue {
@@ -116,7 +147,25 @@ impl DynamoStore {
             client,
             table: table.into(),
             ttl_seconds: (ttl_days > 0).then(|| i64::from(ttl_days) * 86_400),
+            usage: Usage::default(),
         }
+    }
+
+    pub fn usage(&self) -> StoreUsage {
+        let units = |milli: &AtomicU64| milli.load(Ordering::Relaxed) as f64 / 1000.0;
+        StoreUsage {
+            read_calls: self.usage.reads.load(Ordering::Relaxed),
+            write_calls: self.usage.writes.load(Ordering::Relaxed),
+            read_capacity_units: units(&self.usage.read_milli_units),
+            write_capacity_units: units(&self.usage.write_milli_units),
+        }
+    }
+
+    fn count_read(&self, capacity: Option<&ConsumedCapacity>) {
+        self.usage.reads.fetch_add(1, Ordering::Relaxed);
+        self.usage
+            .read_milli_units
+            .fetch_add(milli(capacity), Ordering::Relaxed);
     }
 
     fn expires_at(&self, created_at_ms: i64) -> Option<AttributeValue> {
@@ -186,12 +235,18 @@ impl DynamoStore {
                     .map(|put| TransactWriteItem::builder().put(put).build()),
             )
             .collect();
-        self.client
+        self.usage.writes.fetch_add(1, Ordering::Relaxed);
+        let output = self
+            .client
             .transact_write_items()
             .set_transact_items(Some(items))
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
-            .await
-            .map(|_| ())
+            .await?;
+        self.usage
+            .write_milli_units
+            .fetch_add(milli(output.consumed_capacity()), Ordering::Relaxed);
+        Ok(())
     }
 
     fn state_value(state: &Value) -> Result<AttributeValue, StoreError> {
@@ -234,13 +289,13 @@ impl DynamoStore {
                 )
                 .expression_attribute_values(":run", s(lease.run_id.as_str()))
                 .expression_attribute_values(":now", n(now_ms()));
-            if index == last {
-                if let Some(state) = &state {
-                    set.push("#s = :state");
-                    update = update
-                        .expression_attribute_names("#s", "state")
-                        .expression_attribute_values(":state", state.clone());
-                }
+            if index == last
+                && let Some(state) = &state
+            {
+                set.push("#s = :state");
+                update = update
+                    .expression_attribute_names("#s", "state")
+                    .expression_attribute_values(":state", state.clone());
             }
             let mut expression = format!("SET {}", set.join(", "));
             if index == last {
@@ -369,10 +424,12 @@ impl ThreadStore for DynamoStore {
                 .key_condition_expression("pk = :pk")
                 .expression_attribute_values(":pk", pk(thread_id))
                 .consistent_read(true)
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .set_exclusive_start_key(start.take())
                 .send()
                 .await
                 .map_err(unavailable)?;
+            self.count_read(page.consumed_capacity.as_ref());
             items.extend(page.items.unwrap_or_default());
             match page.last_evaluated_key {
                 Some(key) if !key.is_empty() => start = Some(key),
@@ -543,18 +600,19 @@ impl ThreadStore for DynamoStore {
         after: Option<&str>,
         limit: usize,
     ) -> Result<HistoryPage, StoreError> {
-        let meta_item = self
+        let meta_output = self
             .client
             .get_item()
             .table_name(&self.table)
             .key("pk", pk(thread_id))
             .key("sk", s(META))
             .consistent_read(true)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await
-            .map_err(unavailable)?
-            .item
-            .ok_or(StoreError::NotFound)?;
+            .map_err(unavailable)?;
+        self.count_read(meta_output.consumed_capacity.as_ref());
+        let meta_item = meta_output.item.ok_or(StoreError::NotFound)?;
         let meta = Meta::parse(&meta_item)?;
         if meta.owner != owner.as_str() || !meta.is_live() {
             return Err(StoreError::NotFound);
@@ -573,10 +631,12 @@ impl ThreadStore for DynamoStore {
             .expression_attribute_values(":from", message_sk(meta.created_at_ms, from))
             .expression_attribute_values(":to", s(format!("{prefix}~")))
             .consistent_read(true)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .limit(i32::try_from(limit + 1).unwrap_or(i32::MAX))
             .send()
             .await
             .map_err(unavailable)?;
+        self.count_read(page.consumed_capacity.as_ref());
         // A page also ends at DynamoDB's 1 MB response cap, with a LastEvaluatedKey.
         let cut_short = page
             .last_evaluated_key

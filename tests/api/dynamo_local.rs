@@ -60,11 +60,13 @@ async fn start() -> String {
         dir = dir.display(),
         parent = std::process::id(),
     );
-    std::process::Command::new("sh")
+    let mut watchdog = std::process::Command::new("sh")
         .args(["-c", &script])
         .stdin(std::process::Stdio::null())
         .spawn()
         .expect("sh starts");
+    // Reaped in the background: it lives as long as the tests do.
+    std::thread::spawn(move || watchdog.wait());
     let endpoint = format!("http://127.0.0.1:{port}");
     let probe = client(&endpoint);
     for _ in 0..300 {
