@@ -7,6 +7,9 @@ use std::sync::Arc;
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     telemetry::init();
     let config = Config::from_env()?;
+    if std::env::args().nth(1).as_deref() == Some("create-table") {
+        return create_table(&config).await;
+    }
     let app = Arc::new(startup::build(&config).await?);
     tracing::info!(setup = %app.describe(), "agui-lambda ready to start");
     if matches!(config.model, agui_lambda::config::ModelChoice::Demo) {
@@ -23,5 +26,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         _ = server => {}
         _ = tokio::signal::ctrl_c() => tracing::info!("shutting down"),
     }
+    Ok(())
+}
+
+/// `agui-lambda create-table`: creates `THREADS_TABLE` as template.yaml declares it, for
+/// DynamoDB Local during development (on AWS the template creates it).
+async fn create_table(config: &Config) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let table = config.threads_table.as_deref().ok_or("set THREADS_TABLE to the table to create")?;
+    let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    agui_lambda::store::DynamoStore::create_table(&aws_sdk_dynamodb::Client::new(&aws), table).await?;
+    tracing::info!(table, "table created");
     Ok(())
 }
