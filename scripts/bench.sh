@@ -19,7 +19,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
-OUT="$ROOT/target/bench-out"
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+OUT="$TARGET/bench-out"
 mkdir -p "$OUT"
 BEGAN=$(date +%s)
 
@@ -42,7 +43,7 @@ fi
 
 step "cargo build --release --locked"
 cargo build --release --locked --bin agui-lambda
-BIN="$ROOT/target/release/agui-lambda"
+BIN="$TARGET/release/agui-lambda"
 
 # Stripped size: the release profile already strips symbols; strip --strip-all a copy to be sure.
 cp "$BIN" "$OUT/agui-lambda.stripped"
@@ -57,7 +58,7 @@ if rustup target list --installed 2>/dev/null | grep -qx aarch64-unknown-linux-g
    && [ -x "$ROOT/.venv/bin/cargo-lambda" ]; then
   step "cargo lambda build --release --arm64"
   if PATH="$ROOT/.venv/bin:$PATH" cargo lambda build --release --arm64 >"$OUT/arm64-build.log" 2>&1; then
-    ARM_BIN="$ROOT/target/lambda/agui-lambda/bootstrap"
+    ARM_BIN="$TARGET/lambda/agui-lambda/bootstrap"
     cp "$ARM_BIN" "$OUT/bootstrap-arm64.stripped"
     llvm-strip --strip-all "$OUT/bootstrap-arm64.stripped" 2>/dev/null || true
     SIZE_ARM64=$(stat -c %s "$OUT/bootstrap-arm64.stripped")

@@ -36,6 +36,35 @@ pub enum ModelChoice {
     Demo,
 }
 
+/// How callers prove who they are (`AUTH_MODE`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuthConfig {
+    /// Local development: every caller is `anonymous`.
+    None,
+    /// `Authorization: Bearer <key>`; keys given as SHA-256 hashes per principal.
+    ApiKey {
+        /// `API_KEYS`: `principal=<sha256 hex>,…`
+        keys: Option<Secret>,
+        /// `API_KEYS_SECRET_ID`: a Secrets Manager secret holding the same, read at cold start.
+        secret_id: Option<String>,
+    },
+    /// OIDC / Cognito bearer tokens.
+    Jwt {
+        issuer: String,
+        audience: String,
+        jwks: JwksSource,
+        leeway_secs: u64,
+    },
+    /// A Function URL with `AuthType: AWS_IAM`; the caller comes from the request context.
+    Iam,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JwksSource {
+    Url(String),
+    File(std::path::PathBuf),
+}
+
 #[derive(Debug, Clone)]
 pub struct Config {
     pub model: ModelChoice,
@@ -52,6 +81,11 @@ pub struct Config {
     pub deadline_margin: Duration,
     pub listen: SocketAddr,
     pub threads_table: Option<String>,
+    pub auth: AuthConfig,
+    /// `OPENAI_API_KEY_SECRET_ID`: the model key from Secrets Manager instead of the environment.
+    pub openai_api_key_secret_id: Option<String>,
+    /// Origins the server itself answers CORS for; empty leaves CORS to the Function URL.
+    pub cors_allowed_origins: Vec<String>,
     /// Threads are deleted this many days after creation (DynamoDB TTL); 0 keeps them.
     pub thread_ttl_days: u32,
 }
@@ -63,6 +97,11 @@ pub enum ConfigError {
         name: &'static str,
         expected: &'static str,
         value: String,
+    },
+    #[error("AUTH_MODE={mode} needs {needs}")]
+    Missing {
+        mode: &'static str,
+        needs: &'static str,
     },
 }
 
@@ -109,7 +148,57 @@ impl Config {
             })?,
             None => IpAddr::V4(Ipv4Addr::LOCALHOST),
         };
+        let auth = match get("AUTH_MODE").as_deref() {
+            None | Some("none") => AuthConfig::None,
+            Some("api-key") => {
+                let keys = get("API_KEYS").map(Secret::new);
+                let secret_id = get("API_KEYS_SECRET_ID");
+                if keys.is_none() && secret_id.is_none() {
+                    return Err(ConfigError::Missing {
+                        mode: "api-key",
+                        needs: "API_KEYS or API_KEYS_SECRET_ID",
+                    });
+                }
+                AuthConfig::ApiKey { keys, secret_id }
+            }
+            Some("jwt") => {
+                let missing = ConfigError::Missing {
+                    mode: "jwt",
+                    needs: "JWT_ISSUER, JWT_AUDIENCE and JWT_JWKS_URL or JWT_JWKS_FILE",
+                };
+                let jwks = match (get("JWT_JWKS_URL"), get("JWT_JWKS_FILE")) {
+                    (Some(url), _) => JwksSource::Url(url),
+                    (None, Some(file)) => JwksSource::File(file.into()),
+                    (None, None) => return Err(missing),
+                };
+                AuthConfig::Jwt {
+                    issuer: get("JWT_ISSUER").ok_or(missing.clone())?,
+                    audience: get("JWT_AUDIENCE").ok_or(missing)?,
+                    jwks,
+                    leeway_secs: number(vars, "JWT_LEEWAY_SECS", 30)?,
+                }
+            }
+            Some("iam") => AuthConfig::Iam,
+            Some(other) => {
+                return Err(ConfigError::Invalid {
+                    name: "AUTH_MODE",
+                    expected: "none, api-key, jwt or iam",
+                    value: other.to_owned(),
+                });
+            }
+        };
         Ok(Self {
+            auth,
+            openai_api_key_secret_id: get("OPENAI_API_KEY_SECRET_ID"),
+            cors_allowed_origins: get("CORS_ALLOWED_ORIGINS")
+                .map(|origins| {
+                    origins
+                        .split(',')
+                        .map(|origin| origin.trim().trim_end_matches('/').to_owned())
+                        .filter(|o| !o.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default(),
             model,
             openai_base_url: openai_base_url
                 .unwrap_or_else(|| "https://api.openai.com/v1".to_owned()),
@@ -241,6 +330,49 @@ mod tests {
         assert!(err.to_string().starts_with("AGENT_MAX_STEPS must be"));
         assert!(config(&[("MODEL_PROVIDER", "gemini")]).is_err());
         assert!(config(&[("AGENT_EMIT_STEPS", "maybe")]).is_err());
+    }
+
+    #[test]
+    fn auth_modes_need_their_settings() {
+        assert_eq!(config(&[]).unwrap().auth, AuthConfig::None);
+        assert!(matches!(
+            config(&[("AUTH_MODE", "api-key")]),
+            Err(ConfigError::Missing { .. })
+        ));
+        assert!(matches!(
+            config(&[("AUTH_MODE", "api-key"), ("API_KEYS", "a=b")])
+                .unwrap()
+                .auth,
+            AuthConfig::ApiKey { .. }
+        ));
+        assert!(matches!(
+            config(&[("AUTH_MODE", "jwt"), ("JWT_ISSUER", "i")]),
+            Err(ConfigError::Missing { .. })
+        ));
+        let jwt = config(&[
+            ("AUTH_MODE", "jwt"),
+            ("JWT_ISSUER", "i"),
+            ("JWT_AUDIENCE", "a"),
+            ("JWT_JWKS_FILE", "/k.json"),
+        ])
+        .unwrap();
+        assert!(matches!(
+            jwt.auth,
+            AuthConfig::Jwt {
+                leeway_secs: 30,
+                ..
+            }
+        ));
+        assert!(config(&[("AUTH_MODE", "magic")]).is_err());
+        let cors = config(&[(
+            "CORS_ALLOWED_ORIGINS",
+            "https://a.example/, http://localhost:3000",
+        )])
+        .unwrap();
+        assert_eq!(
+            cors.cors_allowed_origins,
+            ["https://a.example", "http://localhost:3000"]
+        );
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! agent. Called once per cold start.
 
 use crate::agent::{Agent, ToolRegistry};
+use crate::api::auth::{ApiKeys, AuthConfigError, Authenticator, JwtVerifier};
 use crate::api::{ApiSettings, App};
-use crate::config::{Config, ModelChoice};
+use crate::config::{AuthConfig, Config, JwksSource, ModelChoice, Secret};
 use crate::model::ModelProvider;
 use crate::model::openai::{OpenAiProvider, OpenAiSettings};
 use crate::model::scripted::DemoModel;
@@ -17,9 +18,112 @@ pub enum StartupError {
     HttpClient(String),
     #[error(transparent)]
     Tools(#[from] crate::agent::tools::RegistryError),
+    #[error("authentication is misconfigured: {0}")]
+    Auth(#[from] AuthConfigError),
+    #[error("could not read the JWKS from {source_name}: {reason}")]
+    Jwks { source_name: String, reason: String },
+    #[error("could not read secret {secret_id} from Secrets Manager: {reason}")]
+    Secret { secret_id: String, reason: String },
 }
 
-pub fn model_from_config(config: &Config) -> Result<Arc<dyn ModelProvider>, StartupError> {
+/// Reads a secret's string once, at cold start. The value never reaches a log.
+async fn read_secret(secret_id: &str) -> Result<Secret, StartupError> {
+    let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let client = aws_sdk_secretsmanager::Client::new(&aws);
+    let failure = |reason: String| StartupError::Secret {
+        secret_id: secret_id.to_owned(),
+        reason,
+    };
+    let output = client
+        .get_secret_value()
+        .secret_id(secret_id)
+        .send()
+        .await
+        .map_err(|err| {
+            failure(format!(
+                "{}",
+                aws_sdk_secretsmanager::error::DisplayErrorContext(err)
+            ))
+        })?;
+    output
+        .secret_string()
+        .map(Secret::new)
+        .ok_or_else(|| failure("the secret has no string value".to_owned()))
+}
+
+/// Builds the authenticator, fetching keys and JWKS once per cold start.
+pub async fn authenticator(auth: &AuthConfig) -> Result<Authenticator, StartupError> {
+    Ok(match auth {
+        AuthConfig::None => Authenticator::None,
+        AuthConfig::Iam => Authenticator::Iam,
+        AuthConfig::ApiKey { keys, secret_id } => {
+            let from_env = keys
+                .as_ref()
+                .map(|keys| ApiKeys::parse(keys.expose()))
+                .transpose()?;
+            let from_secret = match secret_id {
+                Some(id) => Some(ApiKeys::parse(read_secret(id).await?.expose())?),
+                None => None,
+            };
+            match (from_env, from_secret) {
+                (Some(env), Some(secret)) => Authenticator::ApiKeys(env.merge(secret)),
+                (Some(keys), None) | (None, Some(keys)) => Authenticator::ApiKeys(keys),
+                (None, None) => return Err(AuthConfigError::NoKeys.into()),
+            }
+        }
+        AuthConfig::Jwt {
+            issuer,
+            audience,
+            jwks,
+            leeway_secs,
+        } => {
+            let text = match jwks {
+                JwksSource::File(path) => {
+                    std::fs::read_to_string(path).map_err(|err| StartupError::Jwks {
+                        source_name: path.display().to_string(),
+                        reason: err.to_string(),
+                    })?
+                }
+                JwksSource::Url(url) => fetch_jwks(url).await?,
+            };
+            Authenticator::Jwt(JwtVerifier::from_jwks(
+                &text,
+                issuer,
+                audience,
+                *leeway_secs,
+            )?)
+        }
+    })
+}
+
+async fn fetch_jwks(url: &str) -> Result<String, StartupError> {
+    let failure = |reason: String| StartupError::Jwks {
+        source_name: url.to_owned(),
+        reason,
+    };
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .map_err(|err| failure(err.to_string()))?;
+    let response = http
+        .get(url)
+        .send()
+        .await
+        .map_err(|err| failure(err.to_string()))?;
+    if !response.status().is_success() {
+        return Err(failure(format!("HTTP {}", response.status())));
+    }
+    response
+        .text()
+        .await
+        .map_err(|err| failure(err.to_string()))
+}
+
+pub async fn model_from_config(config: &Config) -> Result<Arc<dyn ModelProvider>, StartupError> {
+    let api_key = match &config.openai_api_key_secret_id {
+        Some(secret_id) => Some(read_secret(secret_id).await?),
+        None => config.openai_api_key.clone(),
+    };
     Ok(match config.model {
         ModelChoice::OpenAi => {
             let http = reqwest::Client::builder()
@@ -32,7 +136,7 @@ pub fn model_from_config(config: &Config) -> Result<Arc<dyn ModelProvider>, Star
                 http,
                 OpenAiSettings {
                     base_url: config.openai_base_url.clone(),
-                    api_key: config.openai_api_key.clone(),
+                    api_key,
                     model: config.agent_model.clone(),
                     max_retries: config.model_max_retries,
                     max_backoff: Duration::from_secs(20),
@@ -75,16 +179,19 @@ pub fn build_app(
     config: &Config,
     model: Arc<dyn ModelProvider>,
     store: Arc<dyn ThreadStore>,
+    auth: Authenticator,
 ) -> Result<App, StartupError> {
     let tools = Arc::new(ToolRegistry::with_builtins()?);
     let agent = Agent::new(model, tools, store, config.agent.clone());
     Ok(App::new(
         agent,
+        auth,
         ApiSettings {
             limits: config.limits.clone(),
             ping_interval: config.ping_interval,
             run_timeout: config.run_timeout,
             deadline_margin: config.deadline_margin,
+            cors_allowed_origins: config.cors_allowed_origins.clone(),
         },
     ))
 }
@@ -92,7 +199,8 @@ pub fn build_app(
 pub async fn build(config: &Config) -> Result<App, StartupError> {
     build_app(
         config,
-        model_from_config(config)?,
+        model_from_config(config).await?,
         store_from_config(config).await,
+        authenticator(&config.auth).await?,
     )
 }

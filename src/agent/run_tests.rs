@@ -655,3 +655,131 @@ async fn a_retried_run_never_stores_the_users_message_twice() {
         .count();
     assert_eq!(users, 1);
 }
+
+#[tokio::test]
+async fn seed_scenario_4_human_in_the_loop_confirmation() {
+    let h = harness(
+        vec![
+            ScriptedTurn::tool_calls(
+                Some("即将删除 15 个临时文件"),
+                &[(
+                    "call_003",
+                    "confirmAction",
+                    r#"{"action":"删除临时文件","count":15}"#,
+                )],
+            ),
+            ScriptedTurn::text("已删除 15 个临时文件。"),
+        ],
+        false,
+    );
+    let first = run(
+        &h,
+        input(
+            "thread_004",
+            "run_005",
+            vec![user("msg_1", "删除所有临时文件")],
+            &["confirmAction"],
+        ),
+    )
+    .await;
+    assert_eq!(
+        shape(&first),
+        [
+            "type=\"RUN_STARTED\"",
+            "role=\"assistant\" type=\"TEXT_MESSAGE_START\"",
+            "delta=\"即将删除 15 个临时文件\" type=\"TEXT_MESSAGE_CONTENT\"",
+            "type=\"TEXT_MESSAGE_END\"",
+            "toolCallName=\"confirmAction\" type=\"TOOL_CALL_START\"",
+            "delta=\"{\\\"action\\\":\\\"删除临时文件\\\",\\\"count\\\":15}\" type=\"TOOL_CALL_ARGS\"",
+            "type=\"TOOL_CALL_END\"",
+            "type=\"RUN_FINISHED\"",
+        ]
+    );
+    assert_eq!(first[4]["parentMessageId"], first[1]["messageId"]);
+    let assistant = Message::Assistant {
+        id: MessageId::parse(first[1]["messageId"].as_str().unwrap(), 128).unwrap(),
+        content: Some("即将删除 15 个临时文件".into()),
+        tool_calls: vec![ToolCall::new(
+            ToolCallId::parse("call_003", 128).unwrap(),
+            "confirmAction".into(),
+            r#"{"action":"删除临时文件","count":15}"#.into(),
+        )],
+        name: None,
+    };
+    let confirmed = Message::Tool {
+        id: MessageId::parse("msg_3", 128).unwrap(),
+        tool_call_id: ToolCallId::parse("call_003", 128).unwrap(),
+        content: "confirmed".into(),
+        error: None,
+    };
+    let second = run(
+        &h,
+        input(
+            "thread_004",
+            "run_006",
+            vec![user("msg_1", "删除所有临时文件"), assistant, confirmed],
+            &["confirmAction"],
+        ),
+    )
+    .await;
+    assert_eq!(
+        shape(&second),
+        [
+            "type=\"RUN_STARTED\"",
+            "role=\"assistant\" type=\"TEXT_MESSAGE_START\"",
+            "delta=\"已删除 15 个临时文件。\" type=\"TEXT_MESSAGE_CONTENT\"",
+            "type=\"TEXT_MESSAGE_END\"",
+            "type=\"RUN_FINISHED\"",
+        ]
+    );
+    let sent = h.model.requests();
+    assert!(
+        matches!(sent[1].messages.last(), Some(Message::Tool { content, .. }) if content == "confirmed")
+    );
+}
+
+#[tokio::test]
+async fn seed_scenario_3_server_tool_event_for_event() {
+    let h = harness(
+        vec![
+            ScriptedTurn::tool_calls(
+                Some("让我查一下"),
+                &[(
+                    "call_001",
+                    "get_current_time",
+                    r#"{"timezone":"Asia/Shanghai"}"#,
+                )],
+            ),
+            ScriptedTurn::text("北京现在是晚上。"),
+        ],
+        false,
+    );
+    let events = run(
+        &h,
+        input(
+            "thread_002",
+            "run_002",
+            vec![user("msg_1", "北京几点了?")],
+            &[],
+        ),
+    )
+    .await;
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        [
+            "RUN_STARTED",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+            "TOOL_CALL_START",
+            "TOOL_CALL_ARGS",
+            "TOOL_CALL_END",
+            "TOOL_CALL_RESULT",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+            "RUN_FINISHED",
+        ]
+    );
+}

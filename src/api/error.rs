@@ -23,6 +23,8 @@ pub enum ApiError {
     MethodNotAllowed,
     #[error("{0}")]
     BadQuery(String),
+    #[error(transparent)]
+    Unauthorized(#[from] super::auth::Unauthorized),
 }
 
 impl ApiError {
@@ -42,6 +44,7 @@ impl ApiError {
             ApiError::Start(StartError::StoreUnavailable) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
         }
     }
 
@@ -60,6 +63,7 @@ impl ApiError {
             ApiError::NotFound(_) => "not_found",
             ApiError::MethodNotAllowed => "method_not_allowed",
             ApiError::BadQuery(_) => "invalid_query",
+            ApiError::Unauthorized(_) => "unauthorized",
         }
     }
 

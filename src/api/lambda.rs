@@ -23,7 +23,11 @@ pub async fn handle(app: &App, request: Request) -> http::Response<super::Respon
         .map(|context| context.deadline)
         .filter(|deadline| *deadline > 0)
         .map(deadline_instant);
-    let (parts, body) = request.into_parts();
+    let iam_caller = iam_caller(&request);
+    let (mut parts, body) = request.into_parts();
+    if let Some(caller) = iam_caller {
+        parts.extensions.insert(caller);
+    }
     let bytes = match body {
         Body::Empty => Bytes::new(),
         Body::Text(text) => Bytes::from(text),
@@ -32,6 +36,20 @@ pub async fn handle(app: &App, request: Request) -> http::Response<super::Respon
     };
     app.handle(http::Request::from_parts(parts, bytes), deadline)
         .await
+}
+
+/// The caller of an `AWS_IAM` Function URL, as Lambda verified it.
+fn iam_caller(request: &Request) -> Option<super::auth::IamCaller> {
+    use lambda_http::RequestExt;
+    use lambda_http::request::RequestContext;
+    let Some(RequestContext::ApiGatewayV2(context)) = request.request_context_ref() else {
+        return None;
+    };
+    let iam = context.authorizer.as_ref()?.iam.as_ref()?;
+    iam.user_arn
+        .clone()
+        .or_else(|| iam.caller_id.clone())
+        .map(super::auth::IamCaller)
 }
 
 /// Lambda gives the deadline as epoch milliseconds; runs measure time on the monotonic clock.

@@ -1,6 +1,7 @@
 //! HTTP: routing, request decoding, error responses and the two ways to serve (the Lambda
 //! streaming runtime and a local HTTP server). The only module that knows `lambda_http`/hyper.
 
+pub mod auth;
 mod body;
 mod error;
 pub mod lambda;
@@ -12,6 +13,7 @@ pub use error::ApiError;
 use crate::agent::Agent;
 use crate::protocol::{Limits, ThreadId, parse_run_input, sse};
 use crate::store::{Principal, StoreError};
+use auth::Authenticator;
 use bytes::Bytes;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use serde_json::json;
@@ -21,6 +23,8 @@ use tokio::time::Instant;
 /// Everything a request needs; built once per cold start.
 pub struct App {
     agent: Agent,
+    auth: Authenticator,
+    cors_allowed_origins: Vec<String>,
     limits: Limits,
     ping_interval: Duration,
     run_timeout: Duration,
@@ -34,15 +38,18 @@ pub struct ApiSettings {
     pub ping_interval: Duration,
     pub run_timeout: Duration,
     pub deadline_margin: Duration,
+    pub cors_allowed_origins: Vec<String>,
 }
 
 const HISTORY_PAGE_DEFAULT: usize = 100;
 const HISTORY_PAGE_MAX: usize = 500;
 
 impl App {
-    pub fn new(agent: Agent, settings: ApiSettings) -> Self {
+    pub fn new(agent: Agent, auth: Authenticator, settings: ApiSettings) -> Self {
         Self {
             agent,
+            auth,
+            cors_allowed_origins: settings.cors_allowed_origins,
             limits: settings.limits,
             ping_interval: settings.ping_interval,
             run_timeout: settings.run_timeout,
@@ -55,7 +62,11 @@ impl App {
     }
 
     pub fn describe(&self) -> String {
-        self.agent.describe()
+        format!("{}; auth {}", self.agent.describe(), self.auth.mode())
+    }
+
+    pub fn auth_mode(&self) -> &'static str {
+        self.auth.mode()
     }
 
     /// Answers one request. `invocation_deadline` is the Lambda deadline when there is one.
@@ -64,21 +75,46 @@ impl App {
         request: Request<Bytes>,
         invocation_deadline: Option<Instant>,
     ) -> Response<ResponseBody> {
-        match self.route(request, invocation_deadline).await {
-            Ok(response) => response,
-            Err(error) => {
-                if error.status().is_server_error() {
-                    tracing::error!(%error, "request failed");
-                } else {
-                    tracing::info!(
-                        status = error.status().as_u16(),
-                        code = error.code(),
-                        "request refused"
-                    );
+        let origin = self.allowed_origin(request.headers());
+        let mut response = if request.method() == Method::OPTIONS {
+            preflight(origin.is_some())
+        } else {
+            match self.route(request, invocation_deadline).await {
+                Ok(response) => response,
+                Err(error) => {
+                    if error.status().is_server_error() {
+                        tracing::error!(%error, "request failed");
+                    } else {
+                        tracing::info!(
+                            status = error.status().as_u16(),
+                            code = error.code(),
+                            "request refused"
+                        );
+                    }
+                    error_response(&error)
                 }
-                json_response(error.status(), error.body())
             }
+        };
+        if let Some(origin) = origin {
+            let headers = response.headers_mut();
+            headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+            headers.insert(
+                header::ACCESS_CONTROL_EXPOSE_HEADERS,
+                HeaderValue::from_static("x-thread-id"),
+            );
+            headers.append(header::VARY, HeaderValue::from_static("origin"));
         }
+        response
+    }
+
+    /// The request's `Origin`, when the server itself answers CORS for it.
+    fn allowed_origin(&self, headers: &http::HeaderMap) -> Option<HeaderValue> {
+        let origin = headers.get(header::ORIGIN)?;
+        let text = origin.to_str().ok()?;
+        self.cors_allowed_origins
+            .iter()
+            .any(|allowed| allowed == "*" || allowed.eq_ignore_ascii_case(text))
+            .then(|| origin.clone())
     }
 
     async fn route(
@@ -86,14 +122,19 @@ impl App {
         request: Request<Bytes>,
         invocation_deadline: Option<Instant>,
     ) -> Result<Response<ResponseBody>, ApiError> {
+        // Authentication comes before routing, so an unauthenticated caller learns nothing.
+        let principal = self.auth.authenticate(
+            request.headers(),
+            request.extensions().get::<auth::IamCaller>(),
+        )?;
         let path = normalise_path(request.uri().path());
         match (request.method(), path.as_str()) {
             (&Method::POST, "/" | "/agent" | "/send-message") => {
-                self.run(request, invocation_deadline).await
+                self.run(principal, request, invocation_deadline).await
             }
             (&Method::GET, thread) if thread.starts_with("/threads/") => {
                 let id = thread.trim_start_matches("/threads/");
-                self.history(id, request.uri().query()).await
+                self.history(&principal, id, request.uri().query()).await
             }
             (_, "/" | "/agent" | "/send-message") => Err(ApiError::MethodNotAllowed),
             (_, other) => Err(ApiError::NotFound(other.to_owned())),
@@ -102,16 +143,14 @@ impl App {
 
     async fn run(
         &self,
+        principal: Principal,
         request: Request<Bytes>,
         invocation_deadline: Option<Instant>,
     ) -> Result<Response<ResponseBody>, ApiError> {
         check_content_type(request.headers())?;
         let input = parse_run_input(request.body(), &self.limits)?;
         let deadline = self.run_deadline(invocation_deadline);
-        let run = self
-            .agent
-            .start(Principal::anonymous(), input, deadline)
-            .await?;
+        let run = self.agent.start(principal, input, deadline).await?;
         let thread_id = run.thread_id().to_string();
         let frames = sse::frames(run.into_events(), self.ping_interval);
         let mut response = Response::new(ResponseBody::stream(frames));
@@ -137,6 +176,7 @@ impl App {
 
     async fn history(
         &self,
+        principal: &Principal,
         thread_id: &str,
         query: Option<&str>,
     ) -> Result<Response<ResponseBody>, ApiError> {
@@ -166,7 +206,7 @@ impl App {
         let page = self
             .agent
             .store()
-            .history(&Principal::anonymous(), &thread_id, after.as_deref(), limit)
+            .history(principal, &thread_id, after.as_deref(), limit)
             .await
             .map_err(|error| match error {
                 StoreError::Unavailable(_) => {
@@ -181,6 +221,39 @@ impl App {
         }
         Ok(json_response(StatusCode::OK, Bytes::from(body.to_string())))
     }
+}
+
+fn error_response(error: &ApiError) -> Response<ResponseBody> {
+    let mut response = json_response(error.status(), error.body());
+    if matches!(error, ApiError::Unauthorized(_)) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    response
+}
+
+fn preflight(allowed: bool) -> Response<ResponseBody> {
+    if !allowed {
+        let error = ApiError::NotFound("OPTIONS".to_owned());
+        return error_response(&error);
+    }
+    let mut response = Response::new(ResponseBody::full(Bytes::new()));
+    *response.status_mut() = StatusCode::NO_CONTENT;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static("GET, POST, OPTIONS"),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static("authorization, content-type, accept"),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_MAX_AGE,
+        HeaderValue::from_static("600"),
+    );
+    response
 }
 
 fn json_response(status: StatusCode, body: Bytes) -> Response<ResponseBody> {

@@ -147,10 +147,13 @@ pub async fn spawn_app_on(
     }
     let config = Config::from_map(&vars).unwrap();
     let app = match store {
-        Some(store) => {
-            startup::build_app(&config, startup::model_from_config(&config).unwrap(), store)
-                .unwrap()
-        }
+        Some(store) => startup::build_app(
+            &config,
+            startup::model_from_config(&config).await.unwrap(),
+            store,
+            startup::authenticator(&config.auth).await.unwrap(),
+        )
+        .unwrap(),
         None => startup::build(&config).await.unwrap(),
     };
     let app = Arc::new(app);

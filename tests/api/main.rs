@@ -12,6 +12,7 @@ mod dynamo_runs;
 mod helpers;
 
 mod agent_runs;
+mod auth;
 mod input_errors;
 mod lambda_events;
 mod store_contract;
