@@ -86,12 +86,12 @@ pub async fn authenticator(auth: &AuthConfig) -> Result<Authenticator, StartupEr
                 }
                 JwksSource::Url(url) => fetch_jwks(url).await?,
             };
-            Authenticator::Jwt(JwtVerifier::from_jwks(
+            Authenticator::Jwt(Box::new(JwtVerifier::from_jwks(
                 &text,
                 issuer,
                 audience,
                 *leeway_secs,
-            )?)
+            )?))
         }
     })
 }

@@ -173,7 +173,7 @@ pub enum Authenticator {
     /// Everyone is `anonymous`: local development only.
     None,
     ApiKeys(ApiKeys),
-    Jwt(JwtVerifier),
+    Jwt(Box<JwtVerifier>),
     /// The Function URL (AuthType AWS_IAM) already checked the SigV4 signature.
     Iam,
 }
