@@ -25,14 +25,16 @@ pub enum ApiError {
     BadQuery(String),
     #[error(transparent)]
     Unauthorized(#[from] super::auth::Unauthorized),
+    #[error("{0}")]
+    UnreadableBody(&'static str),
 }
 
 impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
-            ApiError::Input(InputError::Syntax(_)) | ApiError::BadQuery(_) => {
-                StatusCode::BAD_REQUEST
-            }
+            ApiError::Input(InputError::Syntax(_))
+            | ApiError::BadQuery(_)
+            | ApiError::UnreadableBody(_) => StatusCode::BAD_REQUEST,
             ApiError::Input(InputError::TooLarge { .. })
             | ApiError::Start(StartError::TooLarge(_)) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Input(InputError::Invalid { .. })
@@ -64,6 +66,7 @@ impl ApiError {
             ApiError::MethodNotAllowed => "method_not_allowed",
             ApiError::BadQuery(_) => "invalid_query",
             ApiError::Unauthorized(_) => "unauthorized",
+            ApiError::UnreadableBody(_) => "invalid_body",
         }
     }
 

@@ -1,22 +1,81 @@
 //! Serving under the Lambda runtime: Function URL events in, streamed responses out.
 
-use super::App;
+use super::{ApiError, App, ResponseBody};
+use base64::Engine;
 use bytes::Bytes;
-use lambda_http::{Body, Request, service_fn};
+use http_body_util::{BodyDataStream, BodyExt};
+use lambda_http::request::LambdaRequest;
+use lambda_http::{Body, Request, RequestExt, service_fn};
+use lambda_runtime::{LambdaEvent, MetadataPrelude, StreamResponse};
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::time::Instant;
 
 pub async fn run(app: Arc<App>) -> Result<(), lambda_http::Error> {
-    lambda_http::run_with_streaming_response(service_fn(move |request: Request| {
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
         let app = app.clone();
-        async move { Ok::<_, lambda_http::Error>(handle(&app, request).await) }
+        async move { Ok::<_, lambda_http::Error>(into_stream_response(answer_event(&app, event).await)) }
     }))
     .await
 }
 
+/// Answers one raw Function URL event. `lambda_http` panics on a body flagged as base64 that is
+/// not, so that case is refused here, before the event is converted.
+pub async fn answer_event(app: &App, event: LambdaEvent<Value>) -> http::Response<ResponseBody> {
+    let LambdaEvent { payload, context } = event;
+    if let Some(error) = undecodable_body(&payload) {
+        return super::error_response(&error);
+    }
+    match serde_json::from_value::<LambdaRequest>(payload) {
+        Ok(request) => {
+            handle(
+                app,
+                lambda_http::Request::from(request).with_lambda_context(context),
+            )
+            .await
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "not a Function URL event");
+            super::error_response(&ApiError::UnreadableBody(
+                "the event is not an HTTP request",
+            ))
+        }
+    }
+}
+
+fn undecodable_body(event: &Value) -> Option<ApiError> {
+    let flagged = event
+        .get("isBase64Encoded")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let body = event.get("body").and_then(Value::as_str)?;
+    let broken = flagged
+        && base64::engine::general_purpose::STANDARD
+            .decode(body)
+            .is_err();
+    broken.then_some(ApiError::UnreadableBody(
+        "the request body is not valid base64",
+    ))
+}
+
+fn into_stream_response(
+    response: http::Response<ResponseBody>,
+) -> StreamResponse<BodyDataStream<ResponseBody>> {
+    let (parts, body) = response.into_parts();
+    let metadata_prelude = MetadataPrelude {
+        status_code: parts.status,
+        headers: parts.headers,
+        ..MetadataPrelude::default()
+    };
+    StreamResponse {
+        metadata_prelude,
+        stream: body.into_data_stream(),
+    }
+}
+
 /// Converts a Lambda request and answers it; public so tests can drive event files in-process.
-pub async fn handle(app: &App, request: Request) -> http::Response<super::ResponseBody> {
+pub async fn handle(app: &App, request: Request) -> http::Response<ResponseBody> {
     let deadline = request
         .extensions()
         .get::<lambda_http::Context>()
@@ -40,7 +99,6 @@ pub async fn handle(app: &App, request: Request) -> http::Response<super::Respon
 
 /// The caller of an `AWS_IAM` Function URL, as Lambda verified it.
 fn iam_caller(request: &Request) -> Option<super::auth::IamCaller> {
-    use lambda_http::RequestExt;
     use lambda_http::request::RequestContext;
     let Some(RequestContext::ApiGatewayV2(context)) = request.request_context_ref() else {
         return None;

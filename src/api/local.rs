@@ -61,7 +61,7 @@ async fn handle(app: &App, request: hyper::Request<Incoming>) -> hyper::Response
             {
                 ApiError::Input(InputError::TooLarge { limit })
             } else {
-                ApiError::BadQuery("the request body could not be read".to_owned())
+                ApiError::UnreadableBody("the request body could not be read")
             };
             return json_response(error.status(), error.body());
         }

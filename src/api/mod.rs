@@ -223,7 +223,7 @@ impl App {
     }
 }
 
-fn error_response(error: &ApiError) -> Response<ResponseBody> {
+pub(crate) fn error_response(error: &ApiError) -> Response<ResponseBody> {
     let mut response = json_response(error.status(), error.body());
     if matches!(error, ApiError::Unauthorized(_)) {
         response

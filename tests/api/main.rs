@@ -10,6 +10,7 @@
 mod dynamo_local;
 mod dynamo_runs;
 mod helpers;
+mod hostile;
 
 mod agent_runs;
 mod auth;
