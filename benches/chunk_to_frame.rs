@@ -107,7 +107,11 @@ async fn measure(chunks: usize, pace: Option<Duration>) -> Vec<f64> {
     // is out.
     let (written_tx, mut written_rx) = mpsc::unbounded_channel::<Instant>();
     let writer = tokio::spawn(async move {
-        let mut frames = Box::pin(sse::frames(run.into_events(), Duration::from_secs(15)));
+        let mut frames = Box::pin(sse::frames(
+            run.into_events(),
+            Duration::from_secs(15),
+            agui_lambda::protocol::dialect::AguiEncoder,
+        ));
         let mut last = None;
         while let Some(frame) = frames.next().await {
             if frame.starts_with(b"data: {\"type\":\"TEXT_MESSAGE_CONTENT\"") {

@@ -191,7 +191,11 @@ async fn one_run(agent: &Agent) -> (usize, usize) {
         )
         .await
         .unwrap();
-    let mut frames = Box::pin(sse::frames(run.into_events(), Duration::from_secs(15)));
+    let mut frames = Box::pin(sse::frames(
+        run.into_events(),
+        Duration::from_secs(15),
+        agui_lambda::protocol::dialect::AguiEncoder,
+    ));
     let (mut count, mut bytes) = (0, 0);
     while let Some(frame) = frames.next().await {
         count += 1;

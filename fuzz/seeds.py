@@ -184,7 +184,7 @@ def tool_args(i, args):
 USAGE = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [],
          "usage": {"prompt_tokens": 42, "completion_tokens": 7, "total_tokens": 49}}
 
-stream_seed("text.sse", sse(
+stream_seed("text.txt", sse(
     chunk({"role": "assistant", "content": ""}),
     chunk({"content": "Hello"}),
     chunk({"content": ", été 北京 🌍"}),
@@ -192,7 +192,7 @@ stream_seed("text.sse", sse(
     USAGE,
     "data: [DONE]\n\n"), cuts=(7, 120, 121))
 
-stream_seed("tool-call-fragments.sse", sse(
+stream_seed("tool-call-fragments.txt", sse(
     chunk({"role": "assistant", "content": None, **tool_start(0, "call_abc", "get_current_time")}),
     chunk(tool_args(0, "{\"tim")),
     chunk(tool_args(0, "ezone\":\"Eu")),
@@ -200,7 +200,7 @@ stream_seed("tool-call-fragments.sse", sse(
     chunk({}, "tool_calls"),
     "data: [DONE]\n\n"), cuts=(30, 31, 200, 400))
 
-stream_seed("parallel-calls.sse", sse(
+stream_seed("parallel-calls.txt", sse(
     chunk({"role": "assistant", "content": "Let me check both."}),
     chunk(tool_start(0, "call_1", "search", "{\"q\":")),
     chunk(tool_start(1, "call_2", "get_current_time", "")),
@@ -211,7 +211,7 @@ stream_seed("parallel-calls.sse", sse(
     "data: [DONE]\n\n"))
 
 # Ollama: index 0 reused for parallel calls, id repeated, name only on the first fragment.
-stream_seed("ollama-reused-index.sse", sse(
+stream_seed("ollama-reused-index.txt", sse(
     chunk({"role": "assistant", "content": "",
            "tool_calls": [{"index": 0, "id": "call_a", "function": {"name": "search", "arguments": "{\"q\":\"a\"}"}}]}),
     chunk({"tool_calls": [{"index": 0, "id": "call_b", "function": {"name": "search", "arguments": "{\"q\":\"b\"}"}}]}),
@@ -219,7 +219,7 @@ stream_seed("ollama-reused-index.sse", sse(
     chunk({}, "stop"),
     "data: [DONE]\n\n"))
 
-stream_seed("reasoning-content.sse", sse(
+stream_seed("reasoning-content.txt", sse(
     chunk({"role": "assistant", "reasoning_content": "The user wants"}),
     chunk({"reasoning_content": " a greeting."}),
     chunk({"reasoning": "(openrouter field)"}),
@@ -227,7 +227,7 @@ stream_seed("reasoning-content.sse", sse(
     chunk({}, "stop"),
     "data: [DONE]\n\n"))
 
-stream_seed("keep-alive-crlf.sse", sse(
+stream_seed("keep-alive-crlf.txt", sse(
     ": keep-alive\r\n\r\n",
     ": OPENROUTER PROCESSING\r\n\r\n",
     "event: message\r\nid: 1\r\nretry: 3000\r\n",
@@ -236,23 +236,23 @@ stream_seed("keep-alive-crlf.sse", sse(
     chunk({}, "stop", eol="\r\n"),
     "data:[DONE]\r\n\r\n"), cuts=(13, 14, 15))
 
-stream_seed("error-mid-stream.sse", sse(
+stream_seed("error-mid-stream.txt", sse(
     chunk({"content": "Partial"}),
     {"error": {"message": "Rate limit reached for gpt-4o-mini", "type": "requests", "code": "rate_limit_exceeded"}},
     chunk({"content": "never seen"}),
     "data: [DONE]\n\n"))
 
-stream_seed("missing-done-cut-off.sse", sse(
+stream_seed("missing-done-cut-off.txt", sse(
     chunk({"content": "The answer is"}),
     chunk(tool_start(0, "call_z", "search", "{\"q\"")),
     "data: {\"choices\":[{\"delta\":{\"content\":\" trunc"))
 
-stream_seed("finish-without-done.sse", sse(
+stream_seed("finish-without-done.txt", sse(
     chunk({"content": "ok"}),
     chunk({}, "length"),
     USAGE))
 
-stream_seed("args-before-name-n2.sse", sse(
+stream_seed("args-before-name-n2.txt", sse(
     ": ping\n\n",
     chunk({"tool_calls": [{"index": 3, "function": {"arguments": "{\"x\":1}"}}]}),
     chunk({"tool_calls": [{"index": 3, "id": "call_late", "function": {"name": "late_name"}}]}),
@@ -261,12 +261,12 @@ stream_seed("args-before-name-n2.sse", sse(
     "data: [DONE]\n\n",
     "data: {\"after\": \"done is ignored\"}\n\n"))
 
-stream_seed("malformed-chunk.sse", sse(
+stream_seed("malformed-chunk.txt", sse(
     chunk({"content": "a"}),
     "data: {not json}\n\n",
     "data: [DONE]\n\n"))
 
-stream_seed("bom-bad-utf8.sse", b"\xef\xbb\xbf" + sse(chunk({"content": "x"})).encode()
+stream_seed("bom-bad-utf8.txt", b"\xef\xbb\xbf" + sse(chunk({"content": "x"})).encode()
             + b"data: {\"choices\":[{\"delta\":{\"content\":\"\xe4\xb8\"}}]}\n\n")
 
 total = sum(os.path.getsize(p) for d in (RUN_DIR, STREAM_DIR) for p in glob.glob(d + "/*"))

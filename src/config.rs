@@ -34,6 +34,9 @@ pub enum ModelChoice {
     OpenAi,
     /// The offline scripted demo model.
     Demo,
+    /// Amazon Bedrock ConverseStream (`MODEL_PROVIDER=bedrock`, builds with the `bedrock`
+    /// feature); `AGENT_MODEL` is the model id or inference profile id.
+    Bedrock,
 }
 
 /// How callers prove who they are (`AUTH_MODE`).
@@ -73,6 +76,8 @@ pub struct Config {
     pub agent_model: String,
     pub model_max_retries: u32,
     pub model_connect_timeout: Duration,
+    /// `BEDROCK_MAX_TOKENS`: Bedrock's `inferenceConfig.maxTokens`; unset leaves the model's default.
+    pub bedrock_max_tokens: Option<u32>,
     pub agent: AgentSettings,
     pub limits: Limits,
     pub ping_interval: Duration,
@@ -125,14 +130,30 @@ impl Config {
                 ModelChoice::OpenAi
             }
             None | Some("openai") | Some("demo") | Some("scripted") => ModelChoice::Demo,
+            Some("bedrock") if cfg!(feature = "bedrock") => {
+                if get("AGENT_MODEL").is_none() {
+                    return Err(ConfigError::Invalid {
+                        name: "AGENT_MODEL",
+                        expected: "a Bedrock model id or inference profile id with MODEL_PROVIDER=bedrock",
+                        value: String::new(),
+                    });
+                }
+                ModelChoice::Bedrock
+            }
             Some(other) => {
                 return Err(ConfigError::Invalid {
                     name: "MODEL_PROVIDER",
-                    expected: "openai or demo",
+                    expected: if cfg!(feature = "bedrock") {
+                        "openai, bedrock or demo"
+                    } else {
+                        "openai or demo (this build has no `bedrock` feature)"
+                    },
                     value: other.to_owned(),
                 });
             }
         };
+        let bedrock_max_tokens =
+            Some(number::<u32>(vars, "BEDROCK_MAX_TOKENS", 0)?).filter(|max| *max > 0);
         let defaults = Limits::default();
         let agent_defaults = AgentSettings::default();
         let system_prompt = match get("AGENT_SYSTEM_PROMPT") {
@@ -210,6 +231,7 @@ impl Config {
                 "MODEL_CONNECT_TIMEOUT_MS",
                 10_000,
             )?),
+            bedrock_max_tokens,
             agent: AgentSettings {
                 system_prompt,
                 max_steps: number(vars, "AGENT_MAX_STEPS", agent_defaults.max_steps)?.max(1),
@@ -373,6 +395,40 @@ mod tests {
             cors.cors_allowed_origins,
             ["https://a.example", "http://localhost:3000"]
         );
+    }
+
+    #[test]
+    fn bedrock_needs_a_model_id() {
+        let bedrock = config(&[
+            ("MODEL_PROVIDER", "bedrock"),
+            ("AGENT_MODEL", "us.anthropic.claude-sonnet-4-20250514-v1:0"),
+            ("BEDROCK_MAX_TOKENS", "2048"),
+        ]);
+        if cfg!(feature = "bedrock") {
+            let bedrock = bedrock.unwrap();
+            assert_eq!(bedrock.model, ModelChoice::Bedrock);
+            assert_eq!(
+                bedrock.agent_model,
+                "us.anthropic.claude-sonnet-4-20250514-v1:0"
+            );
+            assert_eq!(bedrock.bedrock_max_tokens, Some(2048));
+            let err = config(&[("MODEL_PROVIDER", "bedrock")]).unwrap_err();
+            assert!(err.to_string().starts_with("AGENT_MODEL must be"));
+            // An OpenAI key in the environment does not override the explicit choice.
+            assert_eq!(
+                config(&[
+                    ("MODEL_PROVIDER", "bedrock"),
+                    ("AGENT_MODEL", "amazon.nova-lite-v1:0"),
+                    ("OPENAI_API_KEY", "sk-x")
+                ])
+                .unwrap()
+                .model,
+                ModelChoice::Bedrock
+            );
+            assert!(config(&[("BEDROCK_MAX_TOKENS", "many")]).is_err());
+        } else {
+            assert!(bedrock.unwrap_err().to_string().contains("bedrock"));
+        }
     }
 
     #[test]

@@ -120,12 +120,12 @@ async fn fetch_jwks(url: &str) -> Result<String, StartupError> {
 }
 
 pub async fn model_from_config(config: &Config) -> Result<Arc<dyn ModelProvider>, StartupError> {
-    let api_key = match &config.openai_api_key_secret_id {
-        Some(secret_id) => Some(read_secret(secret_id).await?),
-        None => config.openai_api_key.clone(),
-    };
     Ok(match config.model {
         ModelChoice::OpenAi => {
+            let api_key = match &config.openai_api_key_secret_id {
+                Some(secret_id) => Some(read_secret(secret_id).await?),
+                None => config.openai_api_key.clone(),
+            };
             let http = reqwest::Client::builder()
                 .connect_timeout(config.model_connect_timeout)
                 .tcp_nodelay(true)
@@ -143,6 +143,33 @@ pub async fn model_from_config(config: &Config) -> Result<Arc<dyn ModelProvider>
                 },
             ))
         }
+        #[cfg(feature = "bedrock")]
+        ModelChoice::Bedrock => {
+            use crate::model::bedrock;
+            // Region, credentials and endpoint (`AWS_ENDPOINT_URL_BEDROCK_RUNTIME`) from the
+            // standard AWS configuration; one client per cold start.
+            let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+            let client = bedrock::client(
+                &aws,
+                &bedrock::ClientSettings {
+                    max_retries: config.model_max_retries,
+                    connect_timeout: config.model_connect_timeout,
+                },
+            );
+            Arc::new(bedrock::BedrockProvider::new(
+                client,
+                bedrock::BedrockSettings {
+                    model_id: config.agent_model.clone(),
+                    max_tokens: config.bedrock_max_tokens,
+                    max_retries: config.model_max_retries,
+                },
+            ))
+        }
+        // Config refuses MODEL_PROVIDER=bedrock in builds without the feature.
+        #[cfg(not(feature = "bedrock"))]
+        ModelChoice::Bedrock => Arc::new(DemoModel {
+            word_delay: Duration::from_millis(30),
+        }),
         ModelChoice::Demo => Arc::new(DemoModel {
             word_delay: Duration::from_millis(30),
         }),

@@ -6,7 +6,7 @@ use super::PreparedRun;
 use super::thread::model_view;
 use super::tools::{ToolContext, ToolError};
 use crate::model::{FinishReason, ModelDelta, ModelError, ModelRequest, Usage};
-use crate::protocol::events::{ReasoningRole, TextRole, ToolRole};
+use crate::protocol::events::{ReasoningRole, TextRole, TokenUsage, ToolRole};
 use crate::protocol::{Event, Message, MessageId, RunErrorCode, ToolCall, ToolCallId};
 use crate::store::StoreError;
 use futures_util::{Stream, StreamExt};
@@ -146,14 +146,20 @@ impl PreparedRun {
             }
         }
 
+        let usage = TokenUsage {
+            input_tokens: summary.usage.input_tokens,
+            output_tokens: summary.usage.output_tokens,
+        };
         let terminal = match &result {
             Ok(()) => Event::RunFinished {
                 thread_id: self.lease.thread_id.clone(),
                 run_id: self.lease.run_id.clone(),
+                usage,
             },
             Err(failure) => Event::RunError {
                 message: failure.to_string(),
                 code: failure.code(),
+                usage,
             },
         };
         summary.outcome = match &result {

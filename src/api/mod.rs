@@ -11,10 +11,12 @@ pub use body::ResponseBody;
 pub use error::ApiError;
 
 use crate::agent::Agent;
-use crate::protocol::{Limits, ThreadId, parse_run_input, sse};
+use crate::protocol::dialect::{AguiEncoder, Encoder};
+use crate::protocol::{Limits, ThreadId, agentscope, agkit, input, sse};
 use crate::store::{Principal, StoreError};
 use auth::Authenticator;
 use bytes::Bytes;
+use futures_util::StreamExt;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use serde_json::json;
 use std::time::Duration;
@@ -39,6 +41,17 @@ pub struct ApiSettings {
     pub run_timeout: Duration,
     pub deadline_margin: Duration,
     pub cors_allowed_origins: Vec<String>,
+}
+
+/// The protocol a request speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dialect {
+    AgUi,
+    AgKit,
+    /// AgentScope's Agent API (`/process`).
+    AgentScope,
+    /// `/send-message`: AG-Kit when the body names a `conversationId` and no `threadId`.
+    SniffAgKit,
 }
 
 const HISTORY_PAGE_DEFAULT: usize = 100;
@@ -76,6 +89,9 @@ impl App {
         invocation_deadline: Option<Instant>,
     ) -> Response<ResponseBody> {
         let origin = self.allowed_origin(request.headers());
+        // Refusals on /process take the AgentScope response shape; every other route the
+        // AG-UI one.
+        let agentscope_route = normalise_path(request.uri().path()) == "/process";
         let mut response = if request.method() == Method::OPTIONS {
             preflight(origin.is_some())
         } else {
@@ -91,7 +107,21 @@ impl App {
                             "request refused"
                         );
                     }
-                    error_response(&error)
+                    if agentscope_route {
+                        let body =
+                            agentscope::error_response_body(error.code(), &error.to_string());
+                        let mut response =
+                            json_response(error.status(), Bytes::from(body.to_string()));
+                        if matches!(error, ApiError::Unauthorized(_)) {
+                            response.headers_mut().insert(
+                                header::WWW_AUTHENTICATE,
+                                HeaderValue::from_static("Bearer"),
+                            );
+                        }
+                        response
+                    } else {
+                        error_response(&error)
+                    }
                 }
             }
         };
@@ -129,14 +159,29 @@ impl App {
         )?;
         let path = normalise_path(request.uri().path());
         match (request.method(), path.as_str()) {
-            (&Method::POST, "/" | "/agent" | "/send-message") => {
-                self.run(principal, request, invocation_deadline).await
+            (&Method::POST, "/" | "/agent") => {
+                self.run(principal, request, invocation_deadline, Dialect::AgUi)
+                    .await
+            }
+            (&Method::POST, "/send-message") => {
+                self.run(principal, request, invocation_deadline, Dialect::SniffAgKit)
+                    .await
+            }
+            (&Method::POST, "/ag-kit/send-message") => {
+                self.run(principal, request, invocation_deadline, Dialect::AgKit)
+                    .await
+            }
+            (&Method::POST, "/process") => {
+                self.run(principal, request, invocation_deadline, Dialect::AgentScope)
+                    .await
             }
             (&Method::GET, thread) if thread.starts_with("/threads/") => {
                 let id = thread.trim_start_matches("/threads/");
                 self.history(&principal, id, request.uri().query()).await
             }
-            (_, "/" | "/agent" | "/send-message") => Err(ApiError::MethodNotAllowed),
+            (_, "/" | "/agent" | "/send-message" | "/ag-kit/send-message" | "/process") => {
+                Err(ApiError::MethodNotAllowed)
+            }
             (_, other) => Err(ApiError::NotFound(other.to_owned())),
         }
     }
@@ -146,13 +191,53 @@ impl App {
         principal: Principal,
         request: Request<Bytes>,
         invocation_deadline: Option<Instant>,
+        dialect: Dialect,
     ) -> Result<Response<ResponseBody>, ApiError> {
         check_content_type(request.headers())?;
-        let input = parse_run_input(request.body(), &self.limits)?;
+        let body = input::parse_json(request.body(), &self.limits)?;
+        let dialect = match dialect {
+            Dialect::SniffAgKit if agkit::is_agkit_body(&body) => Dialect::AgKit,
+            Dialect::SniffAgKit => Dialect::AgUi,
+            other => other,
+        };
+        let mut buffered = None;
+        let (input, encoder): (_, Box<dyn Encoder>) = match dialect {
+            Dialect::AgKit => (
+                agkit::from_json(body, &self.limits)?,
+                Box::new(agkit::AgKitEncoder),
+            ),
+            Dialect::AgentScope => {
+                let request = agentscope::from_json(body, &self.limits)?;
+                let encoder = agentscope::AgentScopeEncoder::for_request(&request);
+                if request.stream {
+                    (request.input, Box::new(encoder))
+                } else {
+                    buffered = Some(encoder);
+                    (request.input, Box::new(AguiEncoder))
+                }
+            }
+            Dialect::AgUi | Dialect::SniffAgKit => (
+                input::from_value(body, &self.limits)?,
+                Box::new(AguiEncoder),
+            ),
+        };
         let deadline = self.run_deadline(invocation_deadline);
         let run = self.agent.start(principal, input, deadline).await?;
         let thread_id = run.thread_id().to_string();
-        let frames = sse::frames(run.into_events(), self.ping_interval);
+        if let Some(mut encoder) = buffered {
+            // `stream: false`: the whole run, then the completed response object.
+            let mut events = Box::pin(run.into_events());
+            while let Some(event) = events.next().await {
+                encoder.encode(&event);
+            }
+            let mut response =
+                json_response(StatusCode::OK, Bytes::from(encoder.response().to_string()));
+            if let Ok(value) = HeaderValue::from_str(&thread_id) {
+                response.headers_mut().insert("x-thread-id", value);
+            }
+            return Ok(response);
+        }
+        let frames = sse::frames(run.into_events(), self.ping_interval, encoder);
         let mut response = Response::new(ResponseBody::stream(frames));
         let headers = response.headers_mut();
         headers.insert(
@@ -161,6 +246,9 @@ impl App {
         );
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         if let Ok(value) = HeaderValue::from_str(&thread_id) {
+            if dialect == Dialect::AgKit {
+                headers.insert("x-conversation-id", value.clone());
+            }
             headers.insert("x-thread-id", value);
         }
         Ok(response)

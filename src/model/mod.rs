@@ -2,6 +2,8 @@
 //! [`ModelDelta`] enum; [`ToolCallAccumulator`] assembles tool calls the same way for all of them.
 //! Depends only on `protocol` (for messages).
 
+#[cfg(feature = "bedrock")]
+pub mod bedrock;
 pub mod openai;
 pub mod scripted;
 

@@ -24,10 +24,15 @@ pub enum Event {
     RunFinished {
         thread_id: ThreadId,
         run_id: RunId,
+        /// For other dialects' encoders; not part of AG-UI's wire form.
+        #[serde(skip)]
+        usage: TokenUsage,
     },
     RunError {
         message: String,
         code: RunErrorCode,
+        #[serde(skip)]
+        usage: TokenUsage,
     },
     StepStarted {
         step_name: String,
@@ -97,6 +102,13 @@ impl Event {
     pub fn is_terminal(&self) -> bool {
         matches!(self, Event::RunFinished { .. } | Event::RunError { .. })
     }
+}
+
+/// Tokens a run used, summed over its model turns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TokenUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
 }
 
 /// The only role the server gives text messages it streams.
@@ -189,6 +201,7 @@ mod tests {
                 Event::RunError {
                     message: "boom".into(),
                     code: RunErrorCode::ModelError,
+                    usage: TokenUsage::default(),
                 },
                 json!({"type": "RUN_ERROR", "message": "boom", "code": "MODEL_ERROR"}),
             ),

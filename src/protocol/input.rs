@@ -105,22 +105,27 @@ pub fn is_valid_tool_name(name: &str) -> bool {
 
 /// Parses and validates a request body.
 pub fn parse_run_input(body: &[u8], limits: &Limits) -> Result<RunInput, InputError> {
+    from_value(parse_json(body, limits)?, limits)
+}
+
+/// The size limit and JSON syntax, shared by every dialect: a body over the limit or that is not
+/// JSON is refused before any dialect looks at it.
+pub fn parse_json(body: &[u8], limits: &Limits) -> Result<Value, InputError> {
     if body.len() > limits.max_payload_bytes {
         return Err(InputError::TooLarge {
             limit: limits.max_payload_bytes,
         });
     }
-    let deserializer = &mut serde_json::Deserializer::from_slice(body);
-    let wire: WireInput = serde_path_to_error::deserialize(deserializer).map_err(|err| {
+    serde_json::from_slice(body).map_err(|err| InputError::Syntax(err.to_string()))
+}
+
+/// Validates a `RunAgentInput` given as JSON; other dialects build one and come through here, so
+/// limits and validation apply to all alike.
+pub fn from_value(value: Value, limits: &Limits) -> Result<RunInput, InputError> {
+    let wire: WireInput = serde_path_to_error::deserialize(value).map_err(|err| {
         let path = err.path().to_string();
-        let inner = err.into_inner();
-        match inner.classify() {
-            serde_json::error::Category::Data => {
-                let field = if path == "." { "body".to_owned() } else { path };
-                InputError::invalid(field, strip_position(&inner.to_string()))
-            }
-            _ => InputError::Syntax(inner.to_string()),
-        }
+        let field = if path == "." { "body".to_owned() } else { path };
+        InputError::invalid(field, strip_position(&err.into_inner().to_string()))
     })?;
     wire.validate(limits)
 }

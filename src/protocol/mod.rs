@@ -1,6 +1,9 @@
 //! The AG-UI protocol: ids, messages, the `RunAgentInput` parser, events and their SSE framing.
 //! Pure data and encoding; depends on no other module of the crate.
 
+pub mod agentscope;
+pub mod agkit;
+pub mod dialect;
 pub mod events;
 pub mod ids;
 pub mod input;

@@ -44,17 +44,26 @@ pub fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
-/// Turns a run's events into SSE frames, sending a ping whenever `ping_interval` passes without
-/// a frame.
-pub fn frames<S>(events: S, ping_interval: Duration) -> impl Stream<Item = Bytes> + Send
+/// Turns a run's events into SSE frames with `encoder`, sending a ping whenever
+/// `ping_interval` passes without a frame.
+pub fn frames<S, E>(
+    events: S,
+    ping_interval: Duration,
+    mut encoder: E,
+) -> impl Stream<Item = Bytes> + Send
 where
     S: Stream<Item = Event> + Send + 'static,
+    E: super::dialect::Encoder,
 {
     let mut events = Box::pin(events);
     async_stream::stream! {
         loop {
             match tokio::time::timeout(ping_interval, events.next()).await {
-                Ok(Some(event)) => yield encode_event(&event, now_ms()),
+                Ok(Some(event)) => {
+                    for frame in encoder.encode(&event) {
+                        yield frame;
+                    }
+                }
                 Ok(None) => break,
                 Err(_elapsed) => yield Bytes::from_static(PING_FRAME),
             }
@@ -71,6 +80,7 @@ mod tests {
         Event::RunFinished {
             thread_id: ThreadId::parse("t1", 128).unwrap(),
             run_id: RunId::parse("r1", 128).unwrap(),
+            usage: Default::default(),
         }
     }
 
@@ -88,6 +98,7 @@ mod tests {
         let event = Event::RunError {
             message: "line\r\nnext".into(),
             code: crate::protocol::events::RunErrorCode::ModelError,
+            usage: Default::default(),
         };
         let frame = encode_event(&event, 1);
         let body = &frame[..frame.len() - 2];
@@ -101,7 +112,13 @@ mod tests {
             tokio::time::sleep(Duration::from_secs(25)).await;
             yield finished();
         };
-        let out: Vec<Bytes> = frames(events, Duration::from_secs(10)).collect().await;
+        let out: Vec<Bytes> = frames(
+            events,
+            Duration::from_secs(10),
+            crate::protocol::dialect::AguiEncoder,
+        )
+        .collect()
+        .await;
         assert_eq!(out.len(), 3);
         assert_eq!(&out[0][..], PING_FRAME);
         assert_eq!(&out[1][..], PING_FRAME);
@@ -116,7 +133,13 @@ mod tests {
                 yield finished();
             }
         };
-        let out: Vec<Bytes> = frames(events, Duration::from_secs(10)).collect().await;
+        let out: Vec<Bytes> = frames(
+            events,
+            Duration::from_secs(10),
+            crate::protocol::dialect::AguiEncoder,
+        )
+        .collect()
+        .await;
         assert!(out.iter().all(|frame| frame.starts_with(b"data: ")));
     }
 }

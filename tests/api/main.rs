@@ -13,7 +13,10 @@ mod helpers;
 mod hostile;
 
 mod agent_runs;
+mod agentscope;
+mod agkit;
 mod auth;
+mod bedrock;
 mod input_errors;
 mod lambda_events;
 mod store_contract;

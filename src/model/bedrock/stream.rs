@@ -1,0 +1,174 @@
+//! ConverseStream events to [`ModelDelta`]s. Blocks are keyed by `contentBlockIndex`: a tool-use
+//! block opens with `contentBlockStart` and its input arrives as JSON fragments; text blocks
+//! have no start event. `messageStop` carries the stop reason and `metadata` (after it) the usage,
+//! so the stream is read to its end.
+
+use super::{StreamSdkError, stream_error};
+use crate::model::{DeltaStream, FinishReason, ModelDelta, ModelError, Usage};
+use aws_sdk_bedrockruntime::primitives::event_stream::EventReceiver;
+use aws_sdk_bedrockruntime::types::error::ConverseStreamOutputError;
+use aws_sdk_bedrockruntime::types::{
+    ContentBlockDelta, ContentBlockStart, ConverseStreamOutput, ReasoningContentBlockDelta,
+    StopReason,
+};
+
+/// Turns one turn's events into deltas.
+#[derive(Debug, Default)]
+pub struct EventMapper {
+    /// The `contentBlockIndex` of every tool-use block started so far.
+    tool_blocks: Vec<usize>,
+    stopped: bool,
+}
+
+impl EventMapper {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn push(
+        &mut self,
+        event: ConverseStreamOutput,
+        out: &mut Vec<ModelDelta>,
+    ) -> Result<(), ModelError> {
+        match event {
+            ConverseStreamOutput::ContentBlockStart(event) => {
+                let index = block_index(event.content_block_index)?;
+                if let Some(ContentBlockStart::ToolUse(start)) = event.start {
+                    self.tool_blocks.push(index);
+                    out.push(ModelDelta::ToolCallStart {
+                        index,
+                        id: Some(start.tool_use_id).filter(|id| !id.is_empty()),
+                        name: start.name,
+                    });
+                }
+            }
+            ConverseStreamOutput::ContentBlockDelta(event) => {
+                let index = block_index(event.content_block_index)?;
+                match event.delta {
+                    Some(ContentBlockDelta::Text(text)) if !text.is_empty() => {
+                        out.push(ModelDelta::Text(text));
+                    }
+                    Some(ContentBlockDelta::ReasoningContent(
+                        ReasoningContentBlockDelta::Text(text),
+                    )) if !text.is_empty() => out.push(ModelDelta::Reasoning(text)),
+                    Some(ContentBlockDelta::ToolUse(fragment)) => {
+                        if !self.tool_blocks.contains(&index) {
+                            // Input without a start: still reported (unnamed), so the agent
+                            // answers it instead of leaving the history inconsistent.
+                            self.tool_blocks.push(index);
+                            out.push(ModelDelta::ToolCallStart {
+                                index,
+                                id: None,
+                                name: String::new(),
+                            });
+                        }
+                        if !fragment.input.is_empty() {
+                            out.push(ModelDelta::ToolCallArgs {
+                                index,
+                                delta: fragment.input,
+                            });
+                        }
+                    }
+                    // Citations, reasoning signatures and redacted reasoning are not shown.
+                    _ => {}
+                }
+            }
+            ConverseStreamOutput::MessageStop(event) => {
+                self.stopped = true;
+                out.push(ModelDelta::Finish(finish_reason(&event.stop_reason)?));
+            }
+            ConverseStreamOutput::Metadata(event) => {
+                if let Some(usage) = event.usage {
+                    out.push(ModelDelta::Usage(Usage {
+                        input_tokens: u64::try_from(usage.input_tokens).unwrap_or(0),
+                        output_tokens: u64::try_from(usage.output_tokens).unwrap_or(0),
+                    }));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Called when the events end. Without `messageStop` the answer was cut off and must not
+    /// be acted on.
+    pub fn end(&self) -> Result<(), ModelError> {
+        if self.stopped {
+            Ok(())
+        } else {
+            Err(ModelError::Incomplete)
+        }
+    }
+}
+
+fn block_index(index: i32) -> Result<usize, ModelError> {
+    usize::try_from(index).map_err(|_| ModelError::Malformed)
+}
+
+/// Stop reasons that mean "no usable answer" are errors with a clear message; the run ends
+/// with `RUN_ERROR` `MODEL_ERROR` and nothing of the turn is stored.
+fn finish_reason(reason: &StopReason) -> Result<FinishReason, ModelError> {
+    Ok(match reason {
+        StopReason::EndTurn | StopReason::StopSequence => FinishReason::Stop,
+        StopReason::ToolUse => FinishReason::ToolCalls,
+        StopReason::MaxTokens => FinishReason::Length,
+        StopReason::ContentFiltered => FinishReason::ContentFilter,
+        StopReason::GuardrailIntervened => {
+            return Err(ModelError::Api(
+                "a Bedrock guardrail blocked the answer (guardrail_intervened)".to_owned(),
+            ));
+        }
+        StopReason::ModelContextWindowExceeded => {
+            return Err(ModelError::Api(
+                "the conversation no longer fits the model's context window".to_owned(),
+            ));
+        }
+        StopReason::MalformedModelOutput | StopReason::MalformedToolUse => {
+            return Err(ModelError::Api(format!(
+                "the model produced malformed output ({})",
+                reason.as_str()
+            )));
+        }
+        other => FinishReason::Other(other.as_str().to_owned()),
+    })
+}
+
+/// The deltas of one turn, starting with the already received first event.
+pub fn delta_stream(
+    first: Result<Option<ConverseStreamOutput>, StreamSdkError>,
+    mut events: EventReceiver<ConverseStreamOutput, ConverseStreamOutputError>,
+) -> DeltaStream {
+    Box::pin(async_stream::stream! {
+        let mut mapper = EventMapper::new();
+        let mut out = Vec::new();
+        let mut next = first;
+        loop {
+            match next {
+                Ok(Some(event)) => {
+                    let pushed = mapper.push(event, &mut out);
+                    for delta in out.drain(..) {
+                        yield Ok(delta);
+                    }
+                    if let Err(err) = pushed {
+                        yield Err(err);
+                        return;
+                    }
+                }
+                Ok(None) => break,
+                Err(err) => {
+                    tracing::warn!(error = %aws_sdk_bedrockruntime::error::DisplayErrorContext(&err), "Bedrock stream failed");
+                    yield Err(stream_error(&err));
+                    return;
+                }
+            }
+            next = events.recv().await;
+        }
+        if let Err(err) = mapper.end() {
+            yield Err(err);
+        }
+    })
+}
+
+#[cfg(test)]
+#[path = "stream_tests.rs"]
+mod tests;

@@ -1,0 +1,994 @@
+//! The AgentScope "Agent API" dialect (seed 002, `agentscope_runtime.engine.schemas.agent_schemas`
+//! 1.1.6): an `AgentRequest` decoded into the one validated [`RunInput`], and an encoder that
+//! speaks a run's AG-UI events as the Agent API's `response` / `message` / `content` objects.
+//!
+//! Stream shape, per run:
+//!
+//! - `response` `created`, then `in_progress` (on `RUN_STARTED`; `session_id` is the thread id);
+//! - per assistant text (`TEXT_MESSAGE_*`): a `message` of type `message`, role `assistant`,
+//!   `created` → `in_progress`, text `content` objects with `delta: true`, `index: 0` and
+//!   `msg_id`, then the `completed` content with the full text (`delta: false`) and the
+//!   `completed` message carrying it;
+//! - reasoning (`REASONING_MESSAGE_*`): the same, as a message of type `reasoning`;
+//! - per tool call: a `function_call` message whose one `data` content is
+//!   `{call_id, name, arguments}` (arguments streamed as `delta: true` data pieces
+//!   `{arguments: piece}`, merged by string concatenation as the runtime's `ContentBuilder`
+//!   does); parallel calls are serialised, one message after the other;
+//! - per server tool result: a `function_call_output` message, role `tool`, whose data is
+//!   `{call_id, name, output}`;
+//! - `response` `completed` (with `usage`, `completed_at` and every completed message in
+//!   `output`) or `failed` with `error {code, message}`.
+//!
+//! Every object carries an integer `sequence_number`, 0 first, one more per frame. Steps, state
+//! and message snapshots have no Agent API form and are not sent: the thread keeps them, and
+//! `GET /threads/{id}` shows the history.
+
+use super::dialect::{Encoder, data_frame};
+use super::events::{Event, RunErrorCode, TokenUsage};
+use super::input::{InputError, Limits, RunInput, from_value, parse_json};
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use std::collections::{HashMap, HashSet};
+
+/// A decoded `AgentRequest`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentScopeRequest {
+    pub input: RunInput,
+    /// `stream: false` asks for the completed response object as one JSON body.
+    pub stream: bool,
+    /// The client's `response_id` (or request `id`), used as the response's `id`.
+    pub response_id: Option<String>,
+}
+
+/// Parses and validates an `AgentRequest`: the same limits and rules as `RunAgentInput`, with
+/// errors naming the `AgentRequest` field at fault.
+///
+/// Sampling options (`model`, `temperature`, `top_p`, `max_tokens`, `stop`, `n`, `seed`,
+/// penalties) and `user_id` are accepted and ignored: the server's configuration picks the
+/// model, and authentication the owner.
+pub fn parse_request(body: &[u8], limits: &Limits) -> Result<AgentScopeRequest, InputError> {
+    from_json(parse_json(body, limits)?, limits)
+}
+
+/// [`parse_request`] for a body already parsed as JSON (by [`parse_json`], which checks the size
+/// limit and the syntax for every dialect alike).
+pub fn from_json(body: Value, limits: &Limits) -> Result<AgentScopeRequest, InputError> {
+    let wire: WireRequest = serde_path_to_error::deserialize(body).map_err(|err| {
+        let path = err.path().to_string();
+        let field = if path == "." { "body".to_owned() } else { path };
+        invalid(field, strip_position(&err.into_inner().to_string()))
+    })?;
+    if wire.input.len() > limits.max_messages {
+        return Err(invalid(
+            "input",
+            format!("input exceeds limit of {} messages", limits.max_messages),
+        ));
+    }
+    let stream = wire.stream.unwrap_or(true);
+    let response_id = wire
+        .response_id
+        .clone()
+        .or_else(|| wire.id.clone())
+        .filter(|id| !id.is_empty());
+    let (agui, origins) = wire.into_agui()?;
+    let input = from_value(agui, limits).map_err(|err| origins.translate(err))?;
+    Ok(AgentScopeRequest {
+        input,
+        stream,
+        response_id,
+    })
+}
+
+/// A failed `AgentResponse`, the body of a refusal on `/process`.
+pub fn error_response_body(code: &str, message: &str) -> Value {
+    json!({
+        "object": "response",
+        "id": new_response_id(),
+        "status": "failed",
+        "created_at": now_secs(),
+        "output": [],
+        "error": {"code": code, "message": message},
+    })
+}
+
+fn invalid(field: impl Into<String>, message: impl Into<String>) -> InputError {
+    InputError::Invalid {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+/// serde_json appends "at line 1 column 42", which says nothing to an API caller.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(at) => message[..at].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+fn new_response_id() -> String {
+    format!("response_{}", uuid::Uuid::new_v4())
+}
+
+fn new_message_id() -> String {
+    format!("msg_{}", uuid::Uuid::new_v4())
+}
+
+fn now_secs() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+// ---- decoding ---------------------------------------------------------------------------------
+
+#[derive(Deserialize)]
+struct WireRequest {
+    input: Vec<WireMessage>,
+    #[serde(default)]
+    stream: Option<bool>,
+    /// The request's id: the run id, and the response id unless `response_id` is given.
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    session_id: Option<String>,
+    #[serde(default)]
+    response_id: Option<String>,
+    #[serde(default)]
+    tools: Option<Vec<Value>>,
+}
+
+#[derive(Deserialize)]
+struct WireMessage {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    #[serde(default)]
+    role: Option<String>,
+    #[serde(default)]
+    content: Option<Value>,
+}
+
+/// Where an AG-UI message of the translated request came from, to name `AgentRequest` fields
+/// in errors.
+#[derive(Default)]
+struct Origin {
+    input: usize,
+    /// For a tool message: the content part it came from.
+    part: Option<usize>,
+    /// For an assistant message: the (input, part) of each tool call.
+    calls: Vec<(usize, usize)>,
+}
+
+#[derive(Default)]
+struct Origins {
+    messages: Vec<Origin>,
+    /// Whether `tools[i]` came in `{type, function: {…}}` form.
+    nested_tools: Vec<bool>,
+}
+
+impl Origins {
+    /// Renames the AG-UI field of an error to the `AgentRequest` field it came from.
+    fn translate(&self, err: InputError) -> InputError {
+        let InputError::Invalid { field, message } = err else {
+            return err;
+        };
+        invalid(self.field(&field), message)
+    }
+
+    fn field(&self, field: &str) -> String {
+        match field {
+            "threadId" => return "session_id".to_owned(),
+            "runId" => return "id".to_owned(),
+            "messages" => return "input".to_owned(),
+            _ => {}
+        }
+        if let Some((index, rest)) = indexed(field, "messages[") {
+            let Some(origin) = self.messages.get(index) else {
+                return "input".to_owned();
+            };
+            let base = format!("input[{}]", origin.input);
+            if rest == ".toolCallId" {
+                if let Some(part) = origin.part {
+                    return format!("{base}.content[{part}].data.call_id");
+                }
+            }
+            if let Some((call, call_rest)) = indexed(rest, ".toolCalls[") {
+                if let Some((input, part)) = origin.calls.get(call) {
+                    let suffix = match call_rest {
+                        ".id" => ".call_id",
+                        ".function.name" => ".name",
+                        _ => "",
+                    };
+                    return format!("input[{input}].content[{part}].data{suffix}");
+                }
+            }
+            return format!("{base}{rest}");
+        }
+        if let Some((index, rest)) = indexed(field, "tools[") {
+            if self.nested_tools.get(index).copied().unwrap_or(false) && !rest.is_empty() {
+                return format!("tools[{index}].function{rest}");
+            }
+        }
+        field.to_owned()
+    }
+}
+
+/// Splits `prefix<N>]rest` into `(N, rest)`.
+fn indexed<'a>(field: &'a str, prefix: &str) -> Option<(usize, &'a str)> {
+    let after = field.strip_prefix(prefix)?;
+    let close = after.find(']')?;
+    let index = after[..close].parse().ok()?;
+    Some((index, &after[close + 1..]))
+}
+
+/// Consecutive assistant-side items (text messages, function calls; reasoning is skipped) are
+/// one AG-UI assistant message, as the server stores a model turn: so a client that echoes a
+/// streamed turn back sends a message id the thread already holds.
+struct AssistantGroup {
+    id: String,
+    text: String,
+    tool_calls: Vec<Value>,
+    origin: Origin,
+}
+
+struct Builder {
+    messages: Vec<Value>,
+    origins: Origins,
+    group: Option<AssistantGroup>,
+}
+
+impl Builder {
+    fn group(&mut self, id: &Option<String>, input: usize) -> &mut AssistantGroup {
+        self.group.get_or_insert_with(|| AssistantGroup {
+            id: id.clone().unwrap_or_else(new_message_id),
+            text: String::new(),
+            tool_calls: Vec::new(),
+            origin: Origin {
+                input,
+                ..Origin::default()
+            },
+        })
+    }
+
+    fn flush(&mut self) {
+        if let Some(group) = self.group.take() {
+            let mut message = json!({"id": group.id, "role": "assistant"});
+            if !group.text.is_empty() {
+                message["content"] = Value::String(group.text);
+            }
+            if !group.tool_calls.is_empty() {
+                message["toolCalls"] = Value::Array(group.tool_calls);
+            }
+            self.push(message, group.origin);
+        }
+    }
+
+    fn push(&mut self, message: Value, origin: Origin) {
+        self.messages.push(message);
+        self.origins.messages.push(origin);
+    }
+}
+
+/// The text of a message's content: a string, or its `text` parts joined.
+fn text_of(content: &Option<Value>) -> String {
+    match content {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter(|part| part.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|part| part.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
+    }
+}
+
+/// The `data` objects of a message's `data` content parts, with their indices.
+fn data_parts(
+    content: &Option<Value>,
+    input: usize,
+) -> Result<Vec<(usize, &Map<String, Value>)>, InputError> {
+    let Some(Value::Array(parts)) = content else {
+        return Err(invalid(
+            format!("input[{input}].content"),
+            "must be a list of data content parts",
+        ));
+    };
+    parts
+        .iter()
+        .enumerate()
+        .map(|(index, part)| {
+            part.get("data")
+                .and_then(Value::as_object)
+                .map(|data| (index, data))
+                .ok_or_else(|| {
+                    invalid(
+                        format!("input[{input}].content[{index}].data"),
+                        "must be an object",
+                    )
+                })
+        })
+        .collect()
+}
+
+fn text_value(value: Option<&Value>) -> Value {
+    match value {
+        None | Some(Value::Null) => Value::String(String::new()),
+        Some(Value::String(text)) => Value::String(text.clone()),
+        Some(other) => Value::String(other.to_string()),
+    }
+}
+
+/// A user message's content parts in AG-UI form, index for index.
+fn user_content(content: Option<Value>, input: usize) -> Result<Value, InputError> {
+    let parts = match content {
+        None | Some(Value::Null) => return Ok(Value::Array(Vec::new())),
+        Some(Value::String(text)) => return Ok(Value::String(text)),
+        Some(Value::Array(parts)) => parts,
+        Some(_) => {
+            return Err(invalid(
+                format!("input[{input}].content"),
+                "must be a list of content parts",
+            ));
+        }
+    };
+    parts
+        .into_iter()
+        .enumerate()
+        .map(|(index, part)| {
+            let field = format!("input[{input}].content[{index}]");
+            match part.get("type").and_then(Value::as_str) {
+                Some("text") => Ok(json!({"type": "text", "text": text_value(part.get("text"))})),
+                Some("image") => match part.get("image_url").and_then(Value::as_str) {
+                    Some(url) => {
+                        Ok(json!({"type": "image", "source": {"type": "url", "value": url}}))
+                    }
+                    None => Err(invalid(field, "image content requires image_url")),
+                },
+                _ => Err(invalid(field, "only text and image content is supported")),
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Value::Array)
+}
+
+impl WireRequest {
+    /// The equivalent `RunAgentInput`, and where each of its parts came from.
+    fn into_agui(self) -> Result<(Value, Origins), InputError> {
+        let mut builder = Builder {
+            messages: Vec::new(),
+            origins: Origins::default(),
+            group: None,
+        };
+        for (input, message) in self.input.into_iter().enumerate() {
+            let id = message.id.filter(|id| !id.is_empty());
+            let kind = message.kind.as_deref().unwrap_or("message");
+            match kind {
+                "message" => match message.role.as_deref().unwrap_or("user") {
+                    "assistant" => {
+                        let text = text_of(&message.content);
+                        builder.group(&id, input).text.push_str(&text);
+                    }
+                    "user" => {
+                        builder.flush();
+                        let content = user_content(message.content, input)?;
+                        let id = id.unwrap_or_else(new_message_id);
+                        builder.push(
+                            json!({"id": id, "role": "user", "content": content}),
+                            Origin {
+                                input,
+                                ..Origin::default()
+                            },
+                        );
+                    }
+                    "system" => {
+                        builder.flush();
+                        let id = id.unwrap_or_else(new_message_id);
+                        let content = text_of(&message.content);
+                        builder.push(
+                            json!({"id": id, "role": "system", "content": content}),
+                            Origin {
+                                input,
+                                ..Origin::default()
+                            },
+                        );
+                    }
+                    "tool" => {
+                        return Err(invalid(
+                            format!("input[{input}].type"),
+                            "a tool result is a function_call_output message",
+                        ));
+                    }
+                    other => {
+                        return Err(invalid(
+                            format!("input[{input}].role"),
+                            format!("unknown role {other:?}"),
+                        ));
+                    }
+                },
+                "function_call" | "plugin_call" | "mcp_call" => {
+                    let parts = data_parts(&message.content, input)?;
+                    let group = builder.group(&id, input);
+                    for (part, data) in parts {
+                        group.tool_calls.push(json!({
+                            "id": text_value(data.get("call_id")),
+                            "type": "function",
+                            "function": {
+                                "name": text_value(data.get("name")),
+                                "arguments": text_value(data.get("arguments")),
+                            },
+                        }));
+                        group.origin.calls.push((input, part));
+                    }
+                }
+                "function_call_output" | "plugin_call_output" | "mcp_call_output" => {
+                    builder.flush();
+                    let parts = data_parts(&message.content, input)?;
+                    let base = id.unwrap_or_else(new_message_id);
+                    for (position, (part, data)) in parts.into_iter().enumerate() {
+                        // A derived id keeps a re-sent message idempotent.
+                        let id = if position == 0 {
+                            base.clone()
+                        } else {
+                            format!("{base}-{position}")
+                        };
+                        builder.push(
+                            json!({
+                                "id": id,
+                                "role": "tool",
+                                "toolCallId": text_value(data.get("call_id")),
+                                "content": text_value(data.get("output")),
+                            }),
+                            Origin {
+                                input,
+                                part: Some(part),
+                                calls: Vec::new(),
+                            },
+                        );
+                    }
+                }
+                // Shown by UIs, never sent to a model (as AG-UI `reasoning` messages); server
+                // frames a client may echo back.
+                "reasoning" | "heartbeat" | "error" => {}
+                other => {
+                    return Err(invalid(
+                        format!("input[{input}].type"),
+                        format!("unsupported message type {other:?}"),
+                    ));
+                }
+            }
+        }
+        builder.flush();
+
+        let mut tools = Vec::new();
+        for (index, tool) in self.tools.unwrap_or_default().into_iter().enumerate() {
+            let field = format!("tools[{index}]");
+            let Value::Object(mut tool) = tool else {
+                return Err(invalid(field, "must be a function tool object"));
+            };
+            if let Some(kind) = tool.get("type").and_then(Value::as_str) {
+                if kind != "function" {
+                    return Err(invalid(
+                        format!("{field}.type"),
+                        "only function tools are supported",
+                    ));
+                }
+            }
+            let (function, nested) = match tool.remove("function") {
+                Some(Value::Object(function)) => (function, true),
+                Some(_) => return Err(invalid(format!("{field}.function"), "must be an object")),
+                None => (tool, false),
+            };
+            let mut agui = Map::new();
+            for key in ["name", "description", "parameters"] {
+                if let Some(value) = function.get(key) {
+                    agui.insert(key.to_owned(), value.clone());
+                }
+            }
+            tools.push(Value::Object(agui));
+            builder.origins.nested_tools.push(nested);
+        }
+
+        let mut agui = json!({
+            "messages": builder.messages,
+            "tools": tools,
+            "context": [],
+            "forwardedProps": {},
+        });
+        if let Some(session) = self.session_id.filter(|id| !id.is_empty()) {
+            agui["threadId"] = Value::String(session);
+        }
+        if let Some(id) = self.id.filter(|id| !id.is_empty()) {
+            agui["runId"] = Value::String(id);
+        }
+        Ok((agui, builder.origins))
+    }
+}
+
+// ---- encoding ---------------------------------------------------------------------------------
+
+/// A text or reasoning message being streamed.
+struct OpenText {
+    agui_id: String,
+    msg_id: String,
+    kind: &'static str,
+    text: String,
+}
+
+/// A tool call being streamed. Only the first open call is live on the wire; the calls after it
+/// are buffered until it completes, so messages never interleave.
+struct OpenCall {
+    call_id: String,
+    name: String,
+    msg_id: String,
+    arguments: String,
+    live: bool,
+    ended: bool,
+}
+
+/// Encodes a run's AG-UI events as Agent API objects; see the module docs for the shape.
+pub struct AgentScopeEncoder {
+    sequence: u64,
+    response_id: String,
+    created_at: i64,
+    completed_at: Option<i64>,
+    session_id: Option<String>,
+    status: &'static str,
+    output: Vec<Value>,
+    usage: Option<Value>,
+    error: Option<Value>,
+    started: bool,
+    ended: bool,
+    used_ids: HashSet<String>,
+    text: Option<OpenText>,
+    reasoning: Option<OpenText>,
+    calls: Vec<OpenCall>,
+    call_names: HashMap<String, String>,
+}
+
+impl Default for AgentScopeEncoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl AgentScopeEncoder {
+    pub fn new() -> Self {
+        Self {
+            sequence: 0,
+            response_id: new_response_id(),
+            created_at: now_secs(),
+            completed_at: None,
+            session_id: None,
+            status: "created",
+            output: Vec::new(),
+            usage: None,
+            error: None,
+            started: false,
+            ended: false,
+            used_ids: HashSet::new(),
+            text: None,
+            reasoning: None,
+            calls: Vec::new(),
+            call_names: HashMap::new(),
+        }
+    }
+
+    /// An encoder whose response has the client's id (`response_id`, else the request `id`).
+    pub fn for_request(request: &AgentScopeRequest) -> Self {
+        let mut encoder = Self::new();
+        if let Some(id) = &request.response_id {
+            encoder.response_id = id.clone();
+        }
+        encoder
+    }
+
+    /// The complete response object as it stands: what `stream: false` returns once the run has
+    /// ended.
+    pub fn response(&self) -> Value {
+        let mut response = json!({
+            "object": "response",
+            "id": self.response_id,
+            "status": self.status,
+            "created_at": self.created_at,
+            "output": self.output,
+        });
+        if let Some(session) = &self.session_id {
+            response["session_id"] = json!(session);
+        }
+        if let Some(at) = self.completed_at {
+            response["completed_at"] = json!(at);
+        }
+        if let Some(usage) = &self.usage {
+            response["usage"] = usage.clone();
+        }
+        if let Some(error) = &self.error {
+            response["error"] = error.clone();
+        }
+        response
+    }
+
+    fn emit(&mut self, mut value: Value, out: &mut Vec<Bytes>) {
+        value["sequence_number"] = json!(self.sequence);
+        self.sequence += 1;
+        out.push(data_frame(&value));
+    }
+
+    fn emit_response(&mut self, out: &mut Vec<Bytes>) {
+        let response = self.response();
+        self.emit(response, out);
+    }
+
+    /// A message id not used yet in this response: `base`, else `base_2`, `base_3`, …
+    fn unique_id(&mut self, base: &str) -> String {
+        let mut id = base.to_owned();
+        let mut n = 2;
+        while self.used_ids.contains(&id) {
+            id = format!("{base}_{n}");
+            n += 1;
+        }
+        self.used_ids.insert(id.clone());
+        id
+    }
+
+    fn start(&mut self, session: Option<String>, out: &mut Vec<Bytes>) {
+        if self.started {
+            return;
+        }
+        self.started = true;
+        if session.is_some() {
+            self.session_id = session;
+        }
+        self.status = "created";
+        self.emit_response(out);
+        self.status = "in_progress";
+        self.emit_response(out);
+    }
+
+    fn open_message(&mut self, id: &str, kind: &str, role: &str, out: &mut Vec<Bytes>) {
+        for status in ["created", "in_progress"] {
+            let message = message_object(id, kind, role, status, None);
+            self.emit(message, out);
+        }
+    }
+
+    fn complete_message(
+        &mut self,
+        id: &str,
+        kind: &str,
+        role: &str,
+        content: Value,
+        out: &mut Vec<Bytes>,
+    ) {
+        self.emit(content.clone(), out);
+        let message = message_object(id, kind, role, "completed", Some(vec![content]));
+        self.output.push(message.clone());
+        self.emit(message, out);
+    }
+
+    fn open_text(&mut self, agui_id: &str, kind: &'static str, out: &mut Vec<Bytes>) {
+        let msg_id = self.unique_id(agui_id);
+        self.open_message(&msg_id, kind, "assistant", out);
+        let open = OpenText {
+            agui_id: agui_id.to_owned(),
+            msg_id,
+            kind,
+            text: String::new(),
+        };
+        if kind == "reasoning" {
+            self.reasoning = Some(open);
+        } else {
+            self.text = Some(open);
+        }
+    }
+
+    fn text_delta(&mut self, agui_id: &str, kind: &'static str, delta: &str, out: &mut Vec<Bytes>) {
+        let slot = if kind == "reasoning" {
+            &self.reasoning
+        } else {
+            &self.text
+        };
+        if slot.as_ref().is_none_or(|open| open.agui_id != agui_id) {
+            self.close_text(kind, out);
+            self.open_text(agui_id, kind, out);
+        }
+        let slot = if kind == "reasoning" {
+            &mut self.reasoning
+        } else {
+            &mut self.text
+        };
+        let Some(open) = slot.as_mut() else {
+            return;
+        };
+        open.text.push_str(delta);
+        let content = text_content(&open.msg_id, "in_progress", true, delta);
+        self.emit(content, out);
+    }
+
+    fn close_text(&mut self, kind: &'static str, out: &mut Vec<Bytes>) {
+        let open = if kind == "reasoning" {
+            self.reasoning.take()
+        } else {
+            self.text.take()
+        };
+        if let Some(open) = open {
+            let content = text_content(&open.msg_id, "completed", false, &open.text);
+            self.complete_message(&open.msg_id, open.kind, "assistant", content, out);
+        }
+    }
+
+    fn call_data(call: &OpenCall, arguments: &str) -> Value {
+        json!({"call_id": call.call_id, "name": call.name, "arguments": arguments})
+    }
+
+    /// Puts a buffered call on the wire: its message, its data content, and the arguments so
+    /// far as one piece.
+    fn make_live(&mut self, index: usize, out: &mut Vec<Bytes>) {
+        let Some(call) = self.calls.get_mut(index) else {
+            return;
+        };
+        if call.live {
+            return;
+        }
+        call.live = true;
+        let msg_id = call.msg_id.clone();
+        let initial = data_content(&msg_id, "in_progress", false, Self::call_data(call, ""));
+        let arguments = call.arguments.clone();
+        self.open_message(&msg_id, "function_call", "assistant", out);
+        self.emit(initial, out);
+        if !arguments.is_empty() {
+            let delta = data_content(
+                &msg_id,
+                "in_progress",
+                true,
+                json!({"arguments": arguments}),
+            );
+            self.emit(delta, out);
+        }
+    }
+
+    /// Completes the calls at the front that have ended, and puts the next one live.
+    fn drain_calls(&mut self, out: &mut Vec<Bytes>) {
+        while self.calls.first().is_some_and(|call| call.ended) {
+            self.make_live(0, out);
+            let call = self.calls.remove(0);
+            self.finish_call(&call, out);
+        }
+        if !self.calls.is_empty() {
+            self.make_live(0, out);
+        }
+    }
+
+    fn finish_call(&mut self, call: &OpenCall, out: &mut Vec<Bytes>) {
+        let content = data_content(
+            &call.msg_id,
+            "completed",
+            false,
+            Self::call_data(call, &call.arguments),
+        );
+        self.complete_message(&call.msg_id, "function_call", "assistant", content, out);
+    }
+
+    /// Marks what is still open at a failure as `incomplete`.
+    fn abandon_open(&mut self, out: &mut Vec<Bytes>) {
+        let mut open: Vec<(String, &'static str)> = Vec::new();
+        for text in [self.reasoning.take(), self.text.take()]
+            .into_iter()
+            .flatten()
+        {
+            open.push((text.msg_id, text.kind));
+        }
+        for call in std::mem::take(&mut self.calls) {
+            if call.live {
+                open.push((call.msg_id, "function_call"));
+            }
+        }
+        for (id, kind) in open {
+            let message = message_object(&id, kind, "assistant", "incomplete", None);
+            self.emit(message, out);
+        }
+    }
+
+    fn set_usage(&mut self, usage: &TokenUsage) {
+        self.usage = Some(json!({
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "total_tokens": usage.input_tokens.saturating_add(usage.output_tokens),
+        }));
+    }
+}
+
+fn message_object(
+    id: &str,
+    kind: &str,
+    role: &str,
+    status: &str,
+    content: Option<Vec<Value>>,
+) -> Value {
+    let mut message = json!({
+        "object": "message",
+        "id": id,
+        "type": kind,
+        "role": role,
+        "status": status,
+    });
+    if let Some(content) = content {
+        message["content"] = Value::Array(content);
+    }
+    message
+}
+
+fn text_content(msg_id: &str, status: &str, delta: bool, text: &str) -> Value {
+    json!({
+        "object": "content",
+        "type": "text",
+        "index": 0,
+        "delta": delta,
+        "msg_id": msg_id,
+        "status": status,
+        "text": text,
+    })
+}
+
+fn data_content(msg_id: &str, status: &str, delta: bool, data: Value) -> Value {
+    json!({
+        "object": "content",
+        "type": "data",
+        "index": 0,
+        "delta": delta,
+        "msg_id": msg_id,
+        "status": status,
+        "data": data,
+    })
+}
+
+fn error_code(code: RunErrorCode) -> String {
+    match serde_json::to_value(code) {
+        Ok(Value::String(code)) => code,
+        _ => "INTERNAL_ERROR".to_owned(),
+    }
+}
+
+impl Encoder for AgentScopeEncoder {
+    fn encode(&mut self, event: &Event) -> Vec<Bytes> {
+        let mut out = Vec::new();
+        if self.ended {
+            return out;
+        }
+        if let Event::RunStarted { thread_id, .. } = event {
+            self.start(Some(thread_id.to_string()), &mut out);
+            return out;
+        }
+        self.start(None, &mut out);
+        match event {
+            Event::RunStarted { .. } => {}
+            Event::TextMessageStart { message_id, .. } => {
+                self.close_text("message", &mut out);
+                self.open_text(message_id.as_str(), "message", &mut out);
+            }
+            Event::TextMessageContent { message_id, delta } => {
+                self.text_delta(message_id.as_str(), "message", delta, &mut out);
+            }
+            Event::TextMessageEnd { .. } => self.close_text("message", &mut out),
+            Event::ReasoningMessageStart { message_id, .. } => {
+                self.close_text("reasoning", &mut out);
+                self.open_text(message_id.as_str(), "reasoning", &mut out);
+            }
+            Event::ReasoningMessageContent { message_id, delta } => {
+                self.text_delta(message_id.as_str(), "reasoning", delta, &mut out);
+            }
+            Event::ReasoningMessageEnd { .. } => self.close_text("reasoning", &mut out),
+            Event::ToolCallStart {
+                tool_call_id,
+                tool_call_name,
+                parent_message_id,
+            } => {
+                // The turn's message id when the turn said nothing, so that an echoed turn
+                // maps back onto the stored assistant message.
+                let base = parent_message_id
+                    .as_ref()
+                    .map_or_else(|| tool_call_id.to_string(), ToString::to_string);
+                let msg_id = self.unique_id(&base);
+                self.call_names
+                    .insert(tool_call_id.to_string(), tool_call_name.clone());
+                self.calls.push(OpenCall {
+                    call_id: tool_call_id.to_string(),
+                    name: tool_call_name.clone(),
+                    msg_id,
+                    arguments: String::new(),
+                    live: false,
+                    ended: false,
+                });
+                if self.calls.len() == 1 {
+                    self.make_live(0, &mut out);
+                }
+            }
+            Event::ToolCallArgs {
+                tool_call_id,
+                delta,
+            } => {
+                let found = self
+                    .calls
+                    .iter_mut()
+                    .find(|call| call.call_id == tool_call_id.as_str());
+                if let Some(call) = found {
+                    call.arguments.push_str(delta);
+                    if call.live {
+                        let piece = data_content(
+                            &call.msg_id,
+                            "in_progress",
+                            true,
+                            json!({"arguments": delta}),
+                        );
+                        self.emit(piece, &mut out);
+                    }
+                }
+            }
+            Event::ToolCallEnd { tool_call_id } => {
+                if let Some(call) = self
+                    .calls
+                    .iter_mut()
+                    .find(|call| call.call_id == tool_call_id.as_str())
+                {
+                    call.ended = true;
+                }
+                self.drain_calls(&mut out);
+            }
+            Event::ToolCallResult {
+                message_id,
+                tool_call_id,
+                content,
+                ..
+            } => {
+                let msg_id = self.unique_id(message_id.as_str());
+                let name = self
+                    .call_names
+                    .get(tool_call_id.as_str())
+                    .cloned()
+                    .unwrap_or_default();
+                self.open_message(&msg_id, "function_call_output", "tool", &mut out);
+                let data = json!({"call_id": tool_call_id, "name": name, "output": content});
+                let content = data_content(&msg_id, "completed", false, data);
+                self.complete_message(&msg_id, "function_call_output", "tool", content, &mut out);
+            }
+            Event::RunFinished { usage, .. } => {
+                self.close_text("reasoning", &mut out);
+                self.close_text("message", &mut out);
+                for call in &mut self.calls {
+                    call.ended = true;
+                }
+                self.drain_calls(&mut out);
+                self.set_usage(usage);
+                self.status = "completed";
+                self.completed_at = Some(now_secs());
+                self.ended = true;
+                self.emit_response(&mut out);
+            }
+            Event::RunError {
+                message,
+                code,
+                usage,
+            } => {
+                self.abandon_open(&mut out);
+                self.set_usage(usage);
+                self.status = "failed";
+                self.error = Some(json!({"code": error_code(*code), "message": message}));
+                self.ended = true;
+                self.emit_response(&mut out);
+            }
+            // No Agent API form: the thread keeps state and history (`GET /threads/{id}`).
+            Event::StepStarted { .. }
+            | Event::StepFinished { .. }
+            | Event::ReasoningStart { .. }
+            | Event::ReasoningEnd { .. }
+            | Event::StateSnapshot { .. }
+            | Event::StateDelta { .. }
+            | Event::MessagesSnapshot { .. } => {}
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+#[path = "agentscope_tests.rs"]
+mod tests;
