@@ -38,14 +38,17 @@ else
   log "venv $VENV exists"
 fi
 
+REQ_NODEPS="$ROOT/tests/python/requirements-nodeps.txt"
 REQ_STAMP="$VENV/.requirements.sha256"
-req_hash="$(hash_of "$REQ")"
+req_hash="$(hash_of "$REQ" "$REQ_NODEPS")"
 if [[ -f "$REQ_STAMP" && "$(cat "$REQ_STAMP")" == "$req_hash" ]]; then
   log "python tools up to date with tests/requirements.txt (skipping pip)"
 else
   log "pip install -r tests/requirements.txt (first run: ~45 s, ~700 MB, most of it ziglang)"
   t=$SECONDS
   PIP_DISABLE_PIP_VERSION_CHECK=1 "$VENV/bin/pip" install --quiet --no-input -r "$REQ"
+  # Only agentscope-runtime's schema module is used; its full dependency tree is ~500 MB.
+  PIP_DISABLE_PIP_VERSION_CHECK=1 "$VENV/bin/pip" install --quiet --no-input --no-deps -r "$REQ_NODEPS"
   echo "$req_hash" > "$REQ_STAMP"
   log "pip done in $((SECONDS - t)) s"
 fi

@@ -188,27 +188,26 @@ impl Origins {
                 return "input".to_owned();
             };
             let base = format!("input[{}]", origin.input);
-            if rest == ".toolCallId" {
-                if let Some(part) = origin.part {
-                    return format!("{base}.content[{part}].data.call_id");
-                }
+            if let (".toolCallId", Some(part)) = (rest, origin.part) {
+                return format!("{base}.content[{part}].data.call_id");
             }
-            if let Some((call, call_rest)) = indexed(rest, ".toolCalls[") {
-                if let Some((input, part)) = origin.calls.get(call) {
-                    let suffix = match call_rest {
-                        ".id" => ".call_id",
-                        ".function.name" => ".name",
-                        _ => "",
-                    };
-                    return format!("input[{input}].content[{part}].data{suffix}");
-                }
+            if let Some((call, call_rest)) = indexed(rest, ".toolCalls[")
+                && let Some((input, part)) = origin.calls.get(call)
+            {
+                let suffix = match call_rest {
+                    ".id" => ".call_id",
+                    ".function.name" => ".name",
+                    _ => "",
+                };
+                return format!("input[{input}].content[{part}].data{suffix}");
             }
             return format!("{base}{rest}");
         }
-        if let Some((index, rest)) = indexed(field, "tools[") {
-            if self.nested_tools.get(index).copied().unwrap_or(false) && !rest.is_empty() {
-                return format!("tools[{index}].function{rest}");
-            }
+        if let Some((index, rest)) = indexed(field, "tools[")
+            && self.nested_tools.get(index).copied().unwrap_or(false)
+            && !rest.is_empty()
+        {
+            return format!("tools[{index}].function{rest}");
         }
         field.to_owned()
     }
@@ -284,10 +283,10 @@ fn text_of(content: &Option<Value>) -> String {
 }
 
 /// The `data` objects of a message's `data` content parts, with their indices.
-fn data_parts(
-    content: &Option<Value>,
-    input: usize,
-) -> Result<Vec<(usize, &Map<String, Value>)>, InputError> {
+/// A data content part: its index and its `data` object.
+type DataPart<'a> = (usize, &'a Map<String, Value>);
+
+fn data_parts(content: &Option<Value>, input: usize) -> Result<Vec<DataPart<'_>>, InputError> {
     let Some(Value::Array(parts)) = content else {
         return Err(invalid(
             format!("input[{input}].content"),
@@ -466,13 +465,13 @@ impl WireRequest {
             let Value::Object(mut tool) = tool else {
                 return Err(invalid(field, "must be a function tool object"));
             };
-            if let Some(kind) = tool.get("type").and_then(Value::as_str) {
-                if kind != "function" {
-                    return Err(invalid(
-                        format!("{field}.type"),
-                        "only function tools are supported",
-                    ));
-                }
+            if let Some(kind) = tool.get("type").and_then(Value::as_str)
+                && kind != "function"
+            {
+                return Err(invalid(
+                    format!("{field}.type"),
+                    "only function tools are supported",
+                ));
             }
             let (function, nested) = match tool.remove("function") {
                 Some(Value::Object(function)) => (function, true),

@@ -2,8 +2,8 @@
 //! the run is silent so proxies and clients keep the connection open.
 
 use super::events::Event;
-use bytes::Bytes;
-use futures_util::{Stream, StreamExt};
+use bytes::{Bytes, BytesMut};
+use futures_util::{FutureExt, Stream, StreamExt};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -44,8 +44,13 @@ pub fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
+/// Events already waiting are written together, up to this many bytes per body chunk: a burst
+/// of model chunks then costs one socket write instead of one per frame.
+const MAX_BATCH_BYTES: usize = 16 * 1024;
+
 /// Turns a run's events into SSE frames with `encoder`, sending a ping whenever
-/// `ping_interval` passes without a frame.
+/// `ping_interval` passes without a frame. Events that are ready at once share one body chunk;
+/// none is ever held back waiting for another.
 pub fn frames<S, E>(
     events: S,
     ping_interval: Duration,
@@ -60,8 +65,24 @@ where
         loop {
             match tokio::time::timeout(ping_interval, events.next()).await {
                 Ok(Some(event)) => {
-                    for frame in encoder.encode(&event) {
-                        yield frame;
+                    let mut batch = BytesMut::new();
+                    let mut ended = false;
+                    batch.extend(encoder.encode(&event));
+                    while batch.len() < MAX_BATCH_BYTES {
+                        match events.next().now_or_never() {
+                            Some(Some(event)) => batch.extend(encoder.encode(&event)),
+                            Some(None) => {
+                                ended = true;
+                                break;
+                            }
+                            None => break,
+                        }
+                    }
+                    if !batch.is_empty() {
+                        yield batch.freeze();
+                    }
+                    if ended {
+                        break;
                     }
                 }
                 Ok(None) => break,
@@ -123,6 +144,42 @@ mod tests {
         assert_eq!(&out[0][..], PING_FRAME);
         assert_eq!(&out[1][..], PING_FRAME);
         assert!(out[2].starts_with(b"data: {\"type\":\"RUN_FINISHED\""));
+    }
+
+    #[tokio::test]
+    async fn ready_events_share_a_chunk_and_none_waits_for_another() {
+        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+        for _ in 0..3 {
+            sender.send(finished()).unwrap();
+        }
+        let events = tokio_stream_from(receiver);
+        let mut out = Box::pin(frames(
+            events,
+            Duration::from_secs(10),
+            crate::protocol::dialect::AguiEncoder,
+        ));
+        let first = out.next().await.unwrap();
+        assert_eq!(
+            first.windows(6).filter(|w| w == b"data: ").count(),
+            3,
+            "three ready events, one chunk"
+        );
+        // A later event goes out on its own, as soon as it exists.
+        sender.send(finished()).unwrap();
+        let second = out.next().await.unwrap();
+        assert_eq!(second.windows(6).filter(|w| w == b"data: ").count(), 1);
+        drop(sender);
+        assert!(out.next().await.is_none());
+    }
+
+    fn tokio_stream_from(
+        mut receiver: tokio::sync::mpsc::UnboundedReceiver<Event>,
+    ) -> impl Stream<Item = Event> + Send + 'static {
+        async_stream::stream! {
+            while let Some(event) = receiver.recv().await {
+                yield event;
+            }
+        }
     }
 
     #[tokio::test(start_paused = true)]

@@ -9,7 +9,7 @@ use crate::protocol::{Message, RunId, ThreadId};
 use async_trait::async_trait;
 use serde_json::Value;
 
-pub use dynamo::DynamoStore;
+pub use dynamo::{DynamoStore, StoreUsage};
 pub use memory::MemoryStore;
 
 /// The largest message a store accepts, serialised (DynamoDB items are limited to 400 KB).

@@ -1,0 +1,234 @@
+//! DynamoDB cost of runs and load times of long threads, against DynamoDB Local at
+//! `AGUI_BENCH_DYNAMODB_ENDPOINT` (scripts/bench.sh starts one). Prints figures; asserts nothing.
+//!
+//! `AGUI_BENCH_DYNAMODB_ENDPOINT=http://127.0.0.1:8000 cargo bench --bench dynamo_store`
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use agui_lambda::agent::{Agent, AgentSettings, ToolRegistry};
+use agui_lambda::model::scripted::{ScriptedModel, ScriptedTurn};
+use agui_lambda::protocol::input::{ForwardedProps, RunInput};
+use agui_lambda::protocol::{
+    ClientTool, Event, Message, MessageId, RunId, ThreadId, ToolCall, ToolCallId, UserContent,
+};
+use agui_lambda::store::{DynamoStore, Principal, RunStart, StoreUsage, ThreadStore};
+use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use futures_util::StreamExt;
+use serde_json::json;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn user(id: &str, text: &str) -> Message {
+    Message::User {
+        id: MessageId::parse(id, 128).unwrap(),
+        content: UserContent::Text(text.into()),
+        name: None,
+    }
+}
+
+fn input(thread: &ThreadId, run: &str, messages: Vec<Message>, tools: &[&str]) -> RunInput {
+    RunInput {
+        thread_id: Some(thread.clone()),
+        run_id: RunId::parse(run, 128).unwrap(),
+        parent_run_id: None,
+        state: None,
+        messages,
+        tools: tools
+            .iter()
+            .map(|name| ClientTool {
+                name: (*name).into(),
+                description: String::new(),
+                parameters: json!({"type": "object"}),
+            })
+            .collect(),
+        context: vec![],
+        forwarded_props: ForwardedProps::default(),
+    }
+}
+
+fn delta(before: StoreUsage, after: StoreUsage) -> String {
+    format!(
+        "{} read call(s) ({:.1} RCU), {} write call(s) ({:.1} WCU)",
+        after.read_calls - before.read_calls,
+        after.read_capacity_units - before.read_capacity_units,
+        after.write_calls - before.write_calls,
+        after.write_capacity_units - before.write_capacity_units
+    )
+}
+
+async fn run(agent: &Agent, input: RunInput) -> Vec<Event> {
+    let run = agent
+        .start(
+            Principal::anonymous(),
+            input,
+            tokio::time::Instant::now() + Duration::from_secs(60),
+        )
+        .await
+        .unwrap();
+    run.into_events().collect().await
+}
+
+#[tokio::main]
+async fn main() {
+    let Ok(endpoint) = std::env::var("AGUI_BENCH_DYNAMODB_ENDPOINT") else {
+        eprintln!(
+            "dynamo_store: set AGUI_BENCH_DYNAMODB_ENDPOINT (scripts/bench.sh starts DynamoDB Local); skipped"
+        );
+        return;
+    };
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("bench", "bench", None, None, "bench"))
+        .endpoint_url(&endpoint)
+        .build();
+    let client = aws_sdk_dynamodb::Client::from_conf(config);
+    let table = format!("bench-{}", uuid::Uuid::new_v4().simple());
+    DynamoStore::create_table(&client, &table).await.unwrap();
+    let store = Arc::new(DynamoStore::new(client, table, 0));
+    let model = ScriptedModel::default();
+    let agent = Agent::new(
+        Arc::new(model.clone()),
+        Arc::new(ToolRegistry::with_builtins().unwrap()),
+        store.clone(),
+        AgentSettings::default(),
+    );
+
+    println!("DynamoDB calls per run (DynamoDB Local reports the capacity DynamoDB would charge):");
+    let thread = ThreadId::new_uuid();
+    model.push(ScriptedTurn::text("Hello! How can I help you today?"));
+    let before = store.usage();
+    run(
+        &agent,
+        input(&thread, "chat", vec![user("u1", "hello")], &[]),
+    )
+    .await;
+    println!(
+        "  one-turn chat, new thread:          {}",
+        delta(before, store.usage())
+    );
+
+    model.push(ScriptedTurn::text("Still here."));
+    let before = store.usage();
+    run(
+        &agent,
+        input(&thread, "chat2", vec![user("u2", "hello again")], &[]),
+    )
+    .await;
+    println!(
+        "  one-turn chat, existing thread:     {}",
+        delta(before, store.usage())
+    );
+
+    model.push(ScriptedTurn::tool_calls(
+        Some("Let me check."),
+        &[("c1", "get_current_time", "{}")],
+    ));
+    model.push(ScriptedTurn::text("It is late."));
+    let before = store.usage();
+    run(
+        &agent,
+        input(&thread, "server-tool", vec![user("u3", "time?")], &[]),
+    )
+    .await;
+    println!(
+        "  server tool (two model turns):      {}",
+        delta(before, store.usage())
+    );
+
+    let frontend = ThreadId::new_uuid();
+    model.push(ScriptedTurn::tool_calls(
+        None,
+        &[("f1", "confirmAction", r#"{"action":"x"}"#)],
+    ));
+    let before = store.usage();
+    let events = run(
+        &agent,
+        input(
+            &frontend,
+            "ft1",
+            vec![user("u1", "do it")],
+            &["confirmAction"],
+        ),
+    )
+    .await;
+    let first = delta(before, store.usage());
+    let parent = events
+        .iter()
+        .find_map(|event| match event {
+            Event::ToolCallStart {
+                parent_message_id: Some(id),
+                ..
+            } => Some(id.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let history = vec![
+        user("u1", "do it"),
+        Message::Assistant {
+            id: parent,
+            content: None,
+            tool_calls: vec![ToolCall::new(
+                ToolCallId::parse("f1", 128).unwrap(),
+                "confirmAction".into(),
+                r#"{"action":"x"}"#.into(),
+            )],
+            name: None,
+        },
+        Message::Tool {
+            id: MessageId::parse("t1", 128).unwrap(),
+            tool_call_id: ToolCallId::parse("f1", 128).unwrap(),
+            content: "confirmed".into(),
+            error: None,
+        },
+    ];
+    model.push(ScriptedTurn::text("Done."));
+    let before = store.usage();
+    run(&agent, input(&frontend, "ft2", history, &["confirmAction"])).await;
+    println!("  frontend tool round trip: run 1:    {first}");
+    println!(
+        "                            run 2:    {}",
+        delta(before, store.usage())
+    );
+
+    println!("Load time of a thread (median of 15 consistent loads, ~1 KB messages):");
+    let filler = "x".repeat(1_000);
+    for count in [10usize, 100, 1000] {
+        let thread = ThreadId::new_uuid();
+        let messages: Vec<Message> = (0..count)
+            .map(|i| user(&format!("m{i}"), &format!("{i} {filler}")))
+            .collect();
+        let lease = store
+            .begin_run(RunStart {
+                owner: &Principal::anonymous(),
+                thread_id: &thread,
+                run_id: &RunId::parse("seed", 128).unwrap(),
+                loaded: None,
+                lease_expires_at_ms: chrono::Utc::now().timestamp_millis() + 60_000,
+                new_messages: &messages,
+                state: None,
+            })
+            .await
+            .unwrap();
+        store.finish_run(&lease, &[], None).await.unwrap();
+        let mut times = Vec::new();
+        let before = store.usage();
+        for _ in 0..15 {
+            let started = Instant::now();
+            let loaded = store
+                .load(&Principal::anonymous(), &thread)
+                .await
+                .unwrap()
+                .unwrap();
+            times.push(started.elapsed());
+            assert_eq!(loaded.messages.len(), count);
+        }
+        times.sort();
+        let after = store.usage();
+        println!(
+            "  {count:>5} messages: {:>7.1} ms  ({} Query page(s), {:.1} RCU per load)",
+            times[times.len() / 2].as_secs_f64() * 1000.0,
+            (after.read_calls - before.read_calls) / 15,
+            (after.read_capacity_units - before.read_capacity_units) / 15.0
+        );
+    }
+}
