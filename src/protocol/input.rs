@@ -131,7 +131,7 @@ pub fn from_value(value: Value, limits: &Limits) -> Result<RunInput, InputError>
 }
 
 /// serde_json appends "at line 1 column 42", which says nothing to an API caller.
-fn strip_position(message: &str) -> String {
+pub(crate) fn strip_position(message: &str) -> String {
     match message.rfind(" at line ") {
         Some(at) => message[..at].to_owned(),
         None => message.to_owned(),
