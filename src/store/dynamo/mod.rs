@@ -10,24 +10,17 @@ use super::{
 use crate::protocol::{Message, ThreadId};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::error::SdkError;
-use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, ConsumedCapacity, KeySchemaElement, KeyType,
     Put, ReturnConsumedCapacity, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
     TimeToLiveSpecification, TransactWriteItem, Update,
 };
 use serde_json::Value;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-type Item = HashMap<String, AttributeValue>;
+mod items;
 
-const META: &str = "META";
-/// DynamoDB allows 100 items per transaction; one place is the META update.
-const MESSAGES_PER_WRITE: usize = 99;
-/// Transactions are limited to 4 MB; stay well below.
-const BYTES_PER_WRITE: usize = 3_500_000;
+use items::*;
 
 pub struct DynamoStore {
     client: Client,
@@ -53,92 +46,6 @@ pub struct StoreUsage {
     pub write_calls: u64,
     pub read_capacity_units: f64,
     pub write_capacity_units: f64,
-}
-
-fn milli<'a>(capacity: impl IntoIterator<Item = &'a ConsumedCapacity>) -> u64 {
-    let units: f64 = capacity
-        .into_iter()
-        .filter_map(ConsumedCapacity::capacity_units)
-        .sum();
-    // Capacity units are small non-negative numbers; the cast cannot truncate in practice.
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let milli = (units * 1000.0).round() as u64;
-    milli
-}
-
-fn pk(thread_id: &ThreadId) -> AttributeValue {
-    AttributeValue::S(format!("THREAD#{thread_id}"))
-}
-
-/// Message sort keys carry the thread's creation time, so items of an expired incarnation of
-/// the same thread id, not yet removed by TTL, are never mixed into a new one.
-fn message_prefix(created_at_ms: i64) -> String {
-    format!("MSG#{created_at_ms:013}#")
-}
-
-fn message_sk(created_at_ms: i64, seq: usize) -> AttributeValue {
-    AttributeValue::S(format!("{}{seq:010}", message_prefix(created_at_ms)))
-}
-
-fn n(value: i64) -> AttributeValue {
-    AttributeValue::N(value.to_string())
-}
-
-fn s(value: impl Into<String>) -> AttributeValue {
-    AttributeValue::S(value.into())
-}
-
-fn get_n(item: &Item, key: &str) -> Option<i64> {
-    match item.get(key) {
-        Some(AttributeValue::N(value)) => value.parse().ok(),
-        _ => None,
-    }
-}
-
-fn get_s<'a>(item: &'a Item, key: &str) -> Option<&'a str> {
-    match item.get(key) {
-        Some(AttributeValue::S(value)) => Some(value),
-        _ => None,
-    }
-}
-
-fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}
-
-fn unavailable<E: std::fmt::Debug>(error: E) -> StoreError {
-    StoreError::Unavailable(format!("{error:?}"))
-}
-
-/// What a cancelled transaction's reasons say about its first item (the META write).
-enum Cancelled {
-    /// The META condition failed; the item as it was, if DynamoDB returned it.
-    Meta(Option<Item>),
-    Other(String),
-}
-
-type TransactError =
-    SdkError<TransactWriteItemsError, aws_sdk_dynamodb::config::http::HttpResponse>;
-
-fn cancellation(error: TransactError) -> Result<Cancelled, StoreError> {
-    match error.into_service_error() {
-        TransactWriteItemsError::TransactionCanceledException(cancelled) => {
-            let reasons = cancelled.cancellation_reasons();
-            match reasons.first() {
-                Some(reason) if reason.code() == Some("ConditionalCheckFailed") => {
-                    Ok(Cancelled::Meta(reason.item().cloned()))
-                }
-                _ => Ok(Cancelled::Other(format!(
-                    "{:?}",
-                    reasons
-                        .iter()
-                        .map(|reason| reason.code().unwrap_or("None"))
-                        .collect::<Vec<_>>()
-                ))),
-            }
-        }
-        other => Err(unavailable(other)),
-    }
 }
 
 impl DynamoStore {
@@ -365,46 +272,6 @@ impl DynamoStore {
             .map_err(unavailable)?;
         Ok(())
     }
-}
-
-/// A thread's META item, parsed.
-struct Meta {
-    owner: String,
-    version: u64,
-    created_at_ms: i64,
-    state: Option<Value>,
-    expires_at: Option<i64>,
-}
-
-impl Meta {
-    fn parse(item: &Item) -> Result<Self, StoreError> {
-        let corrupt = || StoreError::Unavailable("a thread record is missing fields".to_owned());
-        Ok(Self {
-            owner: get_s(item, "owner").ok_or_else(corrupt)?.to_owned(),
-            version: get_n(item, "version")
-                .and_then(|v| u64::try_from(v).ok())
-                .ok_or_else(corrupt)?,
-            created_at_ms: get_n(item, "createdAt").ok_or_else(corrupt)?,
-            state: get_s(item, "state")
-                .map(serde_json::from_str)
-                .transpose()
-                .map_err(|_| corrupt())?,
-            expires_at: get_n(item, "expiresAt"),
-        })
-    }
-
-    /// TTL deletion is lazy: an expired thread counts as gone the moment it expires.
-    fn is_live(&self) -> bool {
-        self.expires_at
-            .is_none_or(|expires| expires * 1000 > now_ms())
-    }
-}
-
-fn parse_message(item: &Item) -> Result<Message, StoreError> {
-    let body = get_s(item, "body")
-        .ok_or_else(|| StoreError::Unavailable("a message item has no body".to_owned()))?;
-    serde_json::from_str(body)
-        .map_err(|err| StoreError::Unavailable(format!("a stored message does not parse: {err}")))
 }
 
 #[async_trait]
