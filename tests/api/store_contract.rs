@@ -362,3 +362,66 @@ async fn an_expired_dynamodb_thread_is_gone_and_its_id_starts_afresh() {
     let ids: Vec<&str> = fresh.messages.iter().map(|m| m.id().as_str()).collect();
     assert_eq!(ids, ["new"]);
 }
+
+/// `template.yaml` declares the table once; the tests (and `agui-lambda create-table`) create
+/// the same one.
+#[tokio::test]
+async fn the_created_table_is_the_one_the_template_declares() {
+    let (client, table) = dynamo_local::new_table().await;
+    let described = client
+        .describe_table()
+        .table_name(&table)
+        .send()
+        .await
+        .unwrap()
+        .table
+        .unwrap();
+    let keys: Vec<(String, String)> = described
+        .key_schema()
+        .iter()
+        .map(|key| {
+            (
+                key.attribute_name().to_owned(),
+                key.key_type().as_str().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            ("pk".to_owned(), "HASH".to_owned()),
+            ("sk".to_owned(), "RANGE".to_owned())
+        ]
+    );
+    let ttl = client
+        .describe_time_to_live()
+        .table_name(&table)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        ttl.time_to_live_description().unwrap().attribute_name(),
+        Some("expiresAt")
+    );
+
+    let template = std::fs::read_to_string(crate::helpers::repo_path("template.yaml")).unwrap();
+    let table_section = &template
+        [template.find("  ThreadsTable:").unwrap()..template.find("  AguiLogGroup:").unwrap()];
+    let compact: String = table_section
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for expected in [
+        "BillingMode: PAY_PER_REQUEST",
+        "- AttributeName: pk AttributeType: S - AttributeName: sk AttributeType: S",
+        "- AttributeName: pk KeyType: HASH - AttributeName: sk KeyType: RANGE",
+        "AttributeName: expiresAt Enabled: true",
+        "PointInTimeRecoveryEnabled: true",
+        "SSEEnabled: true",
+    ] {
+        assert!(
+            compact.contains(expected),
+            "template.yaml's table lacks `{expected}`"
+        );
+    }
+}
