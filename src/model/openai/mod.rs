@@ -148,7 +148,7 @@ where
     S: Stream<Item = Result<Bytes, E>> + Send + 'static,
     E: std::fmt::Display + Send + 'static,
 {
-    let mut events = Box::pin(bytes.eventsource());
+    let mut events = Box::pin(without_leading_bom(bytes).eventsource());
     Box::pin(async_stream::stream! {
         let mut parser = ChunkParser::new();
         let mut out = Vec::new();
@@ -181,6 +181,51 @@ where
             Err(err) => yield Err(err),
         }
     })
+}
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// `eventsource-stream` 0.2.3 panics on a body that starts with a UTF-8 byte-order mark (it
+/// slices one byte off the three-byte character; found by the `model_stream` fuzz target). The
+/// marks are dropped here, however the first bytes are split into chunks.
+fn without_leading_bom<S, E>(bytes: S) -> impl Stream<Item = Result<Bytes, E>> + Send + 'static
+where
+    S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+    E: Send + 'static,
+{
+    async_stream::stream! {
+        let mut bytes = Box::pin(bytes);
+        let mut head = bytes::BytesMut::new();
+        let mut past_head = false;
+        while let Some(chunk) = bytes.next().await {
+            let chunk = match chunk {
+                Ok(chunk) => chunk,
+                Err(error) => {
+                    if !head.is_empty() {
+                        yield Ok(head.split().freeze());
+                    }
+                    yield Err(error);
+                    return;
+                }
+            };
+            if past_head {
+                yield Ok(chunk);
+                continue;
+            }
+            head.extend_from_slice(&chunk);
+            while head.starts_with(BOM) {
+                let _ = head.split_to(BOM.len());
+            }
+            // Undecided while what is held could still be the start of a mark.
+            if !head.is_empty() && !BOM.starts_with(&head) {
+                past_head = true;
+                yield Ok(head.split().freeze());
+            }
+        }
+        if !head.is_empty() {
+            yield Ok(head.freeze());
+        }
+    }
 }
 
 fn to_openai_message(message: &Message) -> Value {
@@ -317,9 +362,13 @@ mod tests {
 
     proptest! {
         #[test]
-        fn any_split_of_the_bytes_gives_the_same_text_and_calls(cuts in proptest::collection::vec(0usize..STREAM.len(), 0..40)) {
-            let bytes = STREAM.as_bytes();
-            let mut cuts = cuts;
+        fn any_split_of_the_bytes_gives_the_same_text_and_calls(
+            cuts in proptest::collection::vec(0usize..STREAM.len() + 3, 0..40),
+            bom in proptest::bool::ANY,
+        ) {
+            let owned = if bom { [BOM, STREAM.as_bytes()].concat() } else { STREAM.as_bytes().to_vec() };
+            let bytes = owned.as_slice();
+            let mut cuts: Vec<usize> = cuts.into_iter().filter(|cut| *cut <= bytes.len()).collect();
             cuts.sort_unstable();
             cuts.dedup();
             let mut chunks = Vec::new();
@@ -329,10 +378,40 @@ mod tests {
                 last = cut;
             }
             let (text, calls, _) = run(chunks);
-            let (expected_text, expected_calls, _) = run(vec![Bytes::from_static(bytes)]);
+            let (expected_text, expected_calls, _) = run(vec![Bytes::from_static(STREAM.as_bytes())]);
             prop_assert_eq!(text, expected_text);
             prop_assert_eq!(calls, expected_calls);
         }
+    }
+
+    #[test]
+    fn byte_order_marks_before_the_stream_are_dropped_not_a_panic() {
+        let with_bom = [
+            b"\xEF\xBB\xBF".as_slice(),
+            b"\xEF\xBB\xBF".as_slice(),
+            STREAM.as_bytes(),
+        ]
+        .concat();
+        let (expected_text, expected_calls, _) = run(vec![Bytes::from_static(STREAM.as_bytes())]);
+        for split in [1, 2, 3, 4, 5, 7, with_bom.len()] {
+            let chunks = vec![
+                Bytes::copy_from_slice(&with_bom[..split]),
+                Bytes::copy_from_slice(&with_bom[split..]),
+            ];
+            let (text, calls, _) = run(chunks);
+            assert_eq!(
+                (text, calls),
+                (expected_text.clone(), expected_calls.clone()),
+                "split at {split}"
+            );
+        }
+        // The fuzzer's minimal input: a mark, then only `[DONE]`.
+        let (text, calls, deltas) = run(vec![Bytes::from_static(b"\xEF\xBB\xBFdata: [DONE]\n\n")]);
+        assert!(text.is_empty() && calls.is_empty());
+        assert_eq!(
+            deltas,
+            vec![ModelDelta::Finish(crate::model::FinishReason::Stop)]
+        );
     }
 
     #[test]
