@@ -5,7 +5,7 @@
 //! read) when it hands it over, and timestamps the `TEXT_MESSAGE_CONTENT` frame when
 //! `sse::frames` yields it to the response body (the exact stream the HTTP handler writes out).
 //! The path in between is the production one: `delta_stream` (eventsource parsing +
-//! `ChunkParser`) → the agent's run loop → its event channel → `into_events` → `sse::frames` →
+//! `ChunkParser`) → the agent's run loop → its event channel → `into_batches` → `sse::frames` →
 //! `encode_event`. Runs on a 2-worker multi-thread tokio runtime, like the server.
 //!
 //! Two regimes: back-to-back (the next chunk is sent as soon as the previous frame is out: pure
@@ -108,14 +108,20 @@ async fn measure(chunks: usize, pace: Option<Duration>) -> Vec<f64> {
     let (written_tx, mut written_rx) = mpsc::unbounded_channel::<Instant>();
     let writer = tokio::spawn(async move {
         let mut frames = Box::pin(sse::frames(
-            run.into_events(),
+            run.into_batches(),
             Duration::from_secs(15),
             agui_lambda::protocol::dialect::AguiEncoder,
         ));
         let mut last = None;
         while let Some(frame) = frames.next().await {
-            if frame.starts_with(b"data: {\"type\":\"TEXT_MESSAGE_CONTENT\"") {
-                let _ = written_tx.send(Instant::now());
+            // Ready events share a body chunk: count the content frames inside it.
+            let now = Instant::now();
+            let needle = b"data: {\"type\":\"TEXT_MESSAGE_CONTENT\"";
+            for _ in frame
+                .windows(needle.len())
+                .filter(|window| window == needle)
+            {
+                let _ = written_tx.send(now);
             }
             last = Some(frame);
         }
@@ -136,7 +142,11 @@ async fn measure(chunks: usize, pace: Option<Duration>) -> Vec<f64> {
     bytes_tx.send(Bytes::from_static(END)).await.unwrap();
     drop(bytes_tx);
     let last = writer.await.unwrap().unwrap();
-    assert!(last.starts_with(b"data: {\"type\":\"RUN_FINISHED\""));
+    let finished = b"data: {\"type\":\"RUN_FINISHED\"";
+    assert!(
+        last.windows(finished.len())
+            .any(|window| window == finished)
+    );
     delays
 }
 

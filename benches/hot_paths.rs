@@ -179,7 +179,7 @@ fn run_input() -> RunInput {
     }
 }
 
-/// One whole run through the same path as the HTTP handler: `Agent::start`, `into_events`,
+/// One whole run through the same path as the HTTP handler: `Agent::start`, `into_batches`,
 /// `sse::frames` (which calls `encode_event` with a fresh timestamp per event). Returns the
 /// number of frames and their total size.
 async fn one_run(agent: &Agent) -> (usize, usize) {
@@ -192,7 +192,7 @@ async fn one_run(agent: &Agent) -> (usize, usize) {
         .await
         .unwrap();
     let mut frames = Box::pin(sse::frames(
-        run.into_events(),
+        run.into_batches(),
         Duration::from_secs(15),
         agui_lambda::protocol::dialect::AguiEncoder,
     ));

@@ -5,7 +5,9 @@
 #   3. end to end: the function under `cargo lambda watch`, aimock as its model, driven by
 #      @ag-ui/client 1.0.0 and 0.0.59; every captured stream checked by ag-ui-validate
 #   4. the SAM template, transformed offline, linted by cfn-lint
-#   5. unit and integration tests (cargo test), whose summary closes the output
+#   5. cargo deny (licenses, bans, sources; advisories when a database is at hand)
+#   6. cargo fuzz on both targets for FUZZ_SECONDS each (default 20)
+#   7. unit and integration tests (cargo test), whose summary closes the output
 # Logs and captured streams land in .ci/artifacts/.
 set -euo pipefail
 
@@ -83,6 +85,12 @@ step "SAM template: offline transform, then cfn-lint on source and result"
 python scripts/sam_transform.py template.yaml >"$ARTIFACTS/template.transformed.json"
 cfn-lint template.yaml "$ARTIFACTS/template.transformed.json"
 echo "cfn-lint: clean"
+
+step "supply chain: cargo deny"
+bash scripts/deny.sh
+
+step "fuzzing: ${FUZZ_SECONDS:-20} s per target"
+bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
 
 step "unit and integration tests"
 cargo test --locked --all-targets

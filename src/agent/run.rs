@@ -93,6 +93,12 @@ impl PreparedRun {
     /// of `RUN_FINISHED` / `RUN_ERROR`. The loop runs inside this stream (no spawned task), so
     /// dropping the stream stops it.
     pub fn into_events(self) -> impl Stream<Item = Event> + Send + 'static {
+        self.into_batches().flat_map(futures_util::stream::iter)
+    }
+
+    /// The same events, grouped: each batch holds every event produced since the previous one
+    /// was taken, so a writer can send a burst in one write. No event waits for another.
+    pub fn into_batches(self) -> impl Stream<Item = Vec<Event>> + Send + 'static {
         let (sender, mut receiver) = mpsc::channel(64);
         let started = Event::RunStarted {
             thread_id: self.lease.thread_id.clone(),
@@ -100,20 +106,27 @@ impl PreparedRun {
             parent_run_id: self.parent_run_id.clone(),
         };
         async_stream::stream! {
-            yield started;
+            yield vec![started];
             let run = self.drive(Emitter(sender));
             tokio::pin!(run);
             let mut terminal = None;
             loop {
                 tokio::select! {
                     biased;
-                    Some(event) = receiver.recv() => yield event,
+                    Some(event) = receiver.recv() => {
+                        let mut batch = vec![event];
+                        // Only what is already queued: the run itself is not polled here.
+                        while let Ok(event) = receiver.try_recv() {
+                            batch.push(event);
+                        }
+                        yield batch;
+                    }
                     event = &mut run, if terminal.is_none() => terminal = Some(event),
                     else => break,
                 }
             }
             if let Some(event) = terminal {
-                yield event;
+                yield vec![event];
             }
         }
     }

@@ -237,7 +237,7 @@ impl App {
             }
             return Ok(response);
         }
-        let frames = sse::frames(run.into_events(), self.ping_interval, encoder);
+        let frames = sse::frames(run.into_batches(), self.ping_interval, encoder);
         let mut response = Response::new(ResponseBody::stream(frames));
         let headers = response.headers_mut();
         headers.insert(

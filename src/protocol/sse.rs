@@ -3,7 +3,7 @@
 
 use super::events::Event;
 use bytes::{Bytes, BytesMut};
-use futures_util::{FutureExt, Stream, StreamExt};
+use futures_util::{Stream, StreamExt};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -44,45 +44,29 @@ pub fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
-/// Events already waiting are written together, up to this many bytes per body chunk: a burst
-/// of model chunks then costs one socket write instead of one per frame.
-const MAX_BATCH_BYTES: usize = 16 * 1024;
-
-/// Turns a run's events into SSE frames with `encoder`, sending a ping whenever
-/// `ping_interval` passes without a frame. Events that are ready at once share one body chunk;
-/// none is ever held back waiting for another.
+/// Turns a run's event batches into SSE frames with `encoder`, one body chunk per batch (a
+/// burst of model chunks then costs one socket write, not one per frame), and sends a ping
+/// whenever `ping_interval` passes without a frame.
 pub fn frames<S, E>(
-    events: S,
+    batches: S,
     ping_interval: Duration,
     mut encoder: E,
 ) -> impl Stream<Item = Bytes> + Send
 where
-    S: Stream<Item = Event> + Send + 'static,
+    S: Stream<Item = Vec<Event>> + Send + 'static,
     E: super::dialect::Encoder,
 {
-    let mut events = Box::pin(events);
+    let mut batches = Box::pin(batches);
     async_stream::stream! {
         loop {
-            match tokio::time::timeout(ping_interval, events.next()).await {
-                Ok(Some(event)) => {
-                    let mut batch = BytesMut::new();
-                    let mut ended = false;
-                    batch.extend(encoder.encode(&event));
-                    while batch.len() < MAX_BATCH_BYTES {
-                        match events.next().now_or_never() {
-                            Some(Some(event)) => batch.extend(encoder.encode(&event)),
-                            Some(None) => {
-                                ended = true;
-                                break;
-                            }
-                            None => break,
-                        }
+            match tokio::time::timeout(ping_interval, batches.next()).await {
+                Ok(Some(batch)) => {
+                    let mut chunk = BytesMut::new();
+                    for event in &batch {
+                        chunk.extend(encoder.encode(event));
                     }
-                    if !batch.is_empty() {
-                        yield batch.freeze();
-                    }
-                    if ended {
-                        break;
+                    if !chunk.is_empty() {
+                        yield chunk.freeze();
                     }
                 }
                 Ok(None) => break,
@@ -131,7 +115,7 @@ mod tests {
     async fn pings_while_silent_then_forwards_events() {
         let events = async_stream::stream! {
             tokio::time::sleep(Duration::from_secs(25)).await;
-            yield finished();
+            yield vec![finished()];
         };
         let out: Vec<Bytes> = frames(
             events,
@@ -147,39 +131,20 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn ready_events_share_a_chunk_and_none_waits_for_another() {
-        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
-        for _ in 0..3 {
-            sender.send(finished()).unwrap();
-        }
-        let events = tokio_stream_from(receiver);
-        let mut out = Box::pin(frames(
-            events,
+    async fn a_batch_is_one_chunk() {
+        let batches = futures_util::stream::iter(vec![
+            vec![finished(), finished(), finished()],
+            vec![finished()],
+        ]);
+        let out: Vec<Bytes> = frames(
+            batches,
             Duration::from_secs(10),
             crate::protocol::dialect::AguiEncoder,
-        ));
-        let first = out.next().await.unwrap();
-        assert_eq!(
-            first.windows(6).filter(|w| w == b"data: ").count(),
-            3,
-            "three ready events, one chunk"
-        );
-        // A later event goes out on its own, as soon as it exists.
-        sender.send(finished()).unwrap();
-        let second = out.next().await.unwrap();
-        assert_eq!(second.windows(6).filter(|w| w == b"data: ").count(), 1);
-        drop(sender);
-        assert!(out.next().await.is_none());
-    }
-
-    fn tokio_stream_from(
-        mut receiver: tokio::sync::mpsc::UnboundedReceiver<Event>,
-    ) -> impl Stream<Item = Event> + Send + 'static {
-        async_stream::stream! {
-            while let Some(event) = receiver.recv().await {
-                yield event;
-            }
-        }
+        )
+        .collect()
+        .await;
+        let count = |chunk: &Bytes| chunk.windows(6).filter(|w| w == b"data: ").count();
+        assert_eq!(out.iter().map(count).collect::<Vec<_>>(), [3, 1]);
     }
 
     #[tokio::test(start_paused = true)]
@@ -187,7 +152,7 @@ mod tests {
         let events = async_stream::stream! {
             for _ in 0..3 {
                 tokio::time::sleep(Duration::from_secs(5)).await;
-                yield finished();
+                yield vec![finished()];
             }
         };
         let out: Vec<Bytes> = frames(
