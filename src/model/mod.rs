@@ -115,6 +115,19 @@ pub trait ModelProvider: Send + Sync {
     fn describe(&self) -> String;
 }
 
+/// Backoff before retry `attempt` of a model call: 250 ms, 500 ms, 1 s, 2 s … with jitter so
+/// parallel runs do not retry in lock-step.
+pub(crate) fn backoff_delay(attempt: u32) -> std::time::Duration {
+    let base = 250u64.saturating_mul(1 << attempt.min(6));
+    let jitter = u64::from(uuid::Uuid::new_v4().as_bytes()[0]) % (base / 4 + 1);
+    std::time::Duration::from_millis(base + jitter)
+}
+
+/// At most `max` characters of a provider's text, for logs.
+pub(crate) fn truncate(text: &str, max: usize) -> String {
+    text.chars().take(max).collect()
+}
+
 /// A tool call assembled from deltas.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AssembledCall {

@@ -13,7 +13,7 @@ pub use document::{from_document, to_document};
 pub use request::{ConverseInput, converse_input, s3_uri_for};
 pub use stream::EventMapper;
 
-use super::{DeltaStream, ModelError, ModelProvider, ModelRequest};
+use super::{DeltaStream, ModelError, ModelProvider, ModelRequest, backoff_delay, truncate};
 use async_trait::async_trait;
 use aws_sdk_bedrockruntime::config::retry::RetryConfig;
 use aws_sdk_bedrockruntime::config::{StalledStreamProtectionConfig, timeout::TimeoutConfig};
@@ -241,15 +241,4 @@ fn stream_error(error: &StreamSdkError) -> ModelError {
         },
         _ => ModelError::Stream,
     }
-}
-
-/// 250 ms, 500 ms, 1 s, 2 s … with jitter so parallel runs do not retry in lock-step.
-fn backoff_delay(attempt: u32) -> Duration {
-    let base = 250u64.saturating_mul(1 << attempt.min(6));
-    let jitter = u64::from(uuid::Uuid::new_v4().as_bytes()[0]) % (base / 4 + 1);
-    Duration::from_millis(base + jitter)
-}
-
-fn truncate(text: &str, max: usize) -> String {
-    text.chars().take(max).collect()
 }

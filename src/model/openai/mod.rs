@@ -7,7 +7,7 @@ pub use chunk::ChunkParser;
 
 #[cfg(test)]
 use super::ModelDelta;
-use super::{DeltaStream, ModelError, ModelProvider, ModelRequest};
+use super::{DeltaStream, ModelError, ModelProvider, ModelRequest, backoff_delay, truncate};
 use crate::config::Secret;
 use crate::protocol::{Message, UserContent, UserPart};
 use async_trait::async_trait;
@@ -292,17 +292,6 @@ fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
         .ok()
         .filter(|secs| secs.is_finite() && *secs >= 0.0)
         .map(Duration::from_secs_f64)
-}
-
-/// 250 ms, 500 ms, 1 s, 2 s … with jitter so parallel runs do not retry in lock-step.
-fn backoff_delay(attempt: u32) -> Duration {
-    let base = 250u64.saturating_mul(1 << attempt.min(6));
-    let jitter = u64::from(uuid::Uuid::new_v4().as_bytes()[0]) % (base / 4 + 1);
-    Duration::from_millis(base + jitter)
-}
-
-fn truncate(text: &str, max: usize) -> String {
-    text.chars().take(max).collect()
 }
 
 #[cfg(test)]

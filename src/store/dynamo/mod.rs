@@ -173,6 +173,7 @@ impl DynamoStore {
         first_seq: usize,
         messages: &[Message],
         state: Option<&Value>,
+        release: bool,
     ) -> Result<u64, StoreError> {
         let state = state.map(Self::state_value).transpose()?;
         let chunks = self.chunks(&lease.thread_id, created_at_ms, first_seq, messages)?;
@@ -205,7 +206,7 @@ impl DynamoStore {
                     .expression_attribute_values(":state", state.clone());
             }
             let mut expression = format!("SET {}", set.join(", "));
-            if index == last {
+            if index == last && release {
                 expression.push_str(" REMOVE leaseRun, leaseUntil");
             }
             let update = update
@@ -437,7 +438,14 @@ impl ThreadStore for DynamoStore {
             // lease stays held (only `finish_run` releases it).
             let written = start.new_messages.len() - rest.len();
             lease.version = self
-                .append_rest(&lease, created_at_ms, first_seq + written, &rest)
+                .append_held(
+                    &lease,
+                    created_at_ms,
+                    first_seq + written,
+                    &rest,
+                    None,
+                    false,
+                )
                 .await?;
         }
         Ok(lease)
@@ -455,6 +463,7 @@ impl ThreadStore for DynamoStore {
             lease.next_seq,
             new_messages,
             state,
+            true,
         )
         .await
         .map(|_| ())
@@ -525,51 +534,5 @@ impl ThreadStore for DynamoStore {
 
     fn describe(&self) -> String {
         format!("DynamoDB thread store (table {})", self.table)
-    }
-}
-
-impl DynamoStore {
-    /// Writes input messages that did not fit `begin_run`'s transaction, keeping the lease.
-    async fn append_rest(
-        &self,
-        lease: &Lease,
-        created_at_ms: i64,
-        first_seq: usize,
-        messages: &[Message],
-    ) -> Result<u64, StoreError> {
-        let chunks = self.chunks(&lease.thread_id, created_at_ms, first_seq, messages)?;
-        let mut version = lease.version;
-        for puts in chunks {
-            let update = Update::builder()
-                .table_name(&self.table)
-                .key("pk", pk(&lease.thread_id))
-                .key("sk", s(META))
-                .update_expression("SET #v = :next, updatedAt = :now")
-                .condition_expression("#v = :expected AND leaseRun = :run")
-                .expression_attribute_names("#v", "version")
-                .expression_attribute_values(
-                    ":expected",
-                    n(i64::try_from(version).unwrap_or(i64::MAX)),
-                )
-                .expression_attribute_values(
-                    ":next",
-                    n(i64::try_from(version + 1).unwrap_or(i64::MAX)),
-                )
-                .expression_attribute_values(":run", s(lease.run_id.as_str()))
-                .expression_attribute_values(":now", n(now_ms()))
-                .build()
-                .map_err(unavailable)?;
-            self.transact(TransactWriteItem::builder().update(update).build(), puts)
-                .await
-                .map_err(|error| match cancellation(error) {
-                    Ok(Cancelled::Meta(_)) => StoreError::LeaseLost,
-                    Ok(Cancelled::Other(reasons)) => {
-                        StoreError::Unavailable(format!("transaction cancelled: {reasons}"))
-                    }
-                    Err(error) => error,
-                })?;
-            version += 1;
-        }
-        Ok(version)
     }
 }
