@@ -181,7 +181,7 @@ fn run_input() -> RunInput {
 
 /// One whole run through the same path as the HTTP handler: `Agent::start`, `into_batches`,
 /// `sse::frames` (which calls `encode_event` with a fresh timestamp per event). Returns the
-/// number of frames and their total size.
+/// number of SSE events (body chunks hold a batch of them) and their total size.
 async fn one_run(agent: &Agent) -> (usize, usize) {
     let run = agent
         .start(
@@ -197,10 +197,13 @@ async fn one_run(agent: &Agent) -> (usize, usize) {
         agui_lambda::protocol::dialect::AguiEncoder,
     ));
     let (mut count, mut bytes) = (0, 0);
-    while let Some(frame) = frames.next().await {
-        count += 1;
-        bytes += frame.len();
-        black_box(frame);
+    while let Some(chunk) = frames.next().await {
+        count += chunk
+            .windows(6)
+            .filter(|window| *window == b"data: ")
+            .count();
+        bytes += chunk.len();
+        black_box(chunk);
     }
     (count, bytes)
 }
