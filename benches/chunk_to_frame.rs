@@ -3,9 +3,9 @@
 //! A model provider whose byte stream is a channel stands in for reqwest's `bytes_stream()`: the
 //! bench timestamps each OpenAI chunk (one SSE event of `chat.completion.chunk`, as one network
 //! read) when it hands it over, and timestamps the `TEXT_MESSAGE_CONTENT` frame when
-//! `sse::frames` yields it to the response body (the exact stream the HTTP handler writes out).
+//! `api::stream::frames` yields it to the response body (the exact stream the HTTP handler writes out).
 //! The path in between is the production one: `delta_stream` (eventsource parsing +
-//! `ChunkParser`) → the agent's run loop → its event channel → `into_batches` → `sse::frames` →
+//! `ChunkParser`) → the agent's run loop → its event channel → `into_batches` → `api::stream::frames` →
 //! `encode_event`. Runs on a 2-worker multi-thread tokio runtime, like the server.
 //!
 //! Two regimes: back-to-back (the next chunk is sent as soon as the previous frame is out: pure
@@ -20,7 +20,7 @@ use agui_lambda::agent::{Agent, AgentSettings, ToolRegistry};
 use agui_lambda::model::openai::delta_stream;
 use agui_lambda::model::{DeltaStream, ModelError, ModelProvider, ModelRequest};
 use agui_lambda::protocol::input::{ForwardedProps, RunInput};
-use agui_lambda::protocol::{Message, MessageId, RunId, UserContent, sse};
+use agui_lambda::protocol::{Message, MessageId, RunId, UserContent};
 use agui_lambda::store::{MemoryStore, Principal};
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -93,6 +93,7 @@ async fn measure(chunks: usize, pace: Option<Duration>) -> Vec<f64> {
         tools: vec![],
         context: vec![],
         forwarded_props: ForwardedProps::default(),
+        protocol_version: None,
     };
     let run = agent
         .start(
@@ -107,7 +108,7 @@ async fn measure(chunks: usize, pace: Option<Duration>) -> Vec<f64> {
     // is out.
     let (written_tx, mut written_rx) = mpsc::unbounded_channel::<Instant>();
     let writer = tokio::spawn(async move {
-        let mut frames = Box::pin(sse::frames(
+        let mut frames = Box::pin(agui_lambda::api::stream::frames(
             run.into_batches(),
             Duration::from_secs(15),
             agui_lambda::protocol::dialect::AguiEncoder,

@@ -42,6 +42,7 @@ fn input(thread: &ThreadId, run: &str, messages: Vec<Message>, tools: &[&str]) -
             .collect(),
         context: vec![],
         forwarded_props: ForwardedProps::default(),
+        protocol_version: None,
     }
 }
 
@@ -192,6 +193,41 @@ async fn main() {
     let before = store.usage();
     run(&agent, input(&frontend, "ft2", history, &["confirmAction"])).await;
     println!("  frontend tool round trip: run 1:    {first}");
+
+    // A 500-token answer streamed over about 5 s (10 ms a token), event recording on and off.
+    for record_events in [true, false] {
+        let demo = Agent::new(
+            Arc::new(agui_lambda::model::scripted::DemoModel {
+                word_delay: Duration::from_millis(10),
+            }),
+            Arc::new(ToolRegistry::with_builtins().unwrap()),
+            store.clone(),
+            AgentSettings {
+                record_events,
+                ..AgentSettings::default()
+            },
+        );
+        let words: Vec<String> = (0..486).map(|i| format!("w{i}")).collect();
+        let before = store.usage();
+        let began = Instant::now();
+        let events = run(
+            &demo,
+            input(
+                &ThreadId::new_uuid(),
+                "long",
+                vec![user("u1", &words.join(" "))],
+                &[],
+            ),
+        )
+        .await;
+        println!(
+            "  500-token answer over {:.1} s, recording {}: {} events, {}",
+            began.elapsed().as_secs_f64(),
+            if record_events { "on " } else { "off" },
+            events.len(),
+            delta(before, store.usage())
+        );
+    }
     println!(
         "                            run 2:    {}",
         delta(before, store.usage())

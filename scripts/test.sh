@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Runs every check and test of agui-lambda on a fresh machine; safe to run again.
-#   1. installs the test tools (.venv from PyPI, tests/node from npm)
+# Runs every check and test of agui-lambda; safe to run again. The README's test command.
+#   1. checks the prerequisites (scripts/prerequisites.sh: installs them with apt-get as root,
+#      otherwise names what is missing) and installs the test tools (.venv from PyPI,
+#      tests/node from npm)
 #   2. cargo fmt --check, cargo clippy --all-targets -D warnings
 #   3. end to end: the function under `cargo lambda watch`, aimock as its model, driven by
 #      @ag-ui/client 1.0.0 and 0.0.59; every captured stream checked by ag-ui-validate
-#   4. the SAM template, transformed offline, linted by cfn-lint
-#   5. cargo deny (licenses, bans, sources; advisories when a database is at hand)
-#   6. cargo fuzz on both targets for FUZZ_SECONDS each (default 20)
-#   7. unit and integration tests (cargo test), whose summary closes the output
+#   4. the README's examples, as written, against the local server with the demo model: the
+#      curl commands (and their sample output), the TypeScript example under `tsc --strict`
+#   5. the SAM template, transformed offline, linted by cfn-lint
+#   6. cargo deny (licenses, bans, sources; advisories when a database is at hand)
+#   7. the benches, once each as a smoke test
+#   8. unit and integration tests (cargo test), whose summary closes the output
+# Fuzzing is not part of it: `bash scripts/fuzz.sh` (.ci/run runs it after this script).
 # Logs and captured streams land in .ci/artifacts/.
 set -euo pipefail
 
@@ -18,7 +23,16 @@ rm -rf "$ARTIFACTS"
 mkdir -p "$ARTIFACTS/captures"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
-step() { printf '\n==> %s\n' "$*"; }
+started=$SECONDS
+step_started=$SECONDS
+step_name=""
+TIMINGS=()
+step() {
+  if [[ -n "$step_name" ]]; then TIMINGS+=("$(printf '%5d s  %s' $((SECONDS - step_started)) "$step_name")"); fi
+  step_name="$*"
+  step_started=$SECONDS
+  printf '\n==> %s   [%d s]\n' "$*" $((SECONDS - started))
+}
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_for() { # url, what, pid
   for _ in $(seq 1 600); do
@@ -29,6 +43,16 @@ wait_for() { # url, what, pid
   echo "$2 did not become ready at $1" >&2
   return 1
 }
+# The function is ready when it answers itself: a thread that does not exist is its own 404.
+wait_for_function() { # base url, what, pid
+  for _ in $(seq 1 600); do
+    if curl -s "$1/threads/ready-check" | grep -q '"thread_not_found"'; then return 0; fi
+    if ! kill -0 "$3" 2>/dev/null; then echo "$2 exited early" >&2; return 1; fi
+    sleep 0.2
+  done
+  echo "$2 did not serve the function at $1" >&2
+  return 1
+}
 
 PIDS=()
 cleanup() {
@@ -37,6 +61,10 @@ cleanup() {
   done
 }
 trap cleanup EXIT
+
+step "prerequisites"
+bash scripts/prerequisites.sh test
+export AGUI_PREREQUISITES_CHECKED=1
 
 step "installing test tools"
 bash scripts/install-test-tools.sh
@@ -68,8 +96,26 @@ for _ in $(seq 1 600); do
   sleep 0.2
 done
 [ -n "$ready" ] || { echo "cargo lambda watch did not serve the function"; cat "$ARTIFACTS/watch.log"; exit 1; }
-(cd tests/node && AGUI_URL="$WATCH_URL/agent" CAPTURE_DIR="$ARTIFACTS/captures" node --test --test-concurrency=1 e2e.test.mjs) \
+# cargo lambda watch serves one request at a time: the double-texting tests run in the next step.
+(cd tests/node && E2E_SEQUENTIAL=1 AGUI_URL="$WATCH_URL/agent" CAPTURE_DIR="$ARTIFACTS/captures" node --test --test-concurrency=1 e2e.test.mjs) \
   || { echo "--- cargo lambda watch log"; tail -n 50 "$ARTIFACTS/watch.log"; exit 1; }
+
+step "run lifecycle on the local server: limits, disconnects, double-texting, the resumable client"
+LOCAL_PORT=$(free_port)
+PORT="$LOCAL_PORT" OPENAI_BASE_URL="http://127.0.0.1:$AIMOCK_PORT/v1" OPENAI_API_KEY=e2e-test-key AGENT_MODEL=test-model \
+  MODEL_MAX_RETRIES=1 RUST_LOG=info setsid target/debug/agui-lambda </dev/null >"$ARTIFACTS/local.log" 2>&1 &
+PIDS+=($!)
+wait_for_function "http://127.0.0.1:$LOCAL_PORT" "the local server" "${PIDS[-1]}"
+(cd tests/node && AGUI_URL="http://127.0.0.1:$LOCAL_PORT/agent" CAPTURE_DIR="$ARTIFACTS/captures" \
+  node --test --test-concurrency=1 --test-name-pattern "limits|lifecycle" e2e.test.mjs) \
+  || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/local.log"; exit 1; }
+# The resumable client's own tests: against the demo model, which streams slowly enough to cut.
+DEMO_PORT=$(free_port)
+PORT="$DEMO_PORT" RUST_LOG=info setsid target/debug/agui-lambda </dev/null >"$ARTIFACTS/demo.log" 2>&1 &
+PIDS+=($!)
+wait_for_function "http://127.0.0.1:$DEMO_PORT" "the local server (demo model)" "${PIDS[-1]}"
+(cd clients/resumable-agent && AGUI_BASE="http://127.0.0.1:$DEMO_PORT" AGUI_LIVE_REQUIRED=1 npm test --silent) \
+  || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/demo.log"; exit 1; }
 
 step "ag-ui-validate on every captured stream"
 captures=("$ARTIFACTS"/captures/*.sse)
@@ -78,8 +124,17 @@ for capture in "${captures[@]}"; do
   ag-ui-validate --no-color "$capture" >"$capture.report" 2>&1 || { cat "$capture.report"; echo "ag-ui-validate rejected $capture"; exit 1; }
 done
 echo "ag-ui-validate: ${#captures[@]} streams, no violation"
+# Quiet by default: cargo-lambda's own warnings and lambda_runtime's start-up warning about
+# AWS_LAMBDA_MAX_CONCURRENCY / `concurrency-tokio` fail the run (the function's warnings about the
+# failure scenarios the suite plays are expected).
+if grep -E '^\s*WARN |concurrency-tokio|AWS_LAMBDA_MAX_CONCURRENCY' "$ARTIFACTS/watch.log" >"$ARTIFACTS/watch.warnings"; then
+  cat "$ARTIFACTS/watch.warnings"; echo "warnings in .ci/artifacts/watch.log (cargo lambda watch)"; exit 1
+fi
 cleanup
 PIDS=()
+
+step "README examples, as written, against the local server (demo model)"
+python3 scripts/readme_examples.py --binary target/debug/agui-lambda --artifacts "$ARTIFACTS/readme"
 
 step "SAM template: offline transform, then cfn-lint on source and result"
 python scripts/sam_transform.py template.yaml >"$ARTIFACTS/template.transformed.json"
@@ -89,8 +144,11 @@ echo "cfn-lint: clean"
 step "supply chain: cargo deny"
 bash scripts/deny.sh
 
-step "fuzzing: ${FUZZ_SECONDS:-20} s per target"
-bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
+step "benches, once each (smoke test)"
+cargo test --locked --bench '*'
 
 step "unit and integration tests"
-cargo test --locked --all-targets
+TIMINGS+=("$(printf '%5d s  %s' $((SECONDS - step_started)) "$step_name")")
+printf '%s\n' "${TIMINGS[@]}" >"$ARTIFACTS/timings.txt"
+echo "(step durations so far in .ci/artifacts/timings.txt; $((SECONDS - started)) s in all before cargo test)"
+cargo test --locked --lib --bins --tests

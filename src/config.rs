@@ -93,6 +93,8 @@ pub struct Config {
     pub cors_allowed_origins: Vec<String>,
     /// Threads are deleted this many days after creation (DynamoDB TTL); 0 keeps them.
     pub thread_ttl_days: u32,
+    /// Run event logs (for resuming streams) are deleted this many hours after they were written.
+    pub run_events_ttl_hours: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -236,7 +238,19 @@ impl Config {
                 system_prompt,
                 max_steps: number(vars, "AGENT_MAX_STEPS", agent_defaults.max_steps)?.max(1),
                 emit_steps: flag(vars, "AGENT_EMIT_STEPS", agent_defaults.emit_steps)?,
+                lease: Duration::from_secs(bounded(vars, "RUN_LEASE_SECS", 30, 2..=900)?),
+                record_events: flag(vars, "RUN_EVENTS_RECORD", agent_defaults.record_events)?,
+                busy_thread_policy: match get("BUSY_THREAD_POLICY") {
+                    None => agent_defaults.busy_thread_policy,
+                    Some(value) => value.parse().map_err(|()| ConfigError::Invalid {
+                        name: "BUSY_THREAD_POLICY",
+                        expected: "interrupt or reject",
+                        value,
+                    })?,
+                },
+                ..agent_defaults
             },
+            run_events_ttl_hours: bounded(vars, "RUN_EVENTS_TTL_HOURS", 24, 1..=8760)?,
             limits: Limits {
                 max_payload_bytes: number(vars, "MAX_PAYLOAD_BYTES", defaults.max_payload_bytes)?,
                 max_run_id_chars: number(vars, "MAX_RUN_ID_CHARS", defaults.max_run_id_chars)?,
@@ -255,7 +269,8 @@ impl Config {
             ping_interval: Duration::from_millis(
                 number(vars, "SSE_PING_INTERVAL_MS", 15_000)?.max(100),
             ),
-            run_timeout: Duration::from_secs(number(vars, "RUN_TIMEOUT_SECS", 870)?),
+            // Lambda's own maximum is 900 s.
+            run_timeout: Duration::from_secs(bounded(vars, "RUN_TIMEOUT_SECS", 870, 1..=900)?),
             deadline_margin: Duration::from_millis(number(vars, "DEADLINE_MARGIN_MS", 3_000)?),
             listen: SocketAddr::new(host, port),
             threads_table: get("THREADS_TABLE"),
@@ -280,6 +295,28 @@ fn number<T: std::str::FromStr>(
             expected: "a non-negative whole number",
             value: value.to_owned(),
         }),
+    }
+}
+
+/// A whole number within `range`.
+fn bounded<T>(
+    vars: &HashMap<String, String>,
+    name: &'static str,
+    default: T,
+    range: std::ops::RangeInclusive<T>,
+) -> Result<T, ConfigError>
+where
+    T: std::str::FromStr + PartialOrd + fmt::Display + Copy,
+{
+    let value = number(vars, name, default)?;
+    if range.contains(&value) {
+        Ok(value)
+    } else {
+        Err(ConfigError::Invalid {
+            name,
+            expected: "a whole number within its bounds (see the README's configuration table)",
+            value: format!("{value} (allowed {}..={})", range.start(), range.end()),
+        })
     }
 }
 
@@ -428,6 +465,27 @@ mod tests {
             assert!(config(&[("BEDROCK_MAX_TOKENS", "many")]).is_err());
         } else {
             assert!(bedrock.unwrap_err().to_string().contains("bedrock"));
+        }
+    }
+
+    #[test]
+    fn lifecycle_settings_are_bounded() {
+        let set = config(&[("RUN_LEASE_SECS", "3"), ("BUSY_THREAD_POLICY", "reject")]).unwrap();
+        assert_eq!(set.agent.lease, Duration::from_secs(3));
+        assert_eq!(
+            set.agent.busy_thread_policy,
+            crate::protocol::input::BusyThreadPolicy::Reject
+        );
+        assert_eq!(set.run_events_ttl_hours, 24);
+        for (name, value) in [
+            ("RUN_LEASE_SECS", "0"),
+            ("RUN_TIMEOUT_SECS", "18446744073709551615"),
+            ("RUN_TIMEOUT_SECS", "901"),
+            ("RUN_EVENTS_TTL_HOURS", "0"),
+            ("BUSY_THREAD_POLICY", "queue"),
+        ] {
+            let err = config(&[(name, value)]).unwrap_err();
+            assert!(err.to_string().starts_with(name), "{err}");
         }
     }
 

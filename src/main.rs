@@ -1,14 +1,32 @@
 //! Wiring only: telemetry, configuration, the app, then the Lambda runtime or the local server.
 
 use agui_lambda::{api, config::Config, startup, telemetry};
+use std::process::ExitCode;
 use std::sync::Arc;
 
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+async fn main() -> ExitCode {
     telemetry::init();
+    match run().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            // Display, not Debug: the message is written for the person who started the binary.
+            eprintln!("Error: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), BoxError> {
     let config = Config::from_env()?;
     if std::env::args().nth(1).as_deref() == Some("create-table") {
         return create_table(&config).await;
+    }
+    let under_lambda = std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some();
+    if !under_lambda {
+        startup::check_threads_table(&config).await?;
     }
     let app = Arc::new(startup::build(&config).await?);
     tracing::info!(setup = %app.describe(), "agui-lambda ready to start");
@@ -17,7 +35,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             "no OPENAI_API_KEY or OPENAI_BASE_URL: answering with the scripted demo model"
         );
     }
-    let under_lambda = std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some();
     match app.auth_mode() {
         "none" => tracing::warn!(
             "AUTH_MODE=none: every caller is `anonymous` and can read and continue every thread; \
@@ -41,15 +58,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 }
 
 /// `agui-lambda create-table`: creates `THREADS_TABLE` as template.yaml declares it, for
-/// DynamoDB Local during development (on AWS the template creates it).
-async fn create_table(config: &Config) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let table = config
-        .threads_table
-        .as_deref()
-        .ok_or("set THREADS_TABLE to the table to create")?;
-    let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-    agui_lambda::store::DynamoStore::create_table(&aws_sdk_dynamodb::Client::new(&aws), table)
-        .await?;
-    tracing::info!(table, "table created");
+/// DynamoDB Local during development (on AWS the template creates it). Safe to run again: an
+/// existing table with the same key schema is fine, one with another is an error.
+#[cfg(feature = "aws")]
+async fn create_table(config: &Config) -> Result<(), BoxError> {
+    use agui_lambda::store::dynamo::TableSetup;
+    let table = config.threads_table.as_deref().unwrap_or_default();
+    match startup::create_threads_table(config).await? {
+        TableSetup::Created => tracing::info!(table, "table created"),
+        TableSetup::Existed => tracing::info!(table, "table exists, with the expected key schema"),
+    }
     Ok(())
+}
+
+#[cfg(not(feature = "aws"))]
+async fn create_table(_config: &Config) -> Result<(), BoxError> {
+    Err("create-table needs the `aws` cargo feature, which this build leaves out".into())
 }

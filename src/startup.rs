@@ -8,7 +8,9 @@ use crate::config::{AuthConfig, Config, JwksSource, ModelChoice, Secret};
 use crate::model::ModelProvider;
 use crate::model::openai::{OpenAiProvider, OpenAiSettings};
 use crate::model::scripted::DemoModel;
-use crate::store::{DynamoStore, MemoryStore, ThreadStore};
+#[cfg(feature = "aws")]
+use crate::store::DynamoStore;
+use crate::store::{MemoryStore, ThreadStore};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,9 +26,23 @@ pub enum StartupError {
     Jwks { source_name: String, reason: String },
     #[error("could not read secret {secret_id} from Secrets Manager: {reason}")]
     Secret { secret_id: String, reason: String },
+    #[error("{setting} needs the `aws` cargo feature, which this build leaves out")]
+    NotBuilt { setting: &'static str },
+    /// The threads table is missing, unreachable or not the one `template.yaml` declares.
+    #[error("THREADS_TABLE: {0}")]
+    Table(String),
 }
 
 /// Reads a secret's string once, at cold start. The value never reaches a log.
+#[cfg(not(feature = "aws"))]
+async fn read_secret(_secret_id: &str) -> Result<Secret, StartupError> {
+    Err(StartupError::NotBuilt {
+        setting: "a *_SECRET_ID setting (Secrets Manager)",
+    })
+}
+
+/// Reads a secret's string once, at cold start. The value never reaches a log.
+#[cfg(feature = "aws")]
 async fn read_secret(secret_id: &str) -> Result<Secret, StartupError> {
     let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
     let client = aws_sdk_secretsmanager::Client::new(&aws);
@@ -176,29 +192,100 @@ pub async fn model_from_config(config: &Config) -> Result<Arc<dyn ModelProvider>
     })
 }
 
-/// DynamoDB when `THREADS_TABLE` is set (region, credentials and endpoint from the standard
-/// AWS configuration), else memory.
-pub async fn store_from_config(config: &Config) -> Arc<dyn ThreadStore> {
+/// The DynamoDB client of the thread store: region, credentials and endpoint
+/// (`AWS_ENDPOINT_URL_DYNAMODB`) from the standard AWS configuration.
+#[cfg(feature = "aws")]
+pub async fn dynamo_client() -> aws_sdk_dynamodb::Client {
+    // Bounded, so a store that is down answers 503 in seconds instead of hanging a run.
+    let timeouts = aws_config::timeout::TimeoutConfig::builder()
+        .connect_timeout(Duration::from_secs(2))
+        .operation_attempt_timeout(Duration::from_secs(5))
+        .operation_timeout(Duration::from_secs(12))
+        .build();
+    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .timeout_config(timeouts)
+        .load()
+        .await;
+    aws_sdk_dynamodb::Client::new(&aws)
+}
+
+/// DynamoDB when `THREADS_TABLE` is set, else memory.
+pub async fn store_from_config(config: &Config) -> Result<Arc<dyn ThreadStore>, StartupError> {
     match &config.threads_table {
-        Some(table) => {
-            // Bounded, so a store that is down answers 503 in seconds instead of hanging a run.
-            let timeouts = aws_config::timeout::TimeoutConfig::builder()
-                .connect_timeout(Duration::from_secs(2))
-                .operation_attempt_timeout(Duration::from_secs(5))
-                .operation_timeout(Duration::from_secs(12))
-                .build();
-            let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
-                .timeout_config(timeouts)
-                .load()
-                .await;
-            Arc::new(DynamoStore::new(
-                aws_sdk_dynamodb::Client::new(&aws),
-                table.clone(),
-                config.thread_ttl_days,
-            ))
-        }
-        None => Arc::new(MemoryStore::new()),
+        #[cfg(feature = "aws")]
+        Some(table) => Ok(Arc::new(DynamoStore::new(
+            dynamo_client().await,
+            table.clone(),
+            config.thread_ttl_days,
+        ))),
+        #[cfg(not(feature = "aws"))]
+        Some(_) => Err(StartupError::NotBuilt {
+            setting: "THREADS_TABLE (DynamoDB)",
+        }),
+        None => Ok(Arc::new(MemoryStore::new())),
     }
+}
+
+/// With `THREADS_TABLE` set, checks with one `DescribeTable` call that the table exists with
+/// the key schema of `template.yaml`, so a missing table stops the local server at start-up
+/// with the command that creates it instead of failing every run with 503. (Under Lambda the
+/// template creates the table, and the function's role may not describe it.)
+#[cfg(feature = "aws")]
+pub async fn check_threads_table(config: &Config) -> Result<(), StartupError> {
+    let Some(table) = &config.threads_table else {
+        return Ok(());
+    };
+    DynamoStore::check_table(&dynamo_client().await, table)
+        .await
+        .map_err(|err| explain_table_error(err, table))
+}
+
+/// `agui-lambda create-table`: creates `THREADS_TABLE` as `template.yaml` declares it, or
+/// accepts the existing table when its key schema is that one.
+#[cfg(feature = "aws")]
+pub async fn create_threads_table(
+    config: &Config,
+) -> Result<crate::store::dynamo::TableSetup, StartupError> {
+    let table = config.threads_table.as_deref().ok_or_else(|| {
+        StartupError::Table("set THREADS_TABLE to the name of the table to create".to_owned())
+    })?;
+    DynamoStore::create_table(&dynamo_client().await, table)
+        .await
+        .map_err(|err| explain_table_error(err, table))
+}
+
+/// The table error, with what to do about it: the command that creates a missing table, the
+/// endpoint that did not answer.
+#[cfg(feature = "aws")]
+fn explain_table_error(err: crate::store::dynamo::TableError, table: &str) -> StartupError {
+    use crate::store::dynamo::TableError;
+    let endpoint = std::env::var("AWS_ENDPOINT_URL_DYNAMODB")
+        .or_else(|_| std::env::var("AWS_ENDPOINT_URL"))
+        .ok();
+    let at = endpoint
+        .as_deref()
+        .map(|url| format!(" at {url}"))
+        .unwrap_or_default();
+    StartupError::Table(match err {
+        TableError::Missing { .. } => format!(
+            "table {table} does not exist{at}. Create it with: THREADS_TABLE={table}{} cargo run -- create-table \
+             (on AWS, template.yaml creates it; unset THREADS_TABLE to keep threads in memory)",
+            endpoint
+                .as_deref()
+                .map(|url| format!(" AWS_ENDPOINT_URL_DYNAMODB={url}"))
+                .unwrap_or_default()
+        ),
+        TableError::Call { .. } if endpoint.is_some() => {
+            format!("{err}. Is DynamoDB Local running{at}? (README: Threads)")
+        }
+        other => other.to_string(),
+    })
+}
+
+/// Without the `aws` feature there is no table: [`store_from_config`] refuses `THREADS_TABLE`.
+#[cfg(not(feature = "aws"))]
+pub async fn check_threads_table(_config: &Config) -> Result<(), StartupError> {
+    Ok(())
 }
 
 /// The app from its parts; tests pass a scripted model or their own store.
@@ -227,7 +314,7 @@ pub async fn build(config: &Config) -> Result<App, StartupError> {
     build_app(
         config,
         model_from_config(config).await?,
-        store_from_config(config).await,
+        store_from_config(config).await?,
         authenticator(&config.auth).await?,
     )
 }

@@ -1,23 +1,29 @@
 //! The agent run: [`Agent::start`] checks a request against its thread and takes the thread's
-//! lease before anything streams; [`PreparedRun::into_events`] then runs the model/tool loop and
-//! yields AG-UI events. Depends on `protocol`, `model` and `store`; knows nothing of HTTP.
+//! lease before anything streams; [`PreparedRun::spawn`] then runs the model/tool loop on its
+//! own task, recording AG-UI events that any number of followers stream. Depends on
+//! `protocol`, `model` and `store`; knows nothing of HTTP.
 
+mod background;
+pub mod live;
 mod run;
 pub mod thread;
 pub mod tools;
+mod turn;
 
 use crate::model::{ModelProvider, ToolSpec};
+use crate::protocol::input::BusyThreadPolicy;
 use crate::protocol::{ClientTool, ContextEntry, Message, RunId, RunInput, ThreadId};
-use crate::store::{Lease, Principal, RunStart, StoreError, ThreadStore};
+use crate::store::{
+    CancelState, Lease, Principal, RunStart, StoreError, ThreadActivity, ThreadStore,
+};
+use live::{LiveRun, LiveRuns};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
+use tracing::Instrument;
 
-pub use run::RunSummary;
-
-/// How long a run's lease outlives its deadline.
-pub const LEASE_GRACE: Duration = Duration::from_secs(10);
+pub use run::{RunOutcomeKind, RunSummary};
 pub use thread::MergeError;
 pub use tools::{ServerTool, ToolContext, ToolError, ToolOutput, ToolRegistry};
 
@@ -28,6 +34,18 @@ pub struct AgentSettings {
     pub max_steps: u32,
     /// Wrap each model turn in `STEP_STARTED`/`STEP_FINISHED`.
     pub emit_steps: bool,
+    /// The run's lease, renewed by its heartbeat: a crashed run frees its thread after this.
+    pub lease: Duration,
+    /// How often a run asks the store whether it was cancelled from elsewhere.
+    pub cancel_poll: Duration,
+    /// Record each run's events in the store, so a client can resume from another process.
+    pub record_events: bool,
+    /// At most one event-log write per this much streaming.
+    pub record_interval: Duration,
+    /// What a run posted to a busy thread does, unless the request says otherwise.
+    pub busy_thread_policy: BusyThreadPolicy,
+    /// How long an interrupting run waits for the active run to release the thread.
+    pub interrupt_wait: Duration,
 }
 
 impl Default for AgentSettings {
@@ -36,6 +54,12 @@ impl Default for AgentSettings {
             system_prompt: Some("You are a helpful assistant.".to_owned()),
             max_steps: 8,
             emit_steps: true,
+            lease: Duration::from_secs(30),
+            cancel_poll: Duration::from_millis(500),
+            record_events: true,
+            record_interval: Duration::from_millis(250),
+            busy_thread_policy: BusyThreadPolicy::Interrupt,
+            interrupt_wait: Duration::from_secs(10),
         }
     }
 }
@@ -47,6 +71,7 @@ pub struct Agent {
     tools: Arc<ToolRegistry>,
     store: Arc<dyn ThreadStore>,
     settings: Arc<AgentSettings>,
+    live: Arc<LiveRuns>,
 }
 
 /// Why a run could not start. Nothing was stored.
@@ -64,19 +89,25 @@ pub enum StartError {
     TooLarge(String),
     #[error("the thread store is unavailable")]
     StoreUnavailable,
+    #[error("the thread's stored data could not be read")]
+    StoreCorrupt,
 }
 
 impl From<StoreError> for StartError {
     fn from(error: StoreError) -> Self {
         match error {
             StoreError::Conflict | StoreError::LeaseLost => StartError::Busy,
-            StoreError::NotFound => StartError::NotFound,
+            StoreError::NotFound | StoreError::BadCursor => StartError::NotFound,
             StoreError::StateTooLarge(_) | StoreError::MessageTooLarge(_) => {
                 StartError::TooLarge(error.to_string())
             }
-            StoreError::Unavailable(reason) => {
-                tracing::error!(%reason, "thread store unavailable");
+            StoreError::Unavailable(cause) => {
+                tracing::error!(error = %cause, "thread store unavailable");
                 StartError::StoreUnavailable
+            }
+            StoreError::Corrupt(what) => {
+                tracing::error!(%what, "thread store holds a corrupt item");
+                StartError::StoreCorrupt
             }
         }
     }
@@ -96,6 +127,10 @@ pub struct PreparedRun {
     deadline: Instant,
     /// State patches made by tools this step, streamed as `STATE_DELTA` after their results.
     pending_deltas: Vec<json_patch::Patch>,
+    /// The client parses AG-UI 1.0 fields (`RUN_FINISHED.outcome`).
+    speaks_v1: bool,
+    /// The run's span: its task and companions log inside it.
+    span: tracing::Span,
 }
 
 impl PreparedRun {
@@ -106,6 +141,14 @@ impl PreparedRun {
     pub fn run_id(&self) -> &RunId {
         &self.lease.run_id
     }
+}
+
+/// Where a followed run's events come from.
+pub enum RunSource {
+    /// The run is in flight in this process.
+    Live(Arc<LiveRun>),
+    /// Elsewhere, or over: its log in the store.
+    Stored(crate::store::RunRef),
 }
 
 impl Agent {
@@ -120,7 +163,77 @@ impl Agent {
             tools,
             store,
             settings: Arc::new(settings),
+            live: Arc::new(LiveRuns::default()),
         }
+    }
+
+    /// The runs in flight in this process.
+    pub fn live_runs(&self) -> &Arc<LiveRuns> {
+        &self.live
+    }
+
+    /// Asks a run to stop, wherever it runs: directly when it is in this process, and through
+    /// the thread's record for the heartbeat of a run elsewhere.
+    pub async fn cancel(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        run_id: &RunId,
+    ) -> Result<CancelState, StoreError> {
+        let state = self.store.request_cancel(owner, thread_id, run_id).await?;
+        if state == CancelState::Requested
+            && let Some(run) = self.live.get(thread_id, run_id)
+        {
+            run.cancel();
+        }
+        Ok(state)
+    }
+
+    /// Where to follow `run_id` of `owner`'s thread from; `None` when there is no such thread.
+    pub async fn run_source(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        run_id: &RunId,
+    ) -> Result<Option<RunSource>, StoreError> {
+        let created_at_ms = match self.store.activity(owner, thread_id).await? {
+            ThreadActivity::Missing => return Ok(None),
+            ThreadActivity::Idle { created_at_ms }
+            | ThreadActivity::Running { created_at_ms, .. } => created_at_ms,
+        };
+        if let Some(run) = self.live.get(thread_id, run_id) {
+            return Ok(Some(RunSource::Live(run)));
+        }
+        Ok(Some(RunSource::Stored(crate::store::RunRef {
+            thread_id: thread_id.clone(),
+            created_at_ms,
+            run_id: run_id.clone(),
+        })))
+    }
+
+    /// Stops the thread's active run and waits, until `give_up`, for it to release the thread.
+    async fn interrupt(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        active: &RunId,
+        give_up: Instant,
+    ) -> Result<(), StartError> {
+        tracing::info!(%thread_id, run_id = %active, "interrupting the active run for a new one");
+        match self.cancel(owner, thread_id, active).await {
+            Ok(_) | Err(StoreError::NotFound) => {}
+            Err(error) => return Err(error.into()),
+        }
+        let mut pause = Duration::from_millis(20);
+        while Instant::now() < give_up {
+            match self.store.activity(owner, thread_id).await? {
+                ThreadActivity::Running { run_id, .. } if &run_id == active => {}
+                _ => return Ok(()),
+            }
+            tokio::time::sleep(pause.min(give_up.saturating_duration_since(Instant::now()))).await;
+            pause = (pause * 2).min(Duration::from_millis(250));
+        }
+        Err(StartError::Busy)
     }
 
     pub fn store(&self) -> &Arc<dyn ThreadStore> {
@@ -139,6 +252,25 @@ impl Agent {
         input: RunInput,
         deadline: Instant,
     ) -> Result<PreparedRun, StartError> {
+        let thread_id = input.thread_id.clone().unwrap_or_else(ThreadId::new_uuid);
+        // One span per run, from its first store call to its last: every log line of the run
+        // carries its ids.
+        let span = tracing::info_span!("run", %thread_id, run_id = %input.run_id);
+        let mut prepared = self
+            .start_in_span(owner, input, thread_id, deadline)
+            .instrument(span.clone())
+            .await?;
+        prepared.span = span;
+        Ok(prepared)
+    }
+
+    async fn start_in_span(
+        &self,
+        owner: Principal,
+        input: RunInput,
+        thread_id: ThreadId,
+        deadline: Instant,
+    ) -> Result<PreparedRun, StartError> {
         if let Some(clash) = input
             .tools
             .iter()
@@ -146,34 +278,58 @@ impl Agent {
         {
             return Err(StartError::ToolNameClash(clash.name.clone()));
         }
-        let thread_id = input.thread_id.unwrap_or_else(ThreadId::new_uuid);
-        let loaded = self.store.load(&owner, &thread_id).await?;
-        let merged = thread::merge(
-            loaded.as_ref().map_or(&[], |thread| &thread.messages[..]),
-            input.messages,
-        )?;
-        let state_changed = input.state.is_some();
+        let policy = input
+            .forwarded_props
+            .busy_thread_policy
+            .unwrap_or(self.settings.busy_thread_policy);
+        let give_up = Instant::now() + self.settings.interrupt_wait;
+        let (loaded, merged, lease) = loop {
+            let loaded = self.store.load(&owner, &thread_id).await?;
+            if let Some(active) = loaded.as_ref().and_then(|thread| thread.active_run.clone()) {
+                if policy == BusyThreadPolicy::Reject {
+                    return Err(StartError::Busy);
+                }
+                self.interrupt(&owner, &thread_id, &active, give_up).await?;
+                continue;
+            }
+            let merged = thread::merge(
+                loaded.as_ref().map_or(&[], |thread| &thread.messages[..]),
+                input.messages.clone(),
+            )?;
+            let state = if input.state.is_some() {
+                input.state.as_ref()
+            } else {
+                None
+            };
+            let lease_expires_at_ms = chrono::Utc::now().timestamp_millis()
+                + i64::try_from(self.settings.lease.as_millis()).unwrap_or(i64::MAX);
+            let begun = self
+                .store
+                .begin_run(RunStart {
+                    owner: &owner,
+                    thread_id: &thread_id,
+                    run_id: &input.run_id,
+                    loaded: loaded.as_ref(),
+                    lease_expires_at_ms,
+                    new_messages: &merged.new_messages,
+                    state,
+                })
+                .await;
+            match begun {
+                Ok(lease) => break (loaded, merged, lease),
+                // Another run took the thread between our read and our write.
+                Err(StoreError::Conflict)
+                    if policy == BusyThreadPolicy::Interrupt && Instant::now() < give_up =>
+                {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(error) => return Err(error.into()),
+            }
+        };
+        let speaks_v1 = input.speaks_v1();
         let state = input
             .state
             .or_else(|| loaded.as_ref().and_then(|thread| thread.state.clone()));
-
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        // The lease outlives the run's deadline by a grace period, so a run still writing its
-        // end is never overtaken; a crashed run's lease frees the thread soon after.
-        let lease_expires_at_ms = chrono::Utc::now().timestamp_millis()
-            + i64::try_from((remaining + LEASE_GRACE).as_millis()).unwrap_or(i64::MAX);
-        let lease = self
-            .store
-            .begin_run(RunStart {
-                owner: &owner,
-                thread_id: &thread_id,
-                run_id: &input.run_id,
-                loaded: loaded.as_ref(),
-                lease_expires_at_ms,
-                new_messages: &merged.new_messages,
-                state: if state_changed { state.as_ref() } else { None },
-            })
-            .await?;
 
         Ok(PreparedRun {
             agent: self.clone(),
@@ -187,6 +343,8 @@ impl Agent {
             device_timezone: input.forwarded_props.device_timezone,
             deadline,
             pending_deltas: Vec::new(),
+            speaks_v1,
+            span: tracing::Span::none(),
         })
     }
 

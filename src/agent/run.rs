@@ -1,20 +1,27 @@
 //! The run loop: model turns streamed as AG-UI events, server tools executed and fed back,
 //! the frontend-tool boundary, and the driver that guarantees `RUN_STARTED` first and exactly
-//! one terminal event last, written only after the thread store accepted the run's output.
+//! one terminal event last, written only after the thread store accepted the run's output. The
+//! run lives on its own task: a client that goes away stops nothing.
 
 use super::PreparedRun;
+use super::background;
+use super::live::{LiveRun, StopReason};
 use super::thread::model_view;
 use super::tools::{ToolContext, ToolError};
-use crate::model::{FinishReason, ModelDelta, ModelError, ModelRequest, Usage};
-use crate::protocol::events::{ReasoningRole, TextRole, TokenUsage, ToolRole};
-use crate::protocol::{Event, Message, MessageId, RunErrorCode, ToolCall, ToolCallId};
+use super::turn::{TurnAssembler, TurnCall, TurnFault};
+use crate::model::{ModelError, ModelRequest, Usage};
+use crate::protocol::events::{RecordedEvent, RunOutcome, TokenUsage, ToolRole};
+use crate::protocol::{Event, Message, MessageId, RunErrorCode, ToolCallId};
 use crate::store::StoreError;
-use futures_util::{Stream, StreamExt};
+use futures_util::{FutureExt, Stream, StreamExt};
 use std::collections::HashSet;
-use tokio::sync::mpsc;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use tokio::time::timeout_at;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
-/// Why a run ended with `RUN_ERROR`.
+/// Why a run ended with `RUN_ERROR`, or early.
 #[derive(Debug, thiserror::Error)]
 enum RunFailure {
     #[error("{0}")]
@@ -31,6 +38,17 @@ enum RunFailure {
     ToolFatal { name: String, message: String },
     #[error("the thread could not be saved")]
     Store(StoreError),
+    #[error("the run was cancelled")]
+    Cancelled,
+}
+
+impl From<TurnFault> for RunFailure {
+    fn from(fault: TurnFault) -> Self {
+        match fault {
+            TurnFault::TruncatedToolCall => RunFailure::TruncatedToolCall,
+            TurnFault::ContentFilter => RunFailure::ContentFilter,
+        }
+    }
 }
 
 impl RunFailure {
@@ -44,8 +62,18 @@ impl RunFailure {
             RunFailure::ToolFatal { .. } => RunErrorCode::ToolExecutionError,
             RunFailure::Store(StoreError::LeaseLost) => RunErrorCode::Conflict,
             RunFailure::Store(_) => RunErrorCode::StoreError,
+            RunFailure::Cancelled => RunErrorCode::Cancelled,
         }
     }
+}
+
+/// How a run ended, for the per-run log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RunOutcomeKind {
+    #[default]
+    Finished,
+    Cancelled,
+    Failed(RunErrorCode),
 }
 
 /// What the per-run log line reports.
@@ -54,25 +82,22 @@ pub struct RunSummary {
     pub steps: u32,
     pub tool_calls: u32,
     pub usage: Usage,
-    pub outcome: String,
+    pub outcome: RunOutcomeKind,
 }
 
-/// Sends events to the driver. If the client is gone the driver is dropped with the stream, so
-/// a failed send can be ignored.
-struct Emitter(mpsc::Sender<Event>);
+/// Sends the run's events to its live log, where every stream and the recorder read them.
+struct Emitter<'a>(&'a LiveRun);
 
-impl Emitter {
-    async fn emit(&self, event: Event) {
-        let _ = self.0.send(event).await;
+impl Emitter<'_> {
+    fn emit(&self, event: Event) {
+        self.0.push(event);
     }
-}
 
-/// A tool call of the current turn.
-struct TurnCall {
-    index: usize,
-    id: ToolCallId,
-    name: String,
-    arguments: String,
+    fn emit_all(&self, events: &mut Vec<Event>) {
+        for event in events.drain(..) {
+            self.0.push(event);
+        }
+    }
 }
 
 struct ToolResult {
@@ -88,59 +113,110 @@ enum CallKind {
     Unknown,
 }
 
-impl PreparedRun {
-    /// The run as a stream of events, starting with `RUN_STARTED` and ending with exactly one
-    /// of `RUN_FINISHED` / `RUN_ERROR`. The loop runs inside this stream (no spawned task), so
-    /// dropping the stream stops it.
-    pub fn into_events(self) -> impl Stream<Item = Event> + Send + 'static {
-        self.into_batches().flat_map(futures_util::stream::iter)
-    }
+/// How a model turn ended.
+enum TurnEnd {
+    Done(TurnAssembler),
+    /// Stopped by a cancel: what was streamed so far.
+    Stopped(TurnAssembler),
+}
 
-    /// The same events, grouped: each batch holds every event produced since the previous one
-    /// was taken, so a writer can send a burst in one write. No event waits for another.
-    pub fn into_batches(self) -> impl Stream<Item = Vec<Event>> + Send + 'static {
-        let (sender, mut receiver) = mpsc::channel(64);
-        let started = Event::RunStarted {
+impl PreparedRun {
+    /// Starts the run on its own task and returns its live handle; `RUN_STARTED` is already in
+    /// its log. The run goes on to its end whoever follows it.
+    pub fn spawn(self) -> Arc<LiveRun> {
+        let live = LiveRun::new(self.lease.thread_id.clone(), self.lease.run_id.clone());
+        live.push(Event::RunStarted {
             thread_id: self.lease.thread_id.clone(),
             run_id: self.lease.run_id.clone(),
             parent_run_id: self.parent_run_id.clone(),
-        };
-        async_stream::stream! {
-            yield vec![started];
-            let run = self.drive(Emitter(sender));
-            tokio::pin!(run);
-            let mut terminal = None;
-            loop {
-                tokio::select! {
-                    biased;
-                    Some(event) = receiver.recv() => {
-                        let mut batch = vec![event];
-                        // Only what is already queued: the run itself is not polled here.
-                        while let Ok(event) = receiver.try_recv() {
-                            batch.push(event);
-                        }
-                        yield batch;
+        });
+        self.agent.live.insert(live.clone());
+        let agent = self.agent.clone();
+        let driven = live.clone();
+        let span = self.span.clone();
+        tokio::spawn(
+            async move {
+                // A bug must not leave followers waiting and the thread's lease held by a run that
+                // no longer exists: the log still ends with one terminal event.
+                if AssertUnwindSafe(self.drive(driven.clone()))
+                    .catch_unwind()
+                    .await
+                    .is_err()
+                {
+                    tracing::error!(run_id = %driven.run_id, "the run panicked");
+                    if !driven.has_ended() {
+                        driven.push(Event::RunError {
+                            message: "the run failed unexpectedly".to_owned(),
+                            code: RunErrorCode::InvalidRequest,
+                            usage: TokenUsage::default(),
+                        });
                     }
-                    event = &mut run, if terminal.is_none() => terminal = Some(event),
-                    else => break,
+                    agent.live.remove(&driven);
                 }
             }
-            if let Some(event) = terminal {
-                yield vec![event];
-            }
-        }
+            .instrument(span),
+        );
+        live
     }
 
-    /// Runs the loop, stores what it produced, and returns the terminal event.
-    async fn drive(mut self, out: Emitter) -> Event {
+    /// The run's events from the start, in batches of what arrived together.
+    pub fn into_batches(self) -> impl Stream<Item = Vec<Arc<RecordedEvent>>> + Send + 'static {
+        self.spawn().follow(0)
+    }
+
+    /// The run as a stream of events, starting with `RUN_STARTED` and ending with exactly one
+    /// of `RUN_FINISHED` / `RUN_ERROR`.
+    pub fn into_events(self) -> impl Stream<Item = Event> + Send + 'static {
+        self.into_batches().flat_map(|batch| {
+            futures_util::stream::iter(
+                batch
+                    .into_iter()
+                    .filter_map(|recorded| recorded.event.clone())
+                    .collect::<Vec<_>>(),
+            )
+        })
+    }
+
+    /// Runs the loop with its recorder and heartbeat, stores what it produced, and ends the
+    /// log with the terminal event.
+    async fn drive(mut self, live: Arc<LiveRun>) {
         let began = std::time::Instant::now();
+        let store = self.agent.store.clone();
+        let settings = self.agent.settings.clone();
+        let recorder = settings.record_events.then(|| {
+            tokio::spawn(
+                background::record(
+                    store.clone(),
+                    self.lease.clone(),
+                    live.clone(),
+                    settings.record_interval,
+                )
+                .in_current_span(),
+            )
+        });
+        let heartbeat = tokio::spawn(
+            background::heartbeat(
+                store.clone(),
+                self.lease.clone(),
+                live.clone(),
+                settings.lease,
+                settings.cancel_poll,
+            )
+            .in_current_span(),
+        );
         let mut produced = Vec::new();
         let mut summary = RunSummary::default();
         let initial_state = self.state.clone();
-        let mut result = self.execute(&out, &mut produced, &mut summary).await;
+        let stop = live.stop_token().clone();
+        let mut result = self
+            .execute(&Emitter(&live), &mut produced, &mut summary, &stop)
+            .await;
+        heartbeat.abort();
+        if live.stop_reason() == Some(StopReason::LeaseLost) {
+            result = Err(RunFailure::Store(StoreError::LeaseLost));
+        }
 
         let state_changed = self.state != initial_state;
-        let store = self.agent.store.clone();
         let saved = store
             .finish_run(
                 &self.lease,
@@ -154,7 +230,7 @@ impl PreparedRun {
             .await;
         if let Err(error) = saved {
             tracing::error!(%error, thread_id = %self.lease.thread_id, "storing the run failed");
-            if result.is_ok() {
+            if matches!(result, Ok(()) | Err(RunFailure::Cancelled)) {
                 result = Err(RunFailure::Store(error));
             }
         }
@@ -163,12 +239,16 @@ impl PreparedRun {
             input_tokens: summary.usage.input_tokens,
             output_tokens: summary.usage.output_tokens,
         };
+        let finished = |outcome| Event::RunFinished {
+            thread_id: self.lease.thread_id.clone(),
+            run_id: self.lease.run_id.clone(),
+            outcome,
+            usage,
+        };
         let terminal = match &result {
-            Ok(()) => Event::RunFinished {
-                thread_id: self.lease.thread_id.clone(),
-                run_id: self.lease.run_id.clone(),
-                usage,
-            },
+            Ok(()) => finished(None),
+            // AG-UI 1.0's cancelled outcome; 0.0.x clients reject it, so they get RUN_ERROR.
+            Err(RunFailure::Cancelled) if self.speaks_v1 => finished(Some(RunOutcome::Cancelled)),
             Err(failure) => Event::RunError {
                 message: failure.to_string(),
                 code: failure.code(),
@@ -176,8 +256,9 @@ impl PreparedRun {
             },
         };
         summary.outcome = match &result {
-            Ok(()) => "finished".to_owned(),
-            Err(failure) => format!("{:?}", failure.code()),
+            Ok(()) => RunOutcomeKind::Finished,
+            Err(RunFailure::Cancelled) => RunOutcomeKind::Cancelled,
+            Err(failure) => RunOutcomeKind::Failed(failure.code()),
         };
         tracing::info!(
             thread_id = %self.lease.thread_id,
@@ -187,29 +268,34 @@ impl PreparedRun {
             input_tokens = summary.usage.input_tokens,
             output_tokens = summary.usage.output_tokens,
             duration_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX),
-            outcome = %summary.outcome,
+            outcome = ?summary.outcome,
             "run ended"
         );
-        terminal
+        live.push(terminal);
+        // The run counts as in flight until its log is written: under Lambda the invocation
+        // ends (and the environment may freeze) only after that.
+        if let Some(recorder) = recorder {
+            let _ = recorder.await;
+        }
+        self.agent.live.remove(&live);
     }
 
     async fn execute(
         &mut self,
-        out: &Emitter,
+        out: &Emitter<'_>,
         produced: &mut Vec<Message>,
         summary: &mut RunSummary,
+        stop: &CancellationToken,
     ) -> Result<(), RunFailure> {
         if let Some(state) = &self.state {
             out.emit(Event::StateSnapshot {
                 snapshot: state.clone(),
-            })
-            .await;
+            });
         }
         if self.client_is_behind {
             out.emit(Event::MessagesSnapshot {
                 messages: self.history.clone(),
-            })
-            .await;
+            });
         }
         let settings = self.agent.settings.clone();
         let mut used_call_ids: HashSet<ToolCallId> = self
@@ -219,26 +305,40 @@ impl PreparedRun {
             .collect();
 
         for step in 1..=settings.max_steps {
+            if stop.is_cancelled() {
+                return Err(RunFailure::Cancelled);
+            }
             summary.steps = step;
             let step_name = format!("model_turn_{step}");
             if settings.emit_steps {
                 out.emit(Event::StepStarted {
                     step_name: step_name.clone(),
-                })
-                .await;
+                });
             }
-            let (message, calls) = self.model_turn(out, &mut used_call_ids, summary).await?;
+            let end = self.model_turn(out, &mut used_call_ids, stop).await?;
+            let (mut turn, stopped) = match end {
+                TurnEnd::Done(turn) => (turn, false),
+                TurnEnd::Stopped(turn) => (turn, true),
+            };
+            summary.usage += turn.usage();
+            let mut events = Vec::new();
+            turn.close(&mut events);
+            out.emit_all(&mut events);
             // The step is the model's turn; it closes before the calls end, so that a frontend
             // call's TOOL_CALL_END is immediately followed by RUN_FINISHED (CopilotKit's rule).
             if settings.emit_steps {
-                out.emit(Event::StepFinished { step_name }).await;
+                out.emit(Event::StepFinished { step_name });
             }
-            for call in &calls {
-                out.emit(Event::ToolCallEnd {
-                    tool_call_id: call.id.clone(),
-                })
-                .await;
+            turn.end_calls(&mut events);
+            out.emit_all(&mut events);
+            if stopped {
+                if let Some(message) = turn.partial() {
+                    self.history.push(message.clone());
+                    produced.push(message);
+                }
+                return Err(RunFailure::Cancelled);
             }
+            let (message, calls) = turn.finish()?;
             if let Some(message) = message {
                 self.history.push(message.clone());
                 produced.push(message);
@@ -255,14 +355,18 @@ impl PreparedRun {
                     CallKind::Server | CallKind::Unknown => server_calls.push(call),
                 }
             }
-            for result in self.run_tools(&server_calls).await? {
+            let results = tokio::select! {
+                biased;
+                () = stop.cancelled() => return Err(RunFailure::Cancelled),
+                results = self.run_tools(&server_calls) => results?,
+            };
+            for result in results {
                 out.emit(Event::ToolCallResult {
                     message_id: result.id.clone(),
                     tool_call_id: result.tool_call_id.clone(),
                     content: result.content.clone(),
                     role: ToolRole::Tool,
-                })
-                .await;
+                });
                 let message = Message::Tool {
                     id: result.id,
                     tool_call_id: result.tool_call_id,
@@ -272,7 +376,7 @@ impl PreparedRun {
                 self.history.push(message.clone());
                 produced.push(message);
             }
-            self.emit_state_changes(out).await;
+            self.emit_state_changes(out);
             if stops_for_frontend {
                 return Ok(());
             }
@@ -290,145 +394,41 @@ impl PreparedRun {
         }
     }
 
-    /// Streams one model turn. Returns the assistant message to store (if the model said or
-    /// called anything) and its tool calls. A turn that fails midway returns the failure and
-    /// nothing of it is stored or executed.
+    /// Streams one model turn. A turn that fails midway returns the failure and nothing of it
+    /// is stored or executed; a stopped turn returns what was streamed. Dropping the model's
+    /// stream closes its connection, so the provider stops generating.
     async fn model_turn(
         &mut self,
-        out: &Emitter,
+        out: &Emitter<'_>,
         used_call_ids: &mut HashSet<ToolCallId>,
-        summary: &mut RunSummary,
-    ) -> Result<(Option<Message>, Vec<TurnCall>), RunFailure> {
+        stop: &CancellationToken,
+    ) -> Result<TurnEnd, RunFailure> {
         let request = ModelRequest {
             system: self.system.clone(),
             messages: model_view(&self.history),
             tools: self.agent.tool_specs(&self.client_tools),
         };
         let deadline = self.deadline;
-        let mut stream = timeout_at(deadline, self.agent.model.stream(&request))
-            .await
-            .map_err(|_| RunFailure::Timeout)??;
-
-        let message_id = MessageId::generate();
-        let mut text = String::new();
-        let mut text_open = false;
-        let mut reasoning: Option<MessageId> = None;
-        let mut calls: Vec<TurnCall> = Vec::new();
-        let mut finish = None;
-
-        while let Some(delta) = timeout_at(deadline, stream.next())
-            .await
-            .map_err(|_| RunFailure::Timeout)?
-        {
-            match delta? {
-                ModelDelta::Text(piece) if !piece.is_empty() => {
-                    close_reasoning(out, &mut reasoning).await;
-                    if !text_open {
-                        // A reopened id appends to the same message in the client, matching what
-                        // is stored: one assistant message per turn.
-                        out.emit(Event::TextMessageStart {
-                            message_id: message_id.clone(),
-                            role: TextRole::Assistant,
-                        })
-                        .await;
-                        text_open = true;
-                    }
-                    text.push_str(&piece);
-                    out.emit(Event::TextMessageContent {
-                        message_id: message_id.clone(),
-                        delta: piece,
-                    })
-                    .await;
-                }
-                ModelDelta::Reasoning(piece) if !piece.is_empty() => {
-                    close_text(out, &message_id, &mut text_open).await;
-                    let id = match &reasoning {
-                        Some(id) => id.clone(),
-                        None => {
-                            let id = MessageId::generate();
-                            out.emit(Event::ReasoningStart {
-                                message_id: id.clone(),
-                            })
-                            .await;
-                            out.emit(Event::ReasoningMessageStart {
-                                message_id: id.clone(),
-                                role: ReasoningRole::Reasoning,
-                            })
-                            .await;
-                            reasoning = Some(id.clone());
-                            id
-                        }
-                    };
-                    out.emit(Event::ReasoningMessageContent {
-                        message_id: id,
-                        delta: piece,
-                    })
-                    .await;
-                }
-                ModelDelta::ToolCallStart { index, id, name } => {
-                    close_reasoning(out, &mut reasoning).await;
-                    close_text(out, &message_id, &mut text_open).await;
-                    // Providers reuse ids across turns ("call_0") or send none: ids must be
-                    // unique within the thread, or a tool result would answer the wrong call.
-                    let id = id
-                        .and_then(|id| ToolCallId::parse(id, crate::protocol::ids::MAX_ID_LEN).ok())
-                        .filter(|id| !used_call_ids.contains(id))
-                        .unwrap_or_else(ToolCallId::generate);
-                    used_call_ids.insert(id.clone());
-                    out.emit(Event::ToolCallStart {
-                        tool_call_id: id.clone(),
-                        tool_call_name: name.clone(),
-                        parent_message_id: Some(message_id.clone()),
-                    })
-                    .await;
-                    calls.push(TurnCall {
-                        index,
-                        id,
-                        name,
-                        arguments: String::new(),
-                    });
-                }
-                ModelDelta::ToolCallArgs { index, delta } if !delta.is_empty() => {
-                    if let Some(call) = calls.iter_mut().rev().find(|call| call.index == index) {
-                        call.arguments.push_str(&delta);
-                        out.emit(Event::ToolCallArgs {
-                            tool_call_id: call.id.clone(),
-                            delta,
-                        })
-                        .await;
-                    }
-                }
-                ModelDelta::Usage(usage) => summary.usage += usage,
-                ModelDelta::Finish(reason) => finish = Some(reason),
-                ModelDelta::Text(_)
-                | ModelDelta::Reasoning(_)
-                | ModelDelta::ToolCallArgs { .. } => {}
+        let mut turn = TurnAssembler::new(MessageId::generate());
+        let mut stream = tokio::select! {
+            biased;
+            () = stop.cancelled() => return Ok(TurnEnd::Stopped(turn)),
+            stream = timeout_at(deadline, self.agent.model.stream(&request)) => {
+                stream.map_err(|_| RunFailure::Timeout)??
             }
-        }
-        close_reasoning(out, &mut reasoning).await;
-        close_text(out, &message_id, &mut text_open).await;
-        match finish {
-            Some(FinishReason::Length) if !calls.is_empty() => {
-                return Err(RunFailure::TruncatedToolCall);
-            }
-            Some(FinishReason::ContentFilter) => return Err(RunFailure::ContentFilter),
-            _ => {}
-        }
-        if text.is_empty() && calls.is_empty() {
-            return Ok((None, calls));
-        }
-        let message = Message::Assistant {
-            id: message_id,
-            content: (!text.is_empty()).then_some(text),
-            tool_calls: calls
-                .iter()
-                .map(|call| {
-                    ToolCall::new(call.id.clone(), call.name.clone(), call.arguments.clone())
-                })
-                .collect(),
-            name: None,
         };
-        Ok((Some(message), calls))
+        let mut events = Vec::new();
+        loop {
+            let next = tokio::select! {
+                biased;
+                () = stop.cancelled() => return Ok(TurnEnd::Stopped(turn)),
+                next = timeout_at(deadline, stream.next()) => next.map_err(|_| RunFailure::Timeout)?,
+            };
+            let Some(delta) = next else { break };
+            turn.push(delta?, used_call_ids, &mut events);
+            out.emit_all(&mut events);
+        }
+        Ok(TurnEnd::Done(turn))
     }
 
     /// Runs server tools (and answers unknown ones) concurrently; results come back in call
@@ -491,29 +491,10 @@ impl PreparedRun {
         Ok(results)
     }
 
-    async fn emit_state_changes(&mut self, out: &Emitter) {
+    fn emit_state_changes(&mut self, out: &Emitter<'_>) {
         for patch in self.pending_deltas.drain(..) {
-            out.emit(Event::StateDelta { delta: patch }).await;
+            out.emit(Event::StateDelta { delta: patch });
         }
-    }
-}
-
-async fn close_text(out: &Emitter, message_id: &MessageId, open: &mut bool) {
-    if std::mem::take(open) {
-        out.emit(Event::TextMessageEnd {
-            message_id: message_id.clone(),
-        })
-        .await;
-    }
-}
-
-async fn close_reasoning(out: &Emitter, reasoning: &mut Option<MessageId>) {
-    if let Some(id) = reasoning.take() {
-        out.emit(Event::ReasoningMessageEnd {
-            message_id: id.clone(),
-        })
-        .await;
-        out.emit(Event::ReasoningEnd { message_id: id }).await;
     }
 }
 

@@ -1,6 +1,9 @@
 use super::*;
 use crate::agent::{Agent, AgentSettings, StartError, ToolRegistry};
 use crate::model::scripted::{ScriptedModel, ScriptedTurn};
+use crate::model::{FinishReason, ModelDelta};
+use crate::protocol::ToolCall;
+use crate::protocol::input::BusyThreadPolicy;
 use crate::protocol::input::{ForwardedProps, RunInput};
 use crate::protocol::{ClientTool, RunId, ThreadId, UserContent};
 use crate::store::{MemoryStore, Principal, ThreadStore};
@@ -26,6 +29,8 @@ fn harness(turns: Vec<ScriptedTurn>, emit_steps: bool) -> Harness {
             system_prompt: Some("Be brief.".into()),
             max_steps: 3,
             emit_steps,
+            busy_thread_policy: BusyThreadPolicy::Reject,
+            ..AgentSettings::default()
         },
     );
     Harness {
@@ -60,6 +65,7 @@ fn input(thread: &str, run: &str, messages: Vec<Message>, tools: &[&str]) -> Run
             .collect(),
         context: vec![],
         forwarded_props: ForwardedProps::default(),
+        protocol_version: None,
     }
 }
 

@@ -27,6 +27,21 @@ pub enum ApiError {
     Unauthorized(#[from] super::auth::Unauthorized),
     #[error("{0}")]
     UnreadableBody(&'static str),
+    #[error("run not found")]
+    RunNotFound,
+    #[error("the history cursor is not valid for this thread")]
+    BadCursor,
+}
+
+impl ApiError {
+    /// A store failure outside a run's start: reads of history and of run events, cancels.
+    pub fn from_store(error: crate::store::StoreError) -> Self {
+        use crate::store::StoreError;
+        match error {
+            StoreError::BadCursor => ApiError::BadCursor,
+            other => ApiError::Start(other.into()),
+        }
+    }
 }
 
 impl ApiError {
@@ -34,6 +49,7 @@ impl ApiError {
         match self {
             ApiError::Input(InputError::Syntax(_))
             | ApiError::BadQuery(_)
+            | ApiError::BadCursor
             | ApiError::UnreadableBody(_) => StatusCode::BAD_REQUEST,
             ApiError::Input(InputError::TooLarge { .. })
             | ApiError::Start(StartError::TooLarge(_)) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -42,8 +58,11 @@ impl ApiError {
                 StatusCode::UNPROCESSABLE_ENTITY
             }
             ApiError::Start(StartError::Busy) => StatusCode::CONFLICT,
-            ApiError::Start(StartError::NotFound) | ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Start(StartError::NotFound)
+            | ApiError::NotFound(_)
+            | ApiError::RunNotFound => StatusCode::NOT_FOUND,
             ApiError::Start(StartError::StoreUnavailable) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Start(StartError::StoreCorrupt) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
@@ -61,12 +80,15 @@ impl ApiError {
             ApiError::Start(StartError::Busy) => "thread_busy",
             ApiError::Start(StartError::NotFound) => "thread_not_found",
             ApiError::Start(StartError::StoreUnavailable) => "store_unavailable",
+            ApiError::Start(StartError::StoreCorrupt) => "store_corrupt",
             ApiError::UnsupportedMediaType => "unsupported_media_type",
             ApiError::NotFound(_) => "not_found",
             ApiError::MethodNotAllowed => "method_not_allowed",
             ApiError::BadQuery(_) => "invalid_query",
             ApiError::Unauthorized(_) => "unauthorized",
             ApiError::UnreadableBody(_) => "invalid_body",
+            ApiError::RunNotFound => "run_not_found",
+            ApiError::BadCursor => "invalid_cursor",
         }
     }
 

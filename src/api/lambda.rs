@@ -13,11 +13,61 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::time::Instant;
 
 pub async fn run(app: Arc<App>) -> Result<(), lambda_http::Error> {
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
+    let handler = service_fn(move |event: LambdaEvent<Value>| {
         let app = app.clone();
         async move { Ok::<_, lambda_http::Error>(into_stream_response(answer_event(&app, event).await)) }
-    }))
-    .await
+    });
+    // Concurrent invocations when the environment allows them (Lambda Managed Instances and
+    // `cargo lambda watch` set AWS_LAMBDA_MAX_CONCURRENCY); one at a time otherwise.
+    lambda_runtime::Runtime::new(handler)
+        .layer(lambda_runtime::layers::TracingLayer::new())
+        .layer(lambda_runtime::tower::layer::layer_fn(|inner| Settle {
+            inner,
+        }))
+        .run_concurrent()
+        .await
+}
+
+/// Ends an invocation only when its response is sent *and* the runs it started have ended.
+/// Lambda may freeze the environment once the runtime asks for the next event, and a run must
+/// never be frozen half done: if the runtime stops sending the body (the client left, as under
+/// `cargo lambda watch`), the run still finishes, stores its answer and frees its thread first.
+#[derive(Clone)]
+struct Settle<S> {
+    inner: S,
+}
+
+impl<S> lambda_runtime::tower::Service<lambda_runtime::LambdaInvocation> for Settle<S>
+where
+    S: lambda_runtime::tower::Service<lambda_runtime::LambdaInvocation, Response = ()>,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+{
+    type Response = ();
+    type Error = S::Error;
+    type Future =
+        std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), S::Error>> + Send + 'static>>;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, invocation: lambda_runtime::LambdaInvocation) -> Self::Future {
+        let answered = self.inner.call(invocation);
+        Box::pin(async move {
+            let (result, runs) = crate::agent::live::tracking_spawned(answered).await;
+            for run in runs {
+                if !run.has_ended() {
+                    tracing::info!(run_id = %run.run_id, "the response has ended; the run goes on");
+                }
+                run.done().await;
+            }
+            result
+        })
+    }
 }
 
 /// Answers one raw Function URL event. `lambda_http` panics on a body flagged as base64 that is
@@ -25,7 +75,7 @@ pub async fn run(app: Arc<App>) -> Result<(), lambda_http::Error> {
 pub async fn answer_event(app: &App, event: LambdaEvent<Value>) -> http::Response<ResponseBody> {
     let LambdaEvent { payload, context } = event;
     if let Some(error) = undecodable_body(&payload) {
-        return super::error_response(&error);
+        return app.refusal(&event_headers(&payload), &error);
     }
     match serde_json::from_value::<LambdaRequest>(payload) {
         Ok(request) => {
@@ -37,11 +87,28 @@ pub async fn answer_event(app: &App, event: LambdaEvent<Value>) -> http::Respons
         }
         Err(err) => {
             tracing::warn!(error = %err, "not a Function URL event");
-            super::error_response(&ApiError::UnreadableBody(
-                "the event is not an HTTP request",
-            ))
+            app.refusal(
+                &http::HeaderMap::new(),
+                &ApiError::UnreadableBody("the event is not an HTTP request"),
+            )
         }
     }
+}
+
+/// The headers of a raw Function URL event, for refusals made before it is converted.
+fn event_headers(event: &Value) -> http::HeaderMap {
+    let mut headers = http::HeaderMap::new();
+    if let Some(map) = event.get("headers").and_then(Value::as_object) {
+        for (name, value) in map {
+            if let (Ok(name), Some(Ok(value))) = (
+                http::HeaderName::from_bytes(name.as_bytes()),
+                value.as_str().map(http::HeaderValue::from_str),
+            ) {
+                headers.append(name, value);
+            }
+        }
+    }
+    headers
 }
 
 fn undecodable_body(event: &Value) -> Option<ApiError> {

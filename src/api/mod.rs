@@ -6,14 +6,15 @@ mod body;
 mod error;
 pub mod lambda;
 pub mod local;
+pub mod stream;
 
 pub use body::ResponseBody;
 pub use error::ApiError;
 
-use crate::agent::Agent;
+use crate::agent::{Agent, RunSource};
 use crate::protocol::dialect::{AguiEncoder, Encoder};
-use crate::protocol::{Limits, ThreadId, agentscope, agkit, input, sse};
-use crate::store::{Principal, StoreError};
+use crate::protocol::{Limits, RunId, ThreadId, agentscope, agkit, input, sse};
+use crate::store::{CancelState, Principal, StoreError};
 use auth::Authenticator;
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -78,6 +79,11 @@ impl App {
         format!("{}; auth {}", self.agent.describe(), self.auth.mode())
     }
 
+    /// The runs in flight in this process.
+    pub fn live_runs(&self) -> &std::sync::Arc<crate::agent::live::LiveRuns> {
+        self.agent.live_runs()
+    }
+
     pub fn auth_mode(&self) -> &'static str {
         self.auth.mode()
     }
@@ -91,7 +97,8 @@ impl App {
         let origin = self.allowed_origin(request.headers());
         // Refusals on /process take the AgentScope response shape; every other route the
         // AG-UI one.
-        let agentscope_route = normalise_path(request.uri().path()) == "/process";
+        let agentscope_route = Route::parse(request.method(), request.uri().path())
+            .is_ok_and(|route| route.is_agentscope());
         let mut response = if request.method() == Method::OPTIONS {
             preflight(origin.is_some())
         } else {
@@ -125,15 +132,20 @@ impl App {
                 }
             }
         };
-        if let Some(origin) = origin {
-            let headers = response.headers_mut();
-            headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
-            headers.insert(
-                header::ACCESS_CONTROL_EXPOSE_HEADERS,
-                HeaderValue::from_static("x-thread-id"),
-            );
-            headers.append(header::VARY, HeaderValue::from_static("origin"));
-        }
+        add_cors(&mut response, origin);
+        response
+    }
+
+    /// The one door for refusals made before a request reaches [`App::handle`] (a body that
+    /// cannot be read, or is too large): the same JSON error, with CORS headers.
+    pub fn refusal(&self, headers: &http::HeaderMap, error: &ApiError) -> Response<ResponseBody> {
+        tracing::info!(
+            status = error.status().as_u16(),
+            code = error.code(),
+            "request refused"
+        );
+        let mut response = error_response(error);
+        add_cors(&mut response, self.allowed_origin(headers));
         response
     }
 
@@ -157,32 +169,20 @@ impl App {
             request.headers(),
             request.extensions().get::<auth::IamCaller>(),
         )?;
-        let path = normalise_path(request.uri().path());
-        match (request.method(), path.as_str()) {
-            (&Method::POST, "/" | "/agent") => {
-                self.run(principal, request, invocation_deadline, Dialect::AgUi)
+        match Route::parse(request.method(), request.uri().path())? {
+            Route::Run(dialect) => {
+                self.run(principal, request, invocation_deadline, dialect)
                     .await
             }
-            (&Method::POST, "/send-message") => {
-                self.run(principal, request, invocation_deadline, Dialect::SniffAgKit)
+            Route::Thread(thread) => {
+                self.history(&principal, &thread, request.uri().query())
                     .await
             }
-            (&Method::POST, "/ag-kit/send-message") => {
-                self.run(principal, request, invocation_deadline, Dialect::AgKit)
+            Route::RunEvents { thread, run } => {
+                self.run_events(&principal, &thread, &run, &request, invocation_deadline)
                     .await
             }
-            (&Method::POST, "/process") => {
-                self.run(principal, request, invocation_deadline, Dialect::AgentScope)
-                    .await
-            }
-            (&Method::GET, thread) if thread.starts_with("/threads/") => {
-                let id = thread.trim_start_matches("/threads/");
-                self.history(&principal, id, request.uri().query()).await
-            }
-            (_, "/" | "/agent" | "/send-message" | "/ag-kit/send-message" | "/process") => {
-                Err(ApiError::MethodNotAllowed)
-            }
-            (_, other) => Err(ApiError::NotFound(other.to_owned())),
+            Route::CancelRun { thread, run } => self.cancel_run(&principal, &thread, &run).await,
         }
     }
 
@@ -223,7 +223,8 @@ impl App {
         };
         let deadline = self.run_deadline(invocation_deadline);
         let run = self.agent.start(principal, input, deadline).await?;
-        let thread_id = run.thread_id().to_string();
+        let thread_id = run.thread_id().clone();
+        let run_id = run.run_id().clone();
         if let Some(mut encoder) = buffered {
             // `stream: false`: the whole run, then the completed response object.
             let mut events = Box::pin(run.into_events());
@@ -232,26 +233,19 @@ impl App {
             }
             let mut response =
                 json_response(StatusCode::OK, Bytes::from(encoder.response().to_string()));
-            if let Ok(value) = HeaderValue::from_str(&thread_id) {
+            if let Ok(value) = HeaderValue::from_str(thread_id.as_str()) {
                 response.headers_mut().insert("x-thread-id", value);
             }
             return Ok(response);
         }
-        let frames = sse::frames(run.into_batches(), self.ping_interval, encoder);
-        let mut response = Response::new(ResponseBody::stream(frames));
-        let headers = response.headers_mut();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static(sse::CONTENT_TYPE),
-        );
-        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        if let Ok(value) = HeaderValue::from_str(&thread_id) {
-            if dialect == Dialect::AgKit {
-                headers.insert("x-conversation-id", value.clone());
-            }
-            headers.insert("x-thread-id", value);
-        }
-        Ok(response)
+        // The run goes on by itself; this response is only its first follower.
+        let frames = stream::frames(run.into_batches(), self.ping_interval, encoder);
+        Ok(sse_response(
+            frames,
+            &thread_id,
+            &run_id,
+            dialect == Dialect::AgKit,
+        ))
     }
 
     fn run_deadline(&self, invocation_deadline: Option<Instant>) -> Instant {
@@ -272,14 +266,10 @@ impl App {
             .map_err(|_| ApiError::Start(crate::agent::StartError::NotFound))?;
         let mut after = None;
         let mut limit = HISTORY_PAGE_DEFAULT;
-        for pair in query
-            .unwrap_or_default()
-            .split('&')
-            .filter(|pair| !pair.is_empty())
-        {
-            match pair.split_once('=') {
-                Some(("after", value)) => after = Some(value.to_owned()),
-                Some(("limit", value)) => {
+        for (key, value) in query_pairs(query) {
+            match key.as_ref() {
+                "after" => after = Some(value.into_owned()),
+                "limit" => {
                     limit = value
                         .parse::<usize>()
                         .ok()
@@ -296,18 +286,220 @@ impl App {
             .store()
             .history(principal, &thread_id, after.as_deref(), limit)
             .await
-            .map_err(|error| match error {
-                StoreError::Unavailable(_) => {
-                    ApiError::Start(crate::agent::StartError::StoreUnavailable)
-                }
-                _ => ApiError::Start(crate::agent::StartError::NotFound),
-            })?;
-        let mut body =
-            json!({"threadId": thread_id, "messages": page.messages, "state": page.state});
+            .map_err(ApiError::from_store)?;
+        let mut body = json!({
+            "threadId": thread_id,
+            "messages": page.messages,
+            "state": page.state,
+            "activeRunId": page.active_run,
+        });
         if let Some(next) = page.next {
             body["next"] = json!(next);
         }
         Ok(json_response(StatusCode::OK, Bytes::from(body.to_string())))
+    }
+
+    /// `GET /threads/{threadId}/runs/{runId}/events`: the run's events after `Last-Event-ID`
+    /// (or `?after=`), then live until its terminal event.
+    async fn run_events(
+        &self,
+        principal: &Principal,
+        thread_id: &str,
+        run_id: &str,
+        request: &Request<Bytes>,
+        invocation_deadline: Option<Instant>,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let (thread_id, run_id) = parse_run_ids(thread_id, run_id)?;
+        let mut after = match request.headers().get("last-event-id") {
+            Some(value) => Some(
+                value
+                    .to_str()
+                    .ok()
+                    .and_then(|text| text.trim().parse::<u64>().ok())
+                    .ok_or_else(|| {
+                        ApiError::BadQuery("Last-Event-ID must be an event id of this run".into())
+                    })?,
+            ),
+            None => None,
+        };
+        for (key, value) in query_pairs(request.uri().query()) {
+            if key == "after" && after.is_none() {
+                after = Some(value.parse::<u64>().map_err(|_| {
+                    ApiError::BadQuery("after must be an event id of this run".into())
+                })?);
+            }
+        }
+        let after = after.unwrap_or(0);
+        let source = self
+            .agent
+            .run_source(principal, &thread_id, &run_id)
+            .await
+            .map_err(ApiError::from_store)?
+            .ok_or(ApiError::RunNotFound)?;
+        let batches = match source {
+            RunSource::Live(run) => run.follow(after).boxed(),
+            RunSource::Stored(run) => {
+                let first = self
+                    .agent
+                    .store()
+                    .read_events(&run, None)
+                    .await
+                    .map_err(ApiError::from_store)?;
+                if first.next.is_none() {
+                    // Not recorded yet is fine while the run holds its thread.
+                    let running = matches!(
+                        self.agent.store().activity(principal, &thread_id).await,
+                        Ok(crate::store::ThreadActivity::Running { run_id: active, .. }) if active == run_id
+                    );
+                    if !running {
+                        return Err(ApiError::RunNotFound);
+                    }
+                }
+                stream::follow_stored(
+                    self.agent.clone(),
+                    principal.clone(),
+                    run,
+                    first,
+                    after,
+                    self.run_deadline(invocation_deadline),
+                )
+                .boxed()
+            }
+        };
+        Ok(sse_response(
+            stream::frames(batches, self.ping_interval, AguiEncoder),
+            &thread_id,
+            &run_id,
+            false,
+        ))
+    }
+
+    /// `POST /threads/{threadId}/runs/{runId}/cancel`.
+    async fn cancel_run(
+        &self,
+        principal: &Principal,
+        thread_id: &str,
+        run_id: &str,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let (thread_id, run_id) = parse_run_ids(thread_id, run_id)?;
+        let (status, state) = match self.agent.cancel(principal, &thread_id, &run_id).await {
+            Ok(CancelState::Requested) => (StatusCode::ACCEPTED, "cancelling"),
+            Ok(CancelState::Ended) => (StatusCode::OK, "ended"),
+            Err(StoreError::NotFound) => return Err(ApiError::RunNotFound),
+            Err(error) => return Err(ApiError::from_store(error)),
+        };
+        let body = json!({"threadId": thread_id, "runId": run_id, "status": state});
+        Ok(json_response(status, Bytes::from(body.to_string())))
+    }
+}
+
+/// Ids in a run path; a malformed one names no run.
+fn parse_run_ids(thread_id: &str, run_id: &str) -> Result<(ThreadId, RunId), ApiError> {
+    let max = crate::protocol::ids::MAX_ID_LEN;
+    match (ThreadId::parse(thread_id, max), RunId::parse(run_id, max)) {
+        (Ok(thread_id), Ok(run_id)) => Ok((thread_id, run_id)),
+        _ => Err(ApiError::RunNotFound),
+    }
+}
+
+/// A query string's pairs, percent-decoded.
+fn query_pairs(
+    query: Option<&str>,
+) -> impl Iterator<Item = (std::borrow::Cow<'_, str>, std::borrow::Cow<'_, str>)> {
+    form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+}
+
+/// An SSE response with the run's ids in headers.
+fn sse_response(
+    frames: impl futures_util::Stream<Item = Bytes> + Send + 'static,
+    thread_id: &ThreadId,
+    run_id: &RunId,
+    agkit: bool,
+) -> Response<ResponseBody> {
+    let mut response = Response::new(ResponseBody::stream(frames));
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(sse::CONTENT_TYPE),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    if let Ok(value) = HeaderValue::from_str(thread_id.as_str()) {
+        if agkit {
+            headers.insert("x-conversation-id", value.clone());
+        }
+        headers.insert("x-thread-id", value);
+    }
+    if let Ok(value) = HeaderValue::from_str(run_id.as_str()) {
+        headers.insert("x-run-id", value);
+    }
+    response
+}
+
+/// Every route, parsed once from the method and the normalised path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Route {
+    Run(Dialect),
+    /// `GET /threads/{threadId}`
+    Thread(String),
+    /// `GET /threads/{threadId}/runs/{runId}/events`
+    RunEvents {
+        thread: String,
+        run: String,
+    },
+    /// `POST /threads/{threadId}/runs/{runId}/cancel`
+    CancelRun {
+        thread: String,
+        run: String,
+    },
+}
+
+impl Route {
+    fn parse(method: &Method, path: &str) -> Result<Self, ApiError> {
+        let path = normalise_path(path);
+        let segments: Vec<&str> = path.split('/').skip(1).collect();
+        let (route, allowed): (Option<Route>, &[Method]) = match segments.as_slice() {
+            [""] | ["agent"] => (Some(Route::Run(Dialect::AgUi)), &[Method::POST]),
+            ["send-message"] => (Some(Route::Run(Dialect::SniffAgKit)), &[Method::POST]),
+            ["ag-kit", "send-message"] => (Some(Route::Run(Dialect::AgKit)), &[Method::POST]),
+            ["process"] => (Some(Route::Run(Dialect::AgentScope)), &[Method::POST]),
+            ["threads", thread] => (Some(Route::Thread((*thread).to_owned())), &[Method::GET]),
+            ["threads", thread, "runs", run, "events"] => (
+                Some(Route::RunEvents {
+                    thread: (*thread).to_owned(),
+                    run: (*run).to_owned(),
+                }),
+                &[Method::GET],
+            ),
+            ["threads", thread, "runs", run, "cancel"] => (
+                Some(Route::CancelRun {
+                    thread: (*thread).to_owned(),
+                    run: (*run).to_owned(),
+                }),
+                &[Method::POST],
+            ),
+            _ => (None, &[]),
+        };
+        match route {
+            Some(route) if allowed.contains(method) => Ok(route),
+            Some(_) => Err(ApiError::MethodNotAllowed),
+            None => Err(ApiError::NotFound(path)),
+        }
+    }
+
+    fn is_agentscope(&self) -> bool {
+        matches!(self, Route::Run(Dialect::AgentScope))
+    }
+}
+
+fn add_cors(response: &mut Response<ResponseBody>, origin: Option<HeaderValue>) {
+    if let Some(origin) = origin {
+        let headers = response.headers_mut();
+        headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+        headers.insert(
+            header::ACCESS_CONTROL_EXPOSE_HEADERS,
+            HeaderValue::from_static("x-thread-id, x-run-id"),
+        );
+        headers.append(header::VARY, HeaderValue::from_static("origin"));
     }
 }
 
@@ -335,7 +527,7 @@ fn preflight(allowed: bool) -> Response<ResponseBody> {
     );
     headers.insert(
         header::ACCESS_CONTROL_ALLOW_HEADERS,
-        HeaderValue::from_static("authorization, content-type, accept"),
+        HeaderValue::from_static("authorization, content-type, accept, last-event-id"),
     );
     headers.insert(
         header::ACCESS_CONTROL_MAX_AGE,

@@ -2,7 +2,7 @@
 //! one validated [`RunInput`](super::RunInput) plus an [`Encoder`] over the run's AG-UI events.
 //! AG-UI itself is the identity dialect.
 
-use super::events::Event;
+use super::events::{Event, RecordedEvent};
 use super::sse;
 use bytes::Bytes;
 
@@ -10,11 +10,26 @@ use bytes::Bytes;
 pub trait Encoder: Send + 'static {
     /// Zero or more complete SSE frames (`data: <json>\n\n`) for one event.
     fn encode(&mut self, event: &Event) -> Vec<Bytes>;
+
+    /// The frames of a recorded event. Other dialects' clients parse one `data:` line per
+    /// frame and have no resume, so only AG-UI frames carry the sequence number as an SSE id.
+    /// Events read back from the store (no `event`) have no frames in other dialects.
+    fn encode_recorded(&mut self, recorded: &RecordedEvent) -> Vec<Bytes> {
+        recorded
+            .event
+            .as_ref()
+            .map(|event| self.encode(event))
+            .unwrap_or_default()
+    }
 }
 
 impl<T: Encoder + ?Sized> Encoder for Box<T> {
     fn encode(&mut self, event: &Event) -> Vec<Bytes> {
         (**self).encode(event)
+    }
+
+    fn encode_recorded(&mut self, recorded: &RecordedEvent) -> Vec<Bytes> {
+        (**self).encode_recorded(recorded)
     }
 }
 
@@ -24,6 +39,10 @@ pub struct AguiEncoder;
 impl Encoder for AguiEncoder {
     fn encode(&mut self, event: &Event) -> Vec<Bytes> {
         vec![sse::encode_event(event, sse::now_ms())]
+    }
+
+    fn encode_recorded(&mut self, recorded: &RecordedEvent) -> Vec<Bytes> {
+        vec![sse::encode_recorded(recorded)]
     }
 }
 

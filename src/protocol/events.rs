@@ -24,6 +24,9 @@ pub enum Event {
     RunFinished {
         thread_id: ThreadId,
         run_id: RunId,
+        /// AG-UI 1.0's `outcome`; absent means success.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        outcome: Option<RunOutcome>,
         /// For other dialects' encoders; not part of AG-UI's wire form.
         #[serde(skip)]
         usage: TokenUsage,
@@ -104,6 +107,73 @@ impl Event {
     }
 }
 
+/// How a finished run ended, in AG-UI 1.0's `RUN_FINISHED.outcome`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum RunOutcome {
+    /// Stopped by the cancel endpoint or by a newer run on the thread.
+    Cancelled,
+}
+
+/// An event as its run emitted it: its place in the run (`seq`, from 1) and its AG-UI JSON
+/// with the timestamp, serialised once and shared by the live stream, followers and the event
+/// log. `event` is `None` when the JSON was read back from the store.
+#[derive(Debug, Clone)]
+pub struct RecordedEvent {
+    pub seq: u64,
+    pub json: bytes::Bytes,
+    pub terminal: bool,
+    pub event: Option<Event>,
+}
+
+#[derive(Serialize)]
+pub(crate) struct Stamped<'a> {
+    #[serde(flatten)]
+    pub(crate) event: &'a Event,
+    pub(crate) timestamp: i64,
+}
+
+impl RecordedEvent {
+    pub fn new(seq: u64, event: Event, timestamp_ms: i64) -> Self {
+        let json = match serde_json::to_vec(&Stamped {
+            event: &event,
+            timestamp: timestamp_ms,
+        }) {
+            Ok(json) => json,
+            // Our event types always serialise; if one ever does not, the client must still
+            // get a well-formed event rather than a torn frame.
+            Err(err) => {
+                tracing::error!(error = %err, "event serialisation failed");
+                br#"{"type":"RUN_ERROR","message":"something went wrong","code":"INVALID_REQUEST"}"#
+                    .to_vec()
+            }
+        };
+        Self {
+            seq,
+            terminal: event.is_terminal(),
+            json: bytes::Bytes::from(json),
+            event: Some(event),
+        }
+    }
+
+    /// An event read back from the event log.
+    pub fn stored(seq: u64, json: impl Into<bytes::Bytes>) -> Self {
+        let json = json.into();
+        let terminal = is_terminal_json(&json);
+        Self {
+            seq,
+            json,
+            terminal,
+            event: None,
+        }
+    }
+}
+
+/// Whether stored event JSON is a terminal event; the `type` field always comes first.
+fn is_terminal_json(json: &[u8]) -> bool {
+    json.starts_with(br#"{"type":"RUN_FINISHED""#) || json.starts_with(br#"{"type":"RUN_ERROR""#)
+}
+
 /// Tokens a run used, summed over its model turns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TokenUsage {
@@ -146,6 +216,12 @@ pub enum RunErrorCode {
     StoreError,
     /// Another run took the thread over (its lease expired and was taken).
     Conflict,
+    /// The run was cancelled; sent instead of `RUN_FINISHED` with a cancelled outcome to
+    /// clients that do not speak AG-UI 1.0.
+    Cancelled,
+    /// A follower saw the run's thread released with no terminal event in its log: the
+    /// process running it stopped.
+    RunLost,
 }
 
 #[cfg(test)]

@@ -44,6 +44,42 @@ pub struct RunInput {
     pub tools: Vec<ClientTool>,
     pub context: Vec<ContextEntry>,
     pub forwarded_props: ForwardedProps,
+    /// `protocolVersion` as the client sent it (`@ag-ui/client` 1.0 sends `"1.0"`; 0.0.x none).
+    pub protocol_version: Option<String>,
+}
+
+impl RunInput {
+    /// Whether the client speaks AG-UI 1.0, and so parses 1.0-only fields such as
+    /// `RUN_FINISHED.outcome`.
+    pub fn speaks_v1(&self) -> bool {
+        self.protocol_version
+            .as_deref()
+            .and_then(|version| version.split('.').next())
+            .and_then(|major| major.parse::<u32>().ok())
+            .is_some_and(|major| major >= 1)
+    }
+}
+
+/// What a new run does when its thread already has an active run (double-texting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BusyThreadPolicy {
+    /// Cancel the active run, wait for it to release the thread, then run.
+    #[default]
+    Interrupt,
+    /// Refuse with `409 thread_busy`.
+    Reject,
+}
+
+impl std::str::FromStr for BusyThreadPolicy {
+    type Err = ();
+
+    fn from_str(value: &str) -> Result<Self, ()> {
+        match value {
+            "interrupt" => Ok(Self::Interrupt),
+            "reject" => Ok(Self::Reject),
+            _ => Err(()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -64,6 +100,8 @@ pub struct ContextEntry {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ForwardedProps {
     pub device_timezone: Option<chrono_tz::Tz>,
+    /// `forwardedProps.busy_thread_policy`: overrides `BUSY_THREAD_POLICY` for this request.
+    pub busy_thread_policy: Option<BusyThreadPolicy>,
 }
 
 /// A client mistake, found before any streaming.
@@ -156,6 +194,8 @@ struct WireInput {
     context: Option<Vec<WireContext>>,
     #[serde(default, alias = "forwarded_props")]
     forwarded_props: Option<Value>,
+    #[serde(default, alias = "protocol_version")]
+    protocol_version: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -285,7 +325,13 @@ impl WireInput {
             .map_err(|err| id_error("threadId", err))?;
         let run_id = match self.run_id.filter(|id| !id.is_empty()) {
             Some(id) => RunId::parse(id, limits.max_run_id_chars).map_err(|err| match err {
-                IdError::TooLong(_) => InputError::invalid("runId", "runId exceeds length limit"),
+                IdError::TooLong(_) => InputError::invalid(
+                    "runId",
+                    format!(
+                        "runId exceeds length limit of {} characters",
+                        limits.max_run_id_chars
+                    ),
+                ),
                 other => id_error("runId", other),
             })?,
             None => RunId::generate(),
@@ -363,6 +409,16 @@ impl WireInput {
             tools,
             context,
             forwarded_props: parse_forwarded_props(self.forwarded_props)?,
+            protocol_version: match self.protocol_version {
+                None | Some(Value::Null) => None,
+                Some(Value::String(version)) if version.len() <= 32 => Some(version),
+                Some(_) => {
+                    return Err(InputError::invalid(
+                        "protocolVersion",
+                        "must be a version string such as \"1.0\"",
+                    ));
+                }
+            },
         })
     }
 }
@@ -409,7 +465,27 @@ fn parse_forwarded_props(props: Option<Value>) -> Result<ForwardedProps, InputEr
             ));
         }
     };
-    Ok(ForwardedProps { device_timezone })
+    let busy_thread_policy = match props
+        .as_ref()
+        .and_then(|props| props.get("busy_thread_policy"))
+    {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(
+            value
+                .as_str()
+                .and_then(|text| text.parse().ok())
+                .ok_or_else(|| {
+                    InputError::invalid(
+                        "forwardedProps.busy_thread_policy",
+                        "must be \"interrupt\" or \"reject\"",
+                    )
+                })?,
+        ),
+    };
+    Ok(ForwardedProps {
+        device_timezone,
+        busy_thread_policy,
+    })
 }
 
 fn parse_message_id(id: String, index: usize) -> Result<MessageId, InputError> {

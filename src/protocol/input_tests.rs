@@ -151,7 +151,10 @@ fn seed_004_limits_apply_with_their_messages() {
     );
 
     let long_run = parse(json!({"runId": "r".repeat(129), "messages": []})).unwrap_err();
-    assert_eq!(long_run.to_string(), "runId: runId exceeds length limit");
+    assert_eq!(
+        long_run.to_string(),
+        "runId: runId exceeds length limit of 128 characters"
+    );
 
     let many: Vec<Value> = (0..201)
         .map(|i| json!({"id": format!("m{i}"), "role": "user", "content": "x"}))

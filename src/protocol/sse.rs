@@ -1,24 +1,15 @@
-//! Server-Sent Events framing: `data: <json>\n\n` with LF only, plus `: ping` comments while
-//! the run is silent so proxies and clients keep the connection open.
+//! Server-Sent Events encoding: `id: <seq>\ndata: <json>\n\n` with LF only. The `id` is the
+//! event's place in its run, so a client can resume with `Last-Event-ID`. Pinging and
+//! batching are transport work and live in `api`.
 
-use super::events::Event;
-use bytes::{Bytes, BytesMut};
-use futures_util::{Stream, StreamExt};
-use serde::Serialize;
-use std::time::Duration;
+use super::events::{Event, RecordedEvent, Stamped};
+use bytes::Bytes;
 
 pub const CONTENT_TYPE: &str = "text/event-stream";
 pub const PING_FRAME: &[u8] = b": ping\n\n";
 
-#[derive(Serialize)]
-struct Stamped<'a> {
-    #[serde(flatten)]
-    event: &'a Event,
-    timestamp: i64,
-}
-
-/// Encodes one event as an SSE frame. JSON never contains a raw newline, so one `data:` line
-/// always suffices.
+/// Encodes one event as an SSE frame without an id. JSON never contains a raw newline, so one
+/// `data:` line always suffices.
 pub fn encode_event(event: &Event, timestamp_ms: i64) -> Bytes {
     let mut frame = Vec::with_capacity(160);
     frame.extend_from_slice(b"data: ");
@@ -29,8 +20,6 @@ pub fn encode_event(event: &Event, timestamp_ms: i64) -> Bytes {
             timestamp: timestamp_ms,
         },
     ) {
-        // Our event types always serialise; if one ever does not, the client must still get a
-        // terminal event rather than a torn frame.
         tracing::error!(error = %err, "event serialisation failed");
         return Bytes::from_static(
             b"data: {\"type\":\"RUN_ERROR\",\"message\":\"something went wrong\",\"code\":\"INVALID_REQUEST\"}\n\n",
@@ -40,40 +29,24 @@ pub fn encode_event(event: &Event, timestamp_ms: i64) -> Bytes {
     Bytes::from(frame)
 }
 
-pub fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
+/// A recorded event as its AG-UI frame, with its sequence number as the SSE id.
+pub fn encode_recorded(recorded: &RecordedEvent) -> Bytes {
+    let mut frame = Vec::with_capacity(recorded.json.len() + 32);
+    push_id(&mut frame, recorded.seq);
+    frame.extend_from_slice(b"data: ");
+    frame.extend_from_slice(&recorded.json);
+    frame.extend_from_slice(b"\n\n");
+    Bytes::from(frame)
 }
 
-/// Turns a run's event batches into SSE frames with `encoder`, one body chunk per batch (a
-/// burst of model chunks then costs one socket write, not one per frame), and sends a ping
-/// whenever `ping_interval` passes without a frame.
-pub fn frames<S, E>(
-    batches: S,
-    ping_interval: Duration,
-    mut encoder: E,
-) -> impl Stream<Item = Bytes> + Send
-where
-    S: Stream<Item = Vec<Event>> + Send + 'static,
-    E: super::dialect::Encoder,
-{
-    let mut batches = Box::pin(batches);
-    async_stream::stream! {
-        loop {
-            match tokio::time::timeout(ping_interval, batches.next()).await {
-                Ok(Some(batch)) => {
-                    let mut chunk = BytesMut::new();
-                    for event in &batch {
-                        chunk.extend(encoder.encode(event));
-                    }
-                    if !chunk.is_empty() {
-                        yield chunk.freeze();
-                    }
-                }
-                Ok(None) => break,
-                Err(_elapsed) => yield Bytes::from_static(PING_FRAME),
-            }
-        }
-    }
+fn push_id(out: &mut Vec<u8>, seq: u64) {
+    out.extend_from_slice(b"id: ");
+    out.extend_from_slice(seq.to_string().as_bytes());
+    out.push(b'\n');
+}
+
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
 }
 
 #[cfg(test)]
@@ -85,6 +58,7 @@ mod tests {
         Event::RunFinished {
             thread_id: ThreadId::parse("t1", 128).unwrap(),
             run_id: RunId::parse("r1", 128).unwrap(),
+            outcome: None,
             usage: Default::default(),
         }
     }
@@ -99,6 +73,29 @@ mod tests {
     }
 
     #[test]
+    fn recorded_frames_carry_their_sequence_number_as_the_id() {
+        let recorded = RecordedEvent::new(42, finished(), 1_700_000_000_123);
+        assert!(recorded.terminal);
+        assert_eq!(
+            &encode_recorded(&recorded)[..],
+            b"id: 42\ndata: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t1\",\"runId\":\"r1\",\"timestamp\":1700000000123}\n\n"
+        );
+        let stored = RecordedEvent::stored(42, recorded.json.clone());
+        assert!(stored.terminal);
+        assert_eq!(encode_recorded(&stored), encode_recorded(&recorded));
+        let cancelled = Event::RunFinished {
+            thread_id: ThreadId::parse("t1", 128).unwrap(),
+            run_id: RunId::parse("r1", 128).unwrap(),
+            outcome: Some(crate::protocol::events::RunOutcome::Cancelled),
+            usage: Default::default(),
+        };
+        assert_eq!(
+            &RecordedEvent::new(3, cancelled, 5).json[..],
+            br#"{"type":"RUN_FINISHED","threadId":"t1","runId":"r1","outcome":{"type":"cancelled"},"timestamp":5}"#
+        );
+    }
+
+    #[test]
     fn newlines_inside_content_stay_escaped() {
         let event = Event::RunError {
             message: "line\r\nnext".into(),
@@ -109,59 +106,5 @@ mod tests {
         let body = &frame[..frame.len() - 2];
         assert!(!body.contains(&b'\n') && !body.contains(&b'\r'));
         assert!(frame.ends_with(b"\n\n"));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn pings_while_silent_then_forwards_events() {
-        let events = async_stream::stream! {
-            tokio::time::sleep(Duration::from_secs(25)).await;
-            yield vec![finished()];
-        };
-        let out: Vec<Bytes> = frames(
-            events,
-            Duration::from_secs(10),
-            crate::protocol::dialect::AguiEncoder,
-        )
-        .collect()
-        .await;
-        assert_eq!(out.len(), 3);
-        assert_eq!(&out[0][..], PING_FRAME);
-        assert_eq!(&out[1][..], PING_FRAME);
-        assert!(out[2].starts_with(b"data: {\"type\":\"RUN_FINISHED\""));
-    }
-
-    #[tokio::test]
-    async fn a_batch_is_one_chunk() {
-        let batches = futures_util::stream::iter(vec![
-            vec![finished(), finished(), finished()],
-            vec![finished()],
-        ]);
-        let out: Vec<Bytes> = frames(
-            batches,
-            Duration::from_secs(10),
-            crate::protocol::dialect::AguiEncoder,
-        )
-        .collect()
-        .await;
-        let count = |chunk: &Bytes| chunk.windows(6).filter(|w| w == b"data: ").count();
-        assert_eq!(out.iter().map(count).collect::<Vec<_>>(), [3, 1]);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn no_ping_when_events_keep_flowing() {
-        let events = async_stream::stream! {
-            for _ in 0..3 {
-                tokio::time::sleep(Duration::from_secs(5)).await;
-                yield vec![finished()];
-            }
-        };
-        let out: Vec<Bytes> = frames(
-            events,
-            Duration::from_secs(10),
-            crate::protocol::dialect::AguiEncoder,
-        )
-        .collect()
-        .await;
-        assert!(out.iter().all(|frame| frame.starts_with(b"data: ")));
     }
 }

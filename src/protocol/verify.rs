@@ -5,8 +5,16 @@ use serde_json::Value;
 use std::collections::HashSet;
 
 /// Parses an SSE body into its JSON events; comments (`: ping`) are skipped. Fails on CR, on a
-/// frame that is not `data: <json>` and on JSON that is not an object with a `type`.
+/// frame that is not `[id: <n>\n]data: <json>` and on JSON that is not an object with a `type`.
 pub fn parse_sse(body: &str) -> Result<Vec<Value>, String> {
+    Ok(parse_sse_with_ids(body)?
+        .into_iter()
+        .map(|(_, event)| event)
+        .collect())
+}
+
+/// Like [`parse_sse`], with each event's SSE `id` when it has one.
+pub fn parse_sse_with_ids(body: &str) -> Result<Vec<(Option<u64>, Value)>, String> {
     if body.contains('\r') {
         return Err("the stream contains CR characters".into());
     }
@@ -15,7 +23,19 @@ pub fn parse_sse(body: &str) -> Result<Vec<Value>, String> {
         if frame.starts_with(':') {
             continue;
         }
-        let data = frame
+        let (id, data) = match frame.strip_prefix("id: ") {
+            Some(rest) => {
+                let (id, data) = rest
+                    .split_once('\n')
+                    .ok_or_else(|| format!("frame has an id but no data: {frame:?}"))?;
+                let id = id
+                    .parse::<u64>()
+                    .map_err(|_| format!("id is not a sequence number: {frame:?}"))?;
+                (Some(id), data)
+            }
+            None => (None, frame),
+        };
+        let data = data
             .strip_prefix("data: ")
             .ok_or_else(|| format!("frame is not a data line: {frame:?}"))?;
         let event: Value = serde_json::from_str(data)
@@ -23,7 +43,7 @@ pub fn parse_sse(body: &str) -> Result<Vec<Value>, String> {
         if event.get("type").and_then(Value::as_str).is_none() {
             return Err(format!("event without a type: {data}"));
         }
-        events.push(event);
+        events.push((id, event));
     }
     if !body.is_empty() && !body.ends_with("\n\n") {
         return Err("the stream does not end with a blank line".into());

@@ -2,13 +2,17 @@
 //! one consistent read ([`ThreadStore::load`]) and two writes ([`ThreadStore::begin_run`] takes
 //! the lease and stores the input; [`ThreadStore::finish_run`] stores the output and releases it).
 
+#[cfg(feature = "aws")]
 pub mod dynamo;
 pub mod memory;
 
+use crate::protocol::events::RecordedEvent;
 use crate::protocol::{Message, RunId, ThreadId};
 use async_trait::async_trait;
+use bytes::Bytes;
 use serde_json::Value;
 
+#[cfg(feature = "aws")]
 pub use dynamo::{DynamoStore, StoreUsage};
 pub use memory::MemoryStore;
 
@@ -65,6 +69,61 @@ pub struct StoredThread {
     /// When the thread was created (epoch milliseconds); identifies this incarnation of the
     /// thread id, so a thread recreated after expiry never sees the old one's leftovers.
     pub created_at_ms: i64,
+    /// The run holding a live lease on the thread, if any.
+    pub active_run: Option<RunId>,
+}
+
+/// Whether a caller's thread has a run going.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ThreadActivity {
+    /// The caller has no such thread.
+    Missing,
+    Idle {
+        created_at_ms: i64,
+    },
+    Running {
+        created_at_ms: i64,
+        run_id: RunId,
+    },
+}
+
+/// A run's place in the store: its thread's incarnation and its id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunRef {
+    pub thread_id: ThreadId,
+    pub created_at_ms: i64,
+    pub run_id: RunId,
+}
+
+/// Where a reader of a run's event log goes on: the run's attempt (a repeated run id is a new
+/// attempt) and the next sequence number it has not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventCursor {
+    pub started_at_ms: i64,
+    pub next_seq: u64,
+}
+
+/// Events read from a run's log.
+#[derive(Debug, Clone, Default)]
+pub struct EventPage {
+    pub events: Vec<RecordedEvent>,
+    /// `None` when the store holds no event of the run.
+    pub next: Option<EventCursor>,
+}
+
+/// What the run's heartbeat learned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pulse {
+    pub cancel_requested: bool,
+}
+
+/// The answer to a cancel request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelState {
+    /// The run holds its lease; it has been asked to stop.
+    Requested,
+    /// The run exists but has already ended.
+    Ended,
 }
 
 /// Proof that a run holds a thread's lease.
@@ -77,6 +136,18 @@ pub struct Lease {
     pub created_at_ms: i64,
     /// Sequence number of the next message appended to the thread.
     pub next_seq: usize,
+    /// When this attempt of the run took the lease; keys its event log.
+    pub started_at_ms: i64,
+}
+
+impl Lease {
+    pub fn run_ref(&self) -> RunRef {
+        RunRef {
+            thread_id: self.thread_id.clone(),
+            created_at_ms: self.created_at_ms,
+            run_id: self.run_id.clone(),
+        }
+    }
 }
 
 /// What `begin_run` writes.
@@ -101,9 +172,14 @@ pub struct HistoryPage {
     pub state: Option<Value>,
     /// Pass back as `after` to get the next page; `None` on the last page.
     pub next: Option<String>,
+    /// The run holding a live lease on the thread, if any.
+    pub active_run: Option<RunId>,
 }
 
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+/// What made a store call fail, kept as the error's source.
+pub type StoreCause = Box<dyn std::error::Error + Send + Sync>;
+
+#[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// Another run holds the lease, or the thread changed since it was loaded.
     #[error("the thread has an active run")]
@@ -118,8 +194,22 @@ pub enum StoreError {
     StateTooLarge(usize),
     #[error("a message is too large to store ({0} bytes)")]
     MessageTooLarge(usize),
+    /// A history cursor that this store never handed out.
+    #[error("the cursor is not valid for this thread")]
+    BadCursor,
+    /// A stored item does not parse: written by something else, or by a bug. Never a client's
+    /// mistake, and retrying will not help.
+    #[error("a stored item is corrupt: {0}")]
+    Corrupt(String),
     #[error("the thread store is unavailable")]
-    Unavailable(String),
+    Unavailable(#[source] StoreCause),
+}
+
+impl StoreError {
+    /// A failure described by a message only.
+    pub fn unavailable(reason: impl Into<String>) -> Self {
+        StoreError::Unavailable(reason.into().into())
+    }
 }
 
 #[async_trait]
@@ -151,6 +241,42 @@ pub trait ThreadStore: Send + Sync {
         after: Option<&str>,
         limit: usize,
     ) -> Result<HistoryPage, StoreError>;
+
+    /// Whether `owner`'s thread exists and which run holds it; one small read.
+    async fn activity(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+    ) -> Result<ThreadActivity, StoreError>;
+
+    /// Renews the lease until `renew_until_ms` (epoch ms), or only reads when `None`, and
+    /// reports whether a cancel was requested. `LeaseLost` once another run holds the thread.
+    async fn pulse(&self, lease: &Lease, renew_until_ms: Option<i64>) -> Result<Pulse, StoreError>;
+
+    /// Asks `run_id` of `owner`'s thread to stop. `NotFound` for an unknown run or thread.
+    async fn request_cancel(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        run_id: &RunId,
+    ) -> Result<CancelState, StoreError>;
+
+    /// Appends a batch of a run's events (`events[i]` has sequence number `first_seq + i`), in
+    /// the thread's partition, kept for the store's event retention.
+    async fn append_events(
+        &self,
+        lease: &Lease,
+        first_seq: u64,
+        events: &[Bytes],
+    ) -> Result<(), StoreError>;
+
+    /// A run's recorded events: from the start of its latest attempt when `from` is `None`,
+    /// else from the cursor on.
+    async fn read_events(
+        &self,
+        run: &RunRef,
+        from: Option<EventCursor>,
+    ) -> Result<EventPage, StoreError>;
 
     fn describe(&self) -> String;
 }

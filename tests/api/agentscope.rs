@@ -26,7 +26,14 @@ fn fixture_lines(name: &str) -> Vec<Value> {
 fn sse_objects(body: &str) -> Vec<Value> {
     body.split("\n\n")
         .filter(|frame| !frame.is_empty() && !frame.starts_with(':'))
-        .map(|frame| serde_json::from_str(frame.strip_prefix("data: ").unwrap()).unwrap())
+        .map(|frame| {
+            // Every frame carries its event's sequence number as the SSE id.
+            let data = frame.split_once('\n').map_or(frame, |(id, data)| {
+                assert!(id.starts_with("id: "), "{frame}");
+                data
+            });
+            serde_json::from_str(data.strip_prefix("data: ").unwrap()).unwrap()
+        })
         .collect()
 }
 
@@ -203,6 +210,7 @@ fn seed_example_events() -> Vec<Event> {
             step_name: "model_turn_1".into(),
         },
         Event::RunFinished {
+            outcome: None,
             thread_id: thread,
             run_id: run,
             usage: TokenUsage {
@@ -630,7 +638,7 @@ async fn refusals_are_failed_responses_with_the_usual_statuses() {
 /// One run per thread, whatever the dialect of each request.
 #[tokio::test]
 async fn a_busy_thread_refuses_the_other_dialect_too() {
-    let app = std::sync::Arc::new(spawn_app().await);
+    let app = std::sync::Arc::new(spawn_app_with(&[("BUSY_THREAD_POLICY", "reject")]).await);
     let thread = new_thread();
     let slow = {
         let app = app.clone();

@@ -427,6 +427,33 @@ async fn iam_callers_from_the_request_context() {
 #[tokio::test]
 async fn cors_preflight_and_headers_for_allowed_origins_only() {
     let app = spawn_app_with(&[("CORS_ALLOWED_ORIGINS", "https://app.example")]).await;
+    // Every refusal carries CORS, the local server's early 413 included, so a browser can
+    // read why it was refused.
+    for (method, path, body) in [
+        ("POST", "/agent", "x".repeat(300 * 1024)),
+        ("POST", "/agent", "{".to_owned()),
+        ("GET", "/threads/nope", String::new()),
+        ("GET", "/threads/nope/runs/r/events", String::new()),
+        ("POST", "/nowhere", String::new()),
+    ] {
+        let request = match method {
+            "GET" => app.http.get(app.url(path)),
+            _ => app.http.post(app.url(path)).body(body),
+        };
+        let refused = request
+            .header("origin", "https://app.example")
+            .header("content-type", "application/json")
+            .send()
+            .await
+            .unwrap();
+        assert!(refused.status().is_client_error(), "{method} {path}");
+        assert_eq!(
+            refused.headers()["access-control-allow-origin"],
+            "https://app.example",
+            "{method} {path} {}",
+            refused.status()
+        );
+    }
     let preflight = app
         .http
         .request(reqwest::Method::OPTIONS, app.url("/agent"))
@@ -476,6 +503,6 @@ async fn cors_preflight_and_headers_for_allowed_origins_only() {
     );
     assert_eq!(
         run.headers()["access-control-expose-headers"],
-        "x-thread-id"
+        "x-thread-id, x-run-id"
     );
 }

@@ -48,11 +48,12 @@ async fn parallel_runs_on_one_thread_admit_exactly_one() {
     let (app, _, _) = dynamo_app().await;
     let thread = new_thread();
     let runs = (0..6).map(|i| {
-        let body = run_input(
+        let mut body = run_input(
             &thread,
             &format!("r{i}"),
             json!([user_message(&format!("u{i}"), "stream slowly")]),
         );
+        body["forwardedProps"] = json!({"busy_thread_policy": "reject"});
         let app = &app;
         async move { app.run(&body).await }
     });
@@ -264,7 +265,8 @@ async fn a_thread_written_by_one_process_is_continued_by_another() {
 }
 
 /// The real binary, killed with SIGKILL in the middle of a run and started again: the thread
-/// stays consistent and the next run continues it once the dead run's lease has expired.
+/// stays consistent and the next run continues it once the dead run's heartbeat lease
+/// (`RUN_LEASE_SECS=3`) has expired, not the run's deadline.
 #[tokio::test]
 async fn a_process_killed_mid_run_leaves_a_thread_the_next_process_continues() {
     let endpoint = dynamo_local::endpoint().await;
@@ -283,7 +285,7 @@ async fn a_process_killed_mid_run_leaves_a_thread_the_next_process_continues() {
             .env("AWS_EC2_METADATA_DISABLED", "true")
             .env("OPENAI_BASE_URL", format!("{}/v1", aimock.url))
             .env("OPENAI_API_KEY", "test-key")
-            .env("RUN_TIMEOUT_SECS", "2")
+            .env("RUN_LEASE_SECS", "3")
             .env("RUST_LOG", "warn")
             .kill_on_drop(true)
             .stdout(std::process::Stdio::null())
@@ -321,12 +323,15 @@ async fn a_process_killed_mid_run_leaves_a_thread_the_next_process_continues() {
     }
     process.start_kill().unwrap();
     process.wait().await.unwrap();
+    let killed = tokio::time::Instant::now();
 
     let port = free_port();
     let _restarted = start(port);
     let url = format!("http://127.0.0.1:{port}/agent");
     let next = run_input(&thread, "r2", json!([user_message("u2", "hello")]));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut next = next;
+    next["forwardedProps"] = json!({"busy_thread_policy": "reject"});
     let reply = loop {
         if let Ok(response) = http.post(&url).json(&next).send().await {
             let status = response.status().as_u16();
@@ -345,6 +350,11 @@ async fn a_process_killed_mid_run_leaves_a_thread_the_next_process_continues() {
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     };
+    let freed_after = killed.elapsed();
+    assert!(
+        freed_after < Duration::from_secs(6),
+        "a 3 s lease freed the thread only {freed_after:?} after the kill"
+    );
     let events = agui_lambda::protocol::verify::parse_sse(&reply).unwrap();
     agui_lambda::protocol::verify::verify_run(&events).unwrap();
     assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED");

@@ -102,7 +102,14 @@ async fn an_endless_body_is_cut_off_at_the_limit() {
 #[tokio::test]
 async fn a_broken_base64_lambda_body_is_a_client_error() {
     let config = agui_lambda::config::Config::from_map(
-        &[("MODEL_PROVIDER".to_owned(), "demo".to_owned())].into(),
+        &[
+            ("MODEL_PROVIDER".to_owned(), "demo".to_owned()),
+            (
+                "CORS_ALLOWED_ORIGINS".to_owned(),
+                "https://app.example".to_owned(),
+            ),
+        ]
+        .into(),
     )
     .unwrap();
     let app = agui_lambda::startup::build(&config).await.unwrap();
@@ -112,12 +119,18 @@ async fn a_broken_base64_lambda_body_is_a_client_error() {
     .unwrap();
     event["isBase64Encoded"] = json!(true);
     event["body"] = json!("!!! this is not base64 ###");
+    event["headers"]["origin"] = json!("https://app.example");
     let response = agui_lambda::api::lambda::answer_event(
         &app,
         lambda_runtime::LambdaEvent::new(event, lambda_runtime::Context::default()),
     )
     .await;
     let status = response.status().as_u16();
+    assert_eq!(
+        response.headers()["access-control-allow-origin"],
+        "https://app.example",
+        "the adapter's own refusal carries CORS too"
+    );
     let body = response.into_body().collect().await.unwrap().to_bytes();
     assert_eq!(status, 400, "{body:?}");
     let error: Value = serde_json::from_slice(&body).unwrap();

@@ -56,8 +56,8 @@ async fn wrong_content_type_method_and_route() {
 }
 
 #[tokio::test]
-async fn a_second_run_while_the_thread_is_busy_gets_409() {
-    let app = spawn_app().await;
+async fn a_second_run_while_the_thread_is_busy_gets_409_under_the_reject_policy() {
+    let app = spawn_app_with(&[("BUSY_THREAD_POLICY", "reject")]).await;
     let thread = new_thread();
     // The disconnect fixture streams slowly, so the first run still holds the lease.
     let slow_input = run_input(

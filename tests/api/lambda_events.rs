@@ -26,8 +26,10 @@ async fn every_event_file_gets_its_documented_status() {
     .unwrap();
     let app = agui_lambda::startup::build(&config).await.unwrap();
 
-    let (status, _) = answer(&app, "history-read.json").await;
-    assert_eq!(status, 404, "no thread yet");
+    for file in ["history-read.json", "run-events.json", "run-cancel.json"] {
+        let (status, _) = answer(&app, file).await;
+        assert_eq!(status, 404, "{file}: no thread yet");
+    }
 
     for file in [
         "plain-chat.json",
@@ -67,4 +69,15 @@ async fn every_event_file_gets_its_documented_status() {
     let (status, body) = answer(&app, "history-read.json").await;
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("msg-user-1"));
+    assert!(body.contains(r#""activeRunId":null"#), "{body}");
+
+    // The plain chat's run, replayed after Last-Event-ID 2 and then cancelled once it ended.
+    let (status, body) = answer(&app, "run-events.json").await;
+    assert_eq!(status, 200, "{body}");
+    let replay = agui_lambda::protocol::verify::parse_sse_with_ids(&body).unwrap();
+    assert_eq!(replay.first().unwrap().0, Some(3), "{body}");
+    assert_eq!(replay.last().unwrap().1["type"], "RUN_FINISHED");
+    let (status, body) = answer(&app, "run-cancel.json").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""status":"ended""#), "{body}");
 }

@@ -7,10 +7,12 @@
     clippy::indexing_slicing
 )]
 
+mod create_table;
 mod dynamo_local;
 mod dynamo_runs;
 mod helpers;
 mod hostile;
+mod slow_model;
 
 mod agent_runs;
 mod agentscope;
@@ -19,4 +21,5 @@ mod auth;
 mod bedrock;
 mod input_errors;
 mod lambda_events;
+mod lifecycle;
 mod store_contract;

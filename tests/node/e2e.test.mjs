@@ -11,6 +11,8 @@
 //   AGUI_URL          (required) endpoint that takes RunAgentInput POSTs, e.g. http://127.0.0.1:8787/agent
 //   CAPTURE_DIR       (optional) every raw response body is saved there as <version>-<scenario>-<n>.sse
 //   E2E_RUN_TIMEOUT_MS (optional) per-run limit, default 60000
+//   E2E_SEQUENTIAL    (optional) set to 1 when the server answers one request at a time
+//                     (`cargo lambda watch` with one instance): double-texting needs two at once
 //
 // Run: cd tests/node && npm ci && AGUI_URL=... node --test --test-concurrency=1 e2e.test.mjs
 
@@ -141,6 +143,14 @@ function parseSse(text) {
   return events;
 }
 
+// The `id:` of each event frame, in order (undefined where a frame has none).
+function sseIds(text) {
+  return text
+    .split("\n\n")
+    .filter((block) => block.split("\n").some((line) => line.startsWith("data:")))
+    .map((block) => block.split("\n").find((line) => line.startsWith("id:"))?.slice(3).trim());
+}
+
 // ---------------------------------------------------------------------------------------
 // One scenario = one agent (one thread) and one or more runs on it.
 
@@ -246,6 +256,9 @@ function assertWire(seen, expectedTerminal) {
   assert.ok(!text.includes("\r"), `${seen.label}: the stream contains CR characters (clients need LF-only SSE)`);
   const wire = parseSse(text);
   assert.ok(wire.length > 0, `${seen.label}: empty event stream`);
+  // Every event frame carries its place in the run as the SSE id, for Last-Event-ID resumes.
+  const ids = sseIds(text);
+  assert.deepEqual(ids, wire.map((_, i) => String(i + 1)), `${seen.label}: SSE ids are 1..n`);
   assert.equal(wire[0].type, "RUN_STARTED", `${seen.label}: first event on the wire is ${wire[0].type}`);
   assert.equal(wire.filter((e) => e.type === "RUN_STARTED").length, 1, `${seen.label}: RUN_STARTED count on the wire`);
   const terminals = wire.filter((e) => TERMINAL.has(e.type));
@@ -388,6 +401,150 @@ if (!AGUI_URL) {
     // Ten chunks 150 ms apart span about 1.35 s; a buffered stream would span ~0.
     assert.ok(spread >= 600, `content frames arrived within ${spread} ms: ${arrivals.join(",")}`);
   });
+
+
+  // ---------------------------------------------------------------------------------------
+  // The run lifecycle: a run outlives its connection; a new run on a busy thread interrupts
+  // the active one (the default) or is refused (reject).
+  const BASE = AGUI_URL.replace(/\/agent\/?$/, "");
+  const SLOW_REPLY = "One, two, three, four, five, six, seven, eight, nine, ten.";
+
+  async function threadOf(threadId) {
+    const response = await fetch(`${BASE}/threads/${threadId}`);
+    assert.equal(response.status, 200, `GET /threads/${threadId}`);
+    return response.json();
+  }
+
+  async function waitIdle(threadId, ms) {
+    const until = Date.now() + ms;
+    for (;;) {
+      const thread = await threadOf(threadId);
+      if (thread.activeRunId === null) return thread;
+      assert.ok(Date.now() < until, `thread ${threadId} still runs ${thread.activeRunId}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  async function eventually(condition, ms, what) {
+    const until = Date.now() + ms;
+    while (!condition()) {
+      assert.ok(Date.now() < until, `timed out waiting for ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  // A body over the limit is read to its end before the 413, so a client still sending gets the
+  // answer instead of EPIPE.
+  test("limits: Node's fetch reads the 413 of a 10 MB body, ten times out of ten", async () => {
+    const big = JSON.stringify({ threadId: randomUUID(), runId: randomUUID(), messages: [], padding: "x".repeat(10 * 1024 * 1024) });
+    for (let i = 0; i < 10; i++) {
+      const response = await fetch(AGUI_URL, { method: "POST", headers: { "content-type": "application/json" }, body: big });
+      assert.equal(response.status, 413, `attempt ${i + 1}`);
+      assert.equal((await response.json()).error.code, "payload_too_large");
+    }
+  });
+
+  test("lifecycle: a client that disconnects mid-stream leaves a run that completes and frees the thread", async () => {
+    const threadId = randomUUID();
+    const controller = new AbortController();
+    const body = {
+      threadId, runId: randomUUID(), state: {}, tools: [], context: [], forwardedProps: {},
+      messages: [{ id: randomUUID(), role: "user", content: "stream slowly" }],
+    };
+    const response = await fetch(AGUI_URL, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "text/event-stream" },
+      body: JSON.stringify(body),
+      signal: controller.signal,
+    });
+    assert.equal(response.status, 200);
+    const decoder = new TextDecoder();
+    let text = "";
+    for await (const chunk of response.body) {
+      text += decoder.decode(chunk, { stream: true });
+      if (text.includes("TEXT_MESSAGE_CONTENT")) break;
+    }
+    controller.abort();
+    assert.ok(!text.includes("RUN_FINISHED"), "the client left before the end");
+    const thread = await waitIdle(threadId, 20000);
+    assert.deepEqual(
+      thread.messages.map((m) => [m.role, m.content]),
+      [["user", "stream slowly"], ["assistant", SLOW_REPLY]],
+      "the whole answer was stored",
+    );
+    const next = await fetch(AGUI_URL, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ ...body, runId: randomUUID(), messages: [...thread.messages, { id: randomUUID(), role: "user", content: "hello" }] }),
+    });
+    assert.equal(next.status, 200);
+    const events = parseSse(await next.text());
+    assert.equal(events.at(-1).type, "RUN_FINISHED");
+  });
+
+  const sequential = process.env.E2E_SEQUENTIAL === "1"
+    ? "the server answers one request at a time; the suite runs this against the local server"
+    : false;
+  for (const client of CLIENTS) {
+    test(`lifecycle (${client.version}): double-texting rejects under reject and interrupts by default`, { skip: sequential }, async () => {
+      const threadId = randomUUID();
+      const first = new client.HttpAgent({
+        url: AGUI_URL, threadId,
+        initialMessages: [{ id: randomUUID(), role: "user", content: "stream slowly" }],
+      });
+      const firstEvents = [];
+      const firstRun = first.runAgent(
+        { runId: randomUUID(), tools: [], context: [] },
+        { onEvent: ({ event }) => { firstEvents.push(structuredClone(event)); } },
+      );
+      await eventually(() => firstEvents.some((e) => e.type === "TEXT_MESSAGE_CONTENT"), 20000, "the first run's text");
+
+      // reject: the second run is refused and the first goes on.
+      const refused = await fetch(AGUI_URL, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          threadId, runId: randomUUID(), state: {}, tools: [], context: [],
+          forwardedProps: { busy_thread_policy: "reject" },
+          messages: [{ id: randomUUID(), role: "user", content: "hello" }],
+        }),
+      });
+      assert.equal(refused.status, 409);
+      assert.equal((await refused.json()).error.code, "thread_busy");
+
+      // interrupt (the default): the first run stops, the second runs on the history.
+      const second = new client.HttpAgent({
+        url: AGUI_URL, threadId,
+        initialMessages: [{ id: randomUUID(), role: "user", content: "hello" }],
+      });
+      const secondEvents = [];
+      const consoleBefore = consoleLog.length;
+      await withTimeout(
+        second.runAgent({ runId: randomUUID(), tools: [], context: [] }, { onEvent: ({ event }) => { secondEvents.push(structuredClone(event)); } }),
+        RUN_TIMEOUT_MS, "second run",
+      );
+      await withTimeout(firstRun, RUN_TIMEOUT_MS, "first run");
+      assert.deepEqual(consoleLog.slice(consoleBefore), [], "the clients printed nothing");
+      const end = firstEvents.at(-1);
+      if (client.version === "1.0.0") {
+        assert.equal(end.type, "RUN_FINISHED");
+        assert.deepEqual(end.outcome, { type: "cancelled" });
+      } else {
+        // 0.0.59 has no cancelled outcome: it gets a RUN_ERROR it can parse.
+        assert.equal(end.type, "RUN_ERROR");
+        assert.equal(end.code, "CANCELLED");
+      }
+      assert.equal(secondEvents.at(-1).type, "RUN_FINISHED");
+      const partial = firstEvents.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e.delta).join("");
+      assert.ok(partial.length > 0 && SLOW_REPLY.startsWith(partial) && partial !== SLOW_REPLY, `partial answer: ${partial}`);
+      const thread = await waitIdle(threadId, 5000);
+      assert.deepEqual(
+        thread.messages.map((m) => [m.role, m.content]),
+        [["user", "stream slowly"], ["assistant", partial], ["user", "hello"], ["assistant", "Hello! How can I help you today?"]],
+        "the interrupted partial answer is in the history",
+      );
+    });
+  }
 
   for (const client of CLIENTS) {
     describe(`@ag-ui/client ${client.version}`, () => {

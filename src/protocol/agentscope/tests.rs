@@ -44,6 +44,7 @@ fn started() -> Event {
 
 fn finished() -> Event {
     Event::RunFinished {
+        outcome: None,
         thread_id: ThreadId::parse("t1", 128).unwrap(),
         run_id: RunId::parse("r1", 128).unwrap(),
         usage: TokenUsage {

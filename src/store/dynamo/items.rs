@@ -42,6 +42,20 @@ pub(super) fn message_sk(created_at_ms: i64, seq: usize) -> AttributeValue {
     AttributeValue::S(format!("{}{seq:010}", message_prefix(created_at_ms)))
 }
 
+/// Event log items: `RUN#<thread created>#<run id>#<attempt started>#<first seq>.<part>`. Ids
+/// never contain `#`, so a run's prefix matches only its own items.
+pub(super) fn run_prefix(created_at_ms: i64, run_id: &str) -> String {
+    format!("RUN#{created_at_ms:013}#{run_id}#")
+}
+
+pub(super) fn attempt_prefix(created_at_ms: i64, run_id: &str, started_at_ms: i64) -> String {
+    format!("{}{started_at_ms:013}#", run_prefix(created_at_ms, run_id))
+}
+
+pub(super) fn batch_sk(prefix: &str, first_seq: u64, part: usize) -> AttributeValue {
+    AttributeValue::S(format!("{prefix}{first_seq:010}.{part:03}"))
+}
+
 pub(super) fn n(value: i64) -> AttributeValue {
     AttributeValue::N(value.to_string())
 }
@@ -68,8 +82,8 @@ pub(super) fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
-pub(super) fn unavailable<E: std::fmt::Debug>(error: E) -> StoreError {
-    StoreError::Unavailable(format!("{error:?}"))
+pub(super) fn unavailable<E: std::error::Error + Send + Sync + 'static>(error: E) -> StoreError {
+    StoreError::Unavailable(Box::new(error))
 }
 
 /// What a cancelled transaction's reasons say about its first item (the META write).
@@ -110,11 +124,13 @@ pub(super) struct Meta {
     pub(super) created_at_ms: i64,
     pub(super) state: Option<Value>,
     pub(super) expires_at: Option<i64>,
+    /// The run holding the lease, while the lease is live.
+    pub(super) active_run: Option<String>,
 }
 
 impl Meta {
     pub(super) fn parse(item: &Item) -> Result<Self, StoreError> {
-        let corrupt = || StoreError::Unavailable("a thread record is missing fields".to_owned());
+        let corrupt = || StoreError::Corrupt("a thread record is missing fields".to_owned());
         Ok(Self {
             owner: get_s(item, "owner").ok_or_else(corrupt)?.to_owned(),
             version: get_n(item, "version")
@@ -126,6 +142,9 @@ impl Meta {
                 .transpose()
                 .map_err(|_| corrupt())?,
             expires_at: get_n(item, "expiresAt"),
+            active_run: get_s(item, "leaseRun")
+                .filter(|_| get_n(item, "leaseUntil").is_some_and(|until| until > now_ms()))
+                .map(str::to_owned),
         })
     }
 
@@ -138,7 +157,7 @@ impl Meta {
 
 pub(super) fn parse_message(item: &Item) -> Result<Message, StoreError> {
     let body = get_s(item, "body")
-        .ok_or_else(|| StoreError::Unavailable("a message item has no body".to_owned()))?;
+        .ok_or_else(|| StoreError::Corrupt("a message item has no body".to_owned()))?;
     serde_json::from_str(body)
-        .map_err(|err| StoreError::Unavailable(format!("a stored message does not parse: {err}")))
+        .map_err(|err| StoreError::Corrupt(format!("a stored message does not parse: {err}")))
 }

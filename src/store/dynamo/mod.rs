@@ -4,10 +4,11 @@
 //! it read, so concurrent runs can never interleave their messages.
 
 use super::{
-    HistoryPage, Lease, MAX_MESSAGE_BYTES, MAX_STATE_BYTES, Principal, RunStart, StoreError,
-    StoredThread, ThreadStore,
+    CancelState, EventCursor, EventPage, HistoryPage, Lease, MAX_MESSAGE_BYTES, MAX_STATE_BYTES,
+    Principal, Pulse, RunRef, RunStart, StoreError, StoredThread, ThreadActivity, ThreadStore,
 };
-use crate::protocol::{Message, ThreadId};
+use crate::protocol::events::RecordedEvent;
+use crate::protocol::{Message, RunId, ThreadId};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{
@@ -15,6 +16,7 @@ use aws_sdk_dynamodb::types::{
     Put, ReturnConsumedCapacity, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
     TimeToLiveSpecification, TransactWriteItem, Update,
 };
+use bytes::Bytes;
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -27,8 +29,14 @@ pub struct DynamoStore {
     table: String,
     /// Threads are deleted this long after they were created; `None` keeps them.
     ttl_seconds: Option<i64>,
+    /// Run event logs are deleted this long after they were written.
+    events_ttl_seconds: i64,
     usage: Usage,
 }
+
+/// Event log items stay well under DynamoDB's 400 KB item limit; a larger batch (one huge
+/// `MESSAGES_SNAPSHOT`) is split into parts written in one transaction.
+const EVENT_PART_BYTES: usize = 350_000;
 
 /// Calls made and capacity consumed since the store was built, for benchmarks and logs.
 #[derive(Default)]
@@ -54,8 +62,73 @@ impl DynamoStore {
             client,
             table: table.into(),
             ttl_seconds: (ttl_days > 0).then(|| i64::from(ttl_days) * 86_400),
+            events_ttl_seconds: 24 * 3600,
             usage: Usage::default(),
         }
+    }
+
+    /// How long run event logs are kept (`RUN_EVENTS_TTL_HOURS`).
+    pub fn with_events_ttl_hours(mut self, hours: u32) -> Self {
+        self.events_ttl_seconds = i64::from(hours.max(1)) * 3600;
+        self
+    }
+
+    fn meta_key(&self, thread_id: &ThreadId) -> [(String, AttributeValue); 2] {
+        [("pk".to_owned(), pk(thread_id)), ("sk".to_owned(), s(META))]
+    }
+
+    /// The META item's small attributes, consistently read.
+    async fn meta_head(&self, thread_id: &ThreadId) -> Result<Option<Item>, StoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(self.meta_key(thread_id).into_iter().collect()))
+            .projection_expression("#o, createdAt, expiresAt, leaseRun, leaseUntil, cancelRun, #v")
+            .expression_attribute_names("#o", "owner")
+            .expression_attribute_names("#v", "version")
+            .consistent_read(true)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        self.count_read(output.consumed_capacity.as_ref());
+        Ok(output.item)
+    }
+
+    /// Reads the attempt's batches whose sort key is at least `from_sk`. Stops at a batch whose
+    /// parts are not all written yet.
+    async fn query_batches(
+        &self,
+        thread_id: &ThreadId,
+        from_sk: String,
+        to_sk: String,
+    ) -> Result<Vec<Item>, StoreError> {
+        let mut items = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+                .expression_attribute_values(":pk", pk(thread_id))
+                .expression_attribute_values(":from", s(from_sk.clone()))
+                .expression_attribute_values(":to", s(to_sk.clone()))
+                .consistent_read(true)
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(unavailable)?;
+            self.count_read(page.consumed_capacity.as_ref());
+            items.extend(page.items.unwrap_or_default());
+            match page.last_evaluated_key {
+                Some(key) if !key.is_empty() => start = Some(key),
+                _ => break,
+            }
+        }
+        Ok(items)
     }
 
     pub fn usage(&self) -> StoreUsage {
@@ -87,7 +160,7 @@ impl DynamoStore {
         message: &Message,
     ) -> Result<(Put, usize), StoreError> {
         let body = serde_json::to_string(message)
-            .map_err(|err| StoreError::Unavailable(err.to_string()))?;
+            .map_err(|err| StoreError::Corrupt(format!("a message does not serialise: {err}")))?;
         if body.len() > MAX_MESSAGE_BYTES {
             return Err(StoreError::MessageTooLarge(body.len()));
         }
@@ -207,7 +280,7 @@ impl DynamoStore {
             }
             let mut expression = format!("SET {}", set.join(", "));
             if index == last && release {
-                expression.push_str(" REMOVE leaseRun, leaseUntil");
+                expression.push_str(" REMOVE leaseRun, leaseUntil, cancelRun");
             }
             let update = update
                 .update_expression(expression)
@@ -222,7 +295,7 @@ impl DynamoStore {
                     return Err(match cancellation(error)? {
                         Cancelled::Meta(_) => StoreError::LeaseLost,
                         Cancelled::Other(reasons) => {
-                            StoreError::Unavailable(format!("transaction cancelled: {reasons}"))
+                            StoreError::unavailable(format!("transaction cancelled: {reasons}"))
                         }
                     });
                 }
@@ -231,47 +304,234 @@ impl DynamoStore {
         Ok(version)
     }
 
-    /// Creates the table as `template.yaml` declares it: for tests and local DynamoDB.
-    pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError> {
-        let key = |name: &str, kind: KeyType| {
-            KeySchemaElement::builder()
-                .attribute_name(name)
-                .key_type(kind)
-                .build()
-                .map_err(unavailable)
+    /// Creates `table` as `template.yaml` declares it (on demand; `pk` HASH and `sk` RANGE, both
+    /// strings; TTL on `expiresAt`), for tests and DynamoDB Local (`agui-lambda create-table`).
+    /// Idempotent: a table that already has that key schema is kept as it is (its TTL switched on
+    /// if it was off) and reported as [`TableSetup::Existed`]; a table with another key schema is
+    /// [`TableError::Mismatch`]. Secondary indexes are not compared, only the primary key.
+    pub async fn create_table(client: &Client, table: &str) -> Result<TableSetup, TableError> {
+        let setup = match Self::check_table(client, table).await {
+            Ok(()) => TableSetup::Existed,
+            Err(TableError::Missing { .. }) => {
+                let failed =
+                    |err: &dyn std::fmt::Display| TableError::call("CreateTable", table, err);
+                let key = |name: &str, kind: KeyType| {
+                    KeySchemaElement::builder()
+                        .attribute_name(name)
+                        .key_type(kind)
+                        .build()
+                        .map_err(|err| failed(&err))
+                };
+                let attribute = |name: &str| {
+                    AttributeDefinition::builder()
+                        .attribute_name(name)
+                        .attribute_type(ScalarAttributeType::S)
+                        .build()
+                        .map_err(|err| failed(&err))
+                };
+                let created = client
+                    .create_table()
+                    .table_name(table)
+                    .billing_mode(BillingMode::PayPerRequest)
+                    .key_schema(key("pk", KeyType::Hash)?)
+                    .key_schema(key("sk", KeyType::Range)?)
+                    .attribute_definitions(attribute("pk")?)
+                    .attribute_definitions(attribute("sk")?)
+                    .send()
+                    .await;
+                match created {
+                    Ok(_) => TableSetup::Created,
+                    // Created by someone else since the check: fine if it is the same table.
+                    Err(err)
+                        if err
+                            .as_service_error()
+                            .is_some_and(|err| err.is_resource_in_use_exception()) =>
+                    {
+                        Self::check_table(client, table).await?;
+                        TableSetup::Existed
+                    }
+                    Err(err) => {
+                        return Err(failed(&error_chain(&err)));
+                    }
+                }
+            }
+            Err(other) => return Err(other),
         };
-        let attribute = |name: &str| {
-            AttributeDefinition::builder()
-                .attribute_name(name)
-                .attribute_type(ScalarAttributeType::S)
-                .build()
-                .map_err(unavailable)
+        Self::wait_until_active(client, table).await?;
+        Self::ensure_ttl(client, table).await?;
+        Ok(setup)
+    }
+
+    /// Checks with one `DescribeTable` call that `table` exists with the key schema
+    /// `template.yaml` declares (`pk` HASH, `sk` RANGE, both strings). Secondary indexes are
+    /// not compared.
+    pub async fn check_table(client: &Client, table: &str) -> Result<(), TableError> {
+        let Some(described) = Self::describe_table(client, table).await? else {
+            return Err(TableError::Missing {
+                table: table.to_owned(),
+            });
         };
-        client
-            .create_table()
+        let type_of = |name: &str| {
+            described
+                .attribute_definitions()
+                .iter()
+                .find(|attribute| attribute.attribute_name() == name)
+                .map_or("?", |attribute| attribute.attribute_type().as_str())
+        };
+        let found = described
+            .key_schema()
+            .iter()
+            .map(|key| {
+                let name = key.attribute_name();
+                format!("{name} {} {}", key.key_type().as_str(), type_of(name))
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        if found != TEMPLATE_KEY_SCHEMA {
+            return Err(TableError::Mismatch {
+                table: table.to_owned(),
+                what: format!("its key schema is ({found}), not ({TEMPLATE_KEY_SCHEMA})"),
+            });
+        }
+        Ok(())
+    }
+
+    /// The table's description, or `None` when it does not exist.
+    async fn describe_table(
+        client: &Client,
+        table: &str,
+    ) -> Result<Option<aws_sdk_dynamodb::types::TableDescription>, TableError> {
+        match client.describe_table().table_name(table).send().await {
+            Ok(output) => Ok(output.table),
+            Err(err)
+                if err
+                    .as_service_error()
+                    .is_some_and(|err| err.is_resource_not_found_exception()) =>
+            {
+                Ok(None)
+            }
+            Err(err) => Err(TableError::call("DescribeTable", table, &error_chain(&err))),
+        }
+    }
+
+    /// A new table on AWS is `CREATING` for a few seconds (DynamoDB Local: never); its TTL can
+    /// only be set once it is `ACTIVE`.
+    async fn wait_until_active(client: &Client, table: &str) -> Result<(), TableError> {
+        use aws_sdk_dynamodb::types::TableStatus;
+        for _ in 0..120 {
+            let status = Self::describe_table(client, table)
+                .await?
+                .and_then(|described| described.table_status);
+            if matches!(status, None | Some(TableStatus::Active)) {
+                return Ok(());
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        }
+        Err(TableError::call(
+            "DescribeTable",
+            table,
+            &"the table did not become ACTIVE within 60 s",
+        ))
+    }
+
+    /// Switches TTL on `expiresAt` on, unless it is already.
+    async fn ensure_ttl(client: &Client, table: &str) -> Result<(), TableError> {
+        use aws_sdk_dynamodb::types::TimeToLiveStatus;
+        let described = client
+            .describe_time_to_live()
             .table_name(table)
-            .billing_mode(BillingMode::PayPerRequest)
-            .key_schema(key("pk", KeyType::Hash)?)
-            .key_schema(key("sk", KeyType::Range)?)
-            .attribute_definitions(attribute("pk")?)
-            .attribute_definitions(attribute("sk")?)
             .send()
             .await
-            .map_err(unavailable)?;
+            .map_err(|err| TableError::call("DescribeTimeToLive", table, &error_chain(&err)))?;
+        if let Some(ttl) = described.time_to_live_description()
+            && matches!(
+                ttl.time_to_live_status(),
+                Some(TimeToLiveStatus::Enabled | TimeToLiveStatus::Enabling)
+            )
+        {
+            return match ttl.attribute_name() {
+                Some(TTL_ATTRIBUTE) => Ok(()),
+                other => Err(TableError::Mismatch {
+                    table: table.to_owned(),
+                    what: format!(
+                        "its TTL attribute is {}, not {TTL_ATTRIBUTE}",
+                        other.unwrap_or("unnamed")
+                    ),
+                }),
+            };
+        }
+        let failed = |err: &dyn std::fmt::Display| TableError::call("UpdateTimeToLive", table, err);
         client
             .update_time_to_live()
             .table_name(table)
             .time_to_live_specification(
                 TimeToLiveSpecification::builder()
-                    .attribute_name("expiresAt")
+                    .attribute_name(TTL_ATTRIBUTE)
                     .enabled(true)
                     .build()
-                    .map_err(unavailable)?,
+                    .map_err(|err| failed(&err))?,
             )
             .send()
             .await
-            .map_err(unavailable)?;
+            .map_err(|err| failed(&error_chain(&err)))?;
         Ok(())
+    }
+}
+
+/// An SDK error with its causes, `outer: inner: …` ("dispatch failure: io error: … Connection
+/// refused"), without the Debug dump `DisplayErrorContext` appends.
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.ends_with(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// The primary key `template.yaml` declares, as [`DynamoStore::check_table`] prints one.
+const TEMPLATE_KEY_SCHEMA: &str = "pk HASH S, sk RANGE S";
+/// The attribute `template.yaml` names for TTL.
+const TTL_ATTRIBUTE: &str = "expiresAt";
+
+/// What [`DynamoStore::create_table`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableSetup {
+    Created,
+    /// The table was there already, with the expected key schema.
+    Existed,
+}
+
+/// Why the threads table cannot be created or used.
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    #[error("table {table} does not exist")]
+    Missing { table: String },
+    #[error(
+        "table {table} exists but does not match template.yaml: {what}. Delete it \
+         (aws dynamodb delete-table --table-name {table}) or set THREADS_TABLE to another name"
+    )]
+    Mismatch { table: String, what: String },
+    #[error("DynamoDB {call} on table {table} failed: {reason}")]
+    Call {
+        call: &'static str,
+        table: String,
+        reason: String,
+    },
+}
+
+impl TableError {
+    fn call(call: &'static str, table: &str, reason: &dyn std::fmt::Display) -> Self {
+        TableError::Call {
+            call,
+            table: table.to_owned(),
+            reason: reason.to_string(),
+        }
     }
 }
 
@@ -289,8 +549,11 @@ impl ThreadStore for DynamoStore {
                 .client
                 .query()
                 .table_name(&self.table)
-                .key_condition_expression("pk = :pk")
+                // META and the messages; run event logs sort after them and are not read.
+                .key_condition_expression("pk = :pk AND sk BETWEEN :meta AND :messages_end")
                 .expression_attribute_values(":pk", pk(thread_id))
+                .expression_attribute_values(":meta", s(META))
+                .expression_attribute_values(":messages_end", s("MSG#~"))
                 .consistent_read(true)
                 .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .set_exclusive_start_key(start.take())
@@ -322,6 +585,9 @@ impl ThreadStore for DynamoStore {
             state: meta.state,
             version: meta.version,
             created_at_ms: meta.created_at_ms,
+            active_run: meta
+                .active_run
+                .and_then(|run| RunId::parse(run, crate::protocol::ids::MAX_ID_LEN).ok()),
         }))
     }
 
@@ -380,6 +646,7 @@ impl ThreadStore for DynamoStore {
                 let mut expression =
                     "SET #v = :next, leaseRun = :run, leaseUntil = :until, updatedAt = :now"
                         .to_owned();
+                let remove = " REMOVE cancelRun";
                 let mut update = Update::builder()
                     .table_name(&self.table)
                     .key("pk", pk(start.thread_id))
@@ -402,6 +669,7 @@ impl ThreadStore for DynamoStore {
                         .expression_attribute_names("#s", "state")
                         .expression_attribute_values(":state", state.clone());
                 }
+                expression.push_str(remove);
                 TransactWriteItem::builder()
                     .update(
                         update
@@ -421,7 +689,7 @@ impl ThreadStore for DynamoStore {
                 }
                 Cancelled::Meta(_) => StoreError::Conflict,
                 Cancelled::Other(reasons) => {
-                    StoreError::Unavailable(format!("transaction cancelled: {reasons}"))
+                    StoreError::unavailable(format!("transaction cancelled: {reasons}"))
                 }
             });
         }
@@ -432,6 +700,7 @@ impl ThreadStore for DynamoStore {
             version: start.loaded.map_or(1, |thread| thread.version + 1),
             created_at_ms,
             next_seq: first_seq + start.new_messages.len(),
+            started_at_ms: now,
         };
         if !rest.is_empty() {
             // Inputs too large for one transaction: the rest follows under the lease, and the
@@ -495,7 +764,12 @@ impl ThreadStore for DynamoStore {
         }
         let from = match after {
             None => 0,
-            Some(cursor) => cursor.parse::<usize>().map_err(|_| StoreError::NotFound)? + 1,
+            Some(cursor) => cursor
+                .parse::<usize>()
+                .ok()
+                .and_then(|seq| seq.checked_add(1))
+                .filter(|seq| *seq < 10_000_000_000)
+                .ok_or(StoreError::BadCursor)?,
         };
         let prefix = message_prefix(meta.created_at_ms);
         let page = self
@@ -529,10 +803,346 @@ impl ThreadStore for DynamoStore {
             next: (more && !messages.is_empty()).then(|| (from + messages.len() - 1).to_string()),
             messages,
             state: meta.state,
+            active_run: meta
+                .active_run
+                .and_then(|run| RunId::parse(run, crate::protocol::ids::MAX_ID_LEN).ok()),
         })
+    }
+
+    async fn activity(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+    ) -> Result<ThreadActivity, StoreError> {
+        let Some(item) = self.meta_head(thread_id).await? else {
+            return Ok(ThreadActivity::Missing);
+        };
+        let created_at_ms = get_n(&item, "createdAt")
+            .ok_or_else(|| StoreError::Corrupt("a thread record has no createdAt".into()))?;
+        let live = get_n(&item, "expiresAt").is_none_or(|expires| expires * 1000 > now_ms());
+        if get_s(&item, "owner") != Some(owner.as_str()) || !live {
+            return Ok(ThreadActivity::Missing);
+        }
+        let running = get_s(&item, "leaseRun")
+            .filter(|_| get_n(&item, "leaseUntil").is_some_and(|until| until > now_ms()))
+            .and_then(|run| RunId::parse(run, crate::protocol::ids::MAX_ID_LEN).ok());
+        Ok(match running {
+            Some(run_id) => ThreadActivity::Running {
+                created_at_ms,
+                run_id,
+            },
+            None => ThreadActivity::Idle { created_at_ms },
+        })
+    }
+
+    async fn pulse(&self, lease: &Lease, renew_until_ms: Option<i64>) -> Result<Pulse, StoreError> {
+        let version = n(i64::try_from(lease.version).unwrap_or(i64::MAX));
+        let Some(until) = renew_until_ms else {
+            let item = self.meta_head(&lease.thread_id).await?;
+            let item = item.ok_or(StoreError::LeaseLost)?;
+            let held = get_s(&item, "leaseRun") == Some(lease.run_id.as_str())
+                && item.get("version") == Some(&version);
+            if !held {
+                return Err(StoreError::LeaseLost);
+            }
+            return Ok(Pulse {
+                cancel_requested: get_s(&item, "cancelRun") == Some(lease.run_id.as_str()),
+            });
+        };
+        self.usage.writes.fetch_add(1, Ordering::Relaxed);
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(self.meta_key(&lease.thread_id).into_iter().collect()))
+            .update_expression("SET leaseUntil = :until")
+            .condition_expression(
+                "leaseRun = :run AND #v = :version AND (attribute_not_exists(cancelRun) OR cancelRun <> :run)",
+            )
+            .expression_attribute_names("#v", "version")
+            .expression_attribute_values(":until", n(until))
+            .expression_attribute_values(":run", s(lease.run_id.as_str()))
+            .expression_attribute_values(":version", version.clone())
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await;
+        match result {
+            Ok(output) => {
+                self.usage
+                    .write_milli_units
+                    .fetch_add(milli(output.consumed_capacity()), Ordering::Relaxed);
+                Ok(Pulse {
+                    cancel_requested: false,
+                })
+            }
+            Err(error) => match error.into_service_error() {
+                aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(failed) => {
+                    let old = failed.item().cloned().unwrap_or_default();
+                    let held = get_s(&old, "leaseRun") == Some(lease.run_id.as_str())
+                        && old.get("version") == Some(&version);
+                    if held {
+                        Ok(Pulse {
+                            cancel_requested: true,
+                        })
+                    } else {
+                        Err(StoreError::LeaseLost)
+                    }
+                }
+                other => Err(unavailable(other)),
+            },
+        }
+    }
+
+    async fn request_cancel(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        run_id: &RunId,
+    ) -> Result<CancelState, StoreError> {
+        self.usage.writes.fetch_add(1, Ordering::Relaxed);
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(self.meta_key(thread_id).into_iter().collect()))
+            .update_expression("SET cancelRun = :run")
+            .condition_expression("#o = :owner AND leaseRun = :run AND leaseUntil > :now")
+            .expression_attribute_names("#o", "owner")
+            .expression_attribute_values(":owner", s(owner.as_str()))
+            .expression_attribute_values(":run", s(run_id.as_str()))
+            .expression_attribute_values(":now", n(now_ms()))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        let old = match result {
+            Ok(_) => return Ok(CancelState::Requested),
+            Err(error) => match error.into_service_error() {
+                aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(failed) => {
+                    failed.item().cloned().unwrap_or_default()
+                }
+                other => return Err(unavailable(other)),
+            },
+        };
+        let live = get_n(&old, "expiresAt").is_none_or(|expires| expires * 1000 > now_ms());
+        if get_s(&old, "owner") != Some(owner.as_str()) || !live {
+            return Err(StoreError::NotFound);
+        }
+        let created_at_ms = get_n(&old, "createdAt").ok_or(StoreError::NotFound)?;
+        let prefix = run_prefix(created_at_ms, run_id.as_str());
+        let page = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", pk(thread_id))
+            .expression_attribute_values(":prefix", s(prefix))
+            .projection_expression("sk")
+            .limit(1)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        self.count_read(page.consumed_capacity.as_ref());
+        if page.items.is_some_and(|items| !items.is_empty()) {
+            Ok(CancelState::Ended)
+        } else {
+            Err(StoreError::NotFound)
+        }
+    }
+
+    async fn append_events(
+        &self,
+        lease: &Lease,
+        first_seq: u64,
+        events: &[Bytes],
+    ) -> Result<(), StoreError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let mut text = String::with_capacity(events.iter().map(|event| event.len() + 1).sum());
+        for (index, event) in events.iter().enumerate() {
+            if index > 0 {
+                text.push('\n');
+            }
+            text.push_str(std::str::from_utf8(event).map_err(unavailable)?);
+        }
+        let parts = split_text(&text, EVENT_PART_BYTES);
+        let prefix = attempt_prefix(
+            lease.created_at_ms,
+            lease.run_id.as_str(),
+            lease.started_at_ms,
+        );
+        let expires = n(now_ms() / 1000 + self.events_ttl_seconds);
+        let count = i64::try_from(events.len()).unwrap_or(i64::MAX);
+        let mut puts = Vec::with_capacity(parts.len());
+        for (index, part) in parts.iter().enumerate() {
+            let mut put = Put::builder()
+                .table_name(&self.table)
+                .item("pk", pk(&lease.thread_id))
+                .item("sk", batch_sk(&prefix, first_seq, index))
+                .item("ev", s(*part))
+                .item("expiresAt", expires.clone());
+            if index + 1 == parts.len() {
+                put = put.item("count", n(count));
+            }
+            puts.push(put.build().map_err(unavailable)?);
+        }
+        self.usage.writes.fetch_add(1, Ordering::Relaxed);
+        let consumed = if puts.len() == 1 {
+            let put = puts.remove(0);
+            self.client
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(put.item))
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .send()
+                .await
+                .map_err(unavailable)?
+                .consumed_capacity
+                .map(|capacity| milli(Some(&capacity)))
+                .unwrap_or(0)
+        } else {
+            // All parts or none, so a reader never sees half of a batch.
+            let output = self
+                .client
+                .transact_write_items()
+                .set_transact_items(Some(
+                    puts.into_iter()
+                        .map(|put| TransactWriteItem::builder().put(put).build())
+                        .collect(),
+                ))
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .send()
+                .await
+                .map_err(unavailable)?;
+            milli(output.consumed_capacity())
+        };
+        self.usage
+            .write_milli_units
+            .fetch_add(consumed, Ordering::Relaxed);
+        Ok(())
+    }
+
+    async fn read_events(
+        &self,
+        run: &RunRef,
+        from: Option<EventCursor>,
+    ) -> Result<EventPage, StoreError> {
+        let run_prefix = run_prefix(run.created_at_ms, run.run_id.as_str());
+        let (from_sk, to_sk) = match from {
+            Some(cursor) => {
+                let prefix =
+                    attempt_prefix(run.created_at_ms, run.run_id.as_str(), cursor.started_at_ms);
+                (
+                    format!("{prefix}{:010}", cursor.next_seq),
+                    format!("{prefix}~"),
+                )
+            }
+            None => (run_prefix.clone(), format!("{run_prefix}~")),
+        };
+        let items = self.query_batches(&run.thread_id, from_sk, to_sk).await?;
+        Ok(parse_batches(&run_prefix, &items, from))
     }
 
     fn describe(&self) -> String {
         format!("DynamoDB thread store (table {})", self.table)
+    }
+}
+
+/// Splits `text` into pieces of at most `max` bytes, on character boundaries.
+fn split_text(text: &str, max: usize) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut rest = text;
+    while rest.len() > max {
+        let mut cut = max;
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let (part, tail) = rest.split_at(cut);
+        parts.push(part);
+        rest = tail;
+    }
+    parts.push(rest);
+    parts
+}
+
+/// Turns event log items into events: the latest attempt when `from` is `None`. Items come in
+/// sort-key order: attempt, first sequence number, part.
+fn parse_batches(run_prefix: &str, items: &[Item], from: Option<EventCursor>) -> EventPage {
+    struct Batch {
+        started_at_ms: i64,
+        first_seq: u64,
+        text: String,
+        complete: bool,
+    }
+    let mut batches: Vec<Batch> = Vec::new();
+    for item in items {
+        let Some(rest) = get_s(item, "sk").and_then(|sk| sk.strip_prefix(run_prefix)) else {
+            continue;
+        };
+        // <started:13>#<first seq:10>.<part:3>
+        let parsed = rest.split_once('#').and_then(|(started, key)| {
+            let (first, part) = key.split_once('.')?;
+            Some((
+                started.parse::<i64>().ok()?,
+                first.parse::<u64>().ok()?,
+                part.parse::<usize>().ok()?,
+            ))
+        });
+        let (Some((started_at_ms, first_seq, part)), Some(text)) = (parsed, get_s(item, "ev"))
+        else {
+            continue;
+        };
+        let complete = item.contains_key("count");
+        match batches.last_mut() {
+            Some(batch)
+                if part > 0
+                    && batch.started_at_ms == started_at_ms
+                    && batch.first_seq == first_seq =>
+            {
+                batch.text.push_str(text);
+                batch.complete = complete;
+            }
+            _ if part == 0 => batches.push(Batch {
+                started_at_ms,
+                first_seq,
+                text: text.to_owned(),
+                complete,
+            }),
+            _ => {}
+        }
+    }
+    let attempt = match from {
+        Some(cursor) => Some(cursor.started_at_ms),
+        None => batches.last().map(|batch| batch.started_at_ms),
+    };
+    let Some(started_at_ms) = attempt else {
+        return EventPage::default();
+    };
+    let mut next_seq = from.map_or(1, |cursor| cursor.next_seq);
+    let mut events = Vec::new();
+    for batch in batches
+        .iter()
+        .filter(|batch| batch.started_at_ms == started_at_ms)
+    {
+        // Batches are contiguous; one that is not complete yet, or leaves a gap, ends the page.
+        if !batch.complete || batch.first_seq > next_seq {
+            break;
+        }
+        for (offset, json) in batch.text.split('\n').enumerate() {
+            let seq = batch.first_seq + offset as u64;
+            if seq >= next_seq {
+                events.push(RecordedEvent::stored(seq, Bytes::from(json.to_owned())));
+                next_seq = seq + 1;
+            }
+        }
+    }
+    EventPage {
+        events,
+        next: Some(EventCursor {
+            started_at_ms,
+            next_seq,
+        }),
     }
 }

@@ -1,0 +1,532 @@
+/**
+ * `ResumableHttpAgent`: @ag-ui/client 1.0's `HttpAgent`, for an agui-lambda server, with
+ *
+ * - resume: when the connection drops before the run's terminal event, it reconnects to
+ *   `GET {baseUrl}/threads/{threadId}/runs/{runId}/events` with `Last-Event-ID: <last id seen>`
+ *   and goes on delivering events to the same subscribers (bounded retries, exponential backoff);
+ * - stop: `abortRun()` also posts `POST {baseUrl}/threads/{threadId}/runs/{runId}/cancel`, so the
+ *   run stops on the server too (a run there is not tied to its connection); `cancelRun()` asks
+ *   the server to stop and keeps the stream open for the run's own terminal event;
+ * - rejoin: `connect()` (behind `connectAgent()`) finds the thread's active run with
+ *   `GET {baseUrl}/threads/{threadId}` (`activeRunId`) and streams its events from the start.
+ */
+import { EventType, HttpAgent, enforceOutgoingInput } from "@ag-ui/client";
+import type {
+  AgentSubscriber,
+  BaseEvent,
+  HttpAgentConfig,
+  RunAgentInput,
+  RunAgentParameters,
+  RunAgentResult,
+} from "@ag-ui/client";
+import { Observable } from "rxjs";
+import type { Subscriber } from "rxjs";
+import { SseParser } from "./sse.js";
+import type { SseFrame } from "./sse.js";
+
+export { SseParser } from "./sse.js";
+export type { SseFrame } from "./sse.js";
+
+export interface ReconnectOptions {
+  /** Reconnection attempts in a row without a new event before the run fails. Default 6. */
+  maxRetries?: number;
+  /** Delay before the first attempt, doubled for each further one (with jitter). Default 250 ms. */
+  initialDelayMs?: number;
+  /** Upper bound of one delay. Default 4000 ms. */
+  maxDelayMs?: number;
+}
+
+/** Where an event came from: the run's own response, a resumed stream, or `connect()`. */
+export type FrameSource = "run" | "resume" | "connect";
+
+export interface ResumableHttpAgentConfig extends HttpAgentConfig {
+  /**
+   * The server's base URL, under which `/threads/...` lives. Default: `url` without a trailing
+   * `/agent` (so `https://host/agent` → `https://host`, `https://host/lambda-url/fn/agent` →
+   * `https://host/lambda-url/fn`).
+   */
+  baseUrl?: string;
+  /** Resume settings, or `false` to fail on a dropped connection like `HttpAgent`. */
+  reconnect?: ReconnectOptions | false;
+  /** Whether `abortRun()` also cancels the run on the server. Default true. */
+  cancelOnAbort?: boolean;
+  /** Called with every event as it is delivered, with its SSE id (for logging and tests). */
+  onFrame?: (frame: { id: string | undefined; event: BaseEvent; source: FrameSource }) => void;
+}
+
+/** `runAgent()` / `connectAgent()` parameters, as `HttpAgent` takes them. */
+export interface ResumableRunParameters extends RunAgentParameters {
+  abortController?: AbortController;
+}
+
+/** The run this agent streams (or last streamed). */
+export interface RunHandle {
+  threadId: string;
+  runId: string;
+  /** The `id:` of the last event delivered. */
+  lastEventId: string | undefined;
+  /** A terminal event (`RUN_FINISHED` / `RUN_ERROR`) was delivered. */
+  finished: boolean;
+  /** The server answered the request that started or joined the run. */
+  responded: boolean;
+  /** How many times the stream was resumed. */
+  resumes: number;
+}
+
+export interface CancelResult {
+  /** HTTP status: 202 cancelling, 200 already ended, 404 unknown run; 0 when the request failed. */
+  status: number;
+  body: unknown;
+  error?: unknown;
+}
+
+interface RunContext extends RunHandle {
+  /** Numeric form of lastEventId, for dropping replayed duplicates. */
+  lastSeq: number | undefined;
+  /** False once an event without an id was delivered: a resume could then repeat it. */
+  resumable: boolean;
+  /** This agent stopped streaming it (terminal event, error or abort). */
+  closed: boolean;
+  delivered: number;
+}
+
+/** An HTTP error shaped like @ag-ui/client's (`HTTP <status>: <body>`, `.status`, `.payload`). */
+export class HttpStatusError extends Error {
+  constructor(
+    public readonly status: number,
+    public readonly payload: unknown,
+  ) {
+    super(`HTTP ${status}: ${typeof payload === "string" ? payload : JSON.stringify(payload)}`);
+    this.name = "HttpStatusError";
+  }
+}
+
+/** A malformed stream: not retried. */
+class StreamProtocolError extends Error {
+  override name = "StreamProtocolError";
+}
+
+const DEFAULT_RECONNECT: Required<ReconnectOptions> = {
+  maxRetries: 6,
+  initialDelayMs: 250,
+  maxDelayMs: 4000,
+};
+
+export class ResumableHttpAgent extends HttpAgent {
+  public baseUrl: string;
+  public reconnect: Required<ReconnectOptions> | false;
+  public cancelOnAbort: boolean;
+  public onFrame: ResumableHttpAgentConfig["onFrame"];
+  /** The cancel request made by the last `abortRun()` / `cancelRun()`, to await if needed. */
+  public lastCancel: Promise<CancelResult> | undefined;
+
+  private current: RunContext | undefined;
+  private connectRunId: string | undefined;
+
+  constructor(config: ResumableHttpAgentConfig) {
+    super(config);
+    this.baseUrl = trimSlashes(config.baseUrl ?? config.url.replace(/\/+$/, "").replace(/\/agent$/, ""));
+    this.reconnect =
+      config.reconnect === false ? false : { ...DEFAULT_RECONNECT, ...(config.reconnect ?? {}) };
+    this.cancelOnAbort = config.cancelOnAbort ?? true;
+    this.onFrame = config.onFrame;
+  }
+
+  /** The run being streamed, or the last one; undefined before the first. */
+  get activeRun(): Readonly<RunHandle> | undefined {
+    if (!this.current) return undefined;
+    const { threadId, runId, lastEventId, finished, responded, resumes } = this.current;
+    return { threadId, runId, lastEventId, finished, responded, resumes };
+  }
+
+  public override runAgent(
+    parameters?: ResumableRunParameters,
+    subscriber?: AgentSubscriber,
+  ): Promise<RunAgentResult> {
+    return super.runAgent(parameters, subscriber);
+  }
+
+  /**
+   * Rejoins a run. With `parameters.runId`, that run; without, the thread's active run (none:
+   * resolves with no new messages). The run's events are replayed from its start.
+   */
+  public override connectAgent(
+    parameters?: ResumableRunParameters,
+    subscriber?: AgentSubscriber,
+  ): Promise<RunAgentResult> {
+    // HttpAgent renews its controller in runAgent() only.
+    this.abortController = parameters?.abortController ?? new AbortController();
+    this.connectRunId = parameters?.runId;
+    return super.connectAgent(parameters, subscriber);
+  }
+
+  /** Stops the local stream, and (unless `cancelOnAbort` is false) the run on the server. */
+  public override abortRun(): void {
+    const run = this.current;
+    if (this.cancelOnAbort && run && run.runId !== "" && !run.finished && !run.closed) {
+      this.lastCancel = this.postCancel(run);
+    }
+    super.abortRun();
+  }
+
+  /**
+   * Asks the server to stop the current run, and keeps streaming: the stream then ends with the
+   * run's own terminal event (`RUN_FINISHED` with `outcome: {type: "cancelled"}` for this client).
+   * Resolves with the cancel endpoint's answer; undefined when no run is streaming.
+   */
+  public cancelRun(): Promise<CancelResult | undefined> {
+    const run = this.current;
+    if (!run || run.runId === "" || run.finished || run.closed) return Promise.resolve(undefined);
+    this.lastCancel = this.postCancel(run);
+    return this.lastCancel;
+  }
+
+  override run(input: RunAgentInput): Observable<BaseEvent> {
+    return this.stream("run", input, async (run, signal) => {
+      const init = this.requestInit(enforceOutgoingInput(input));
+      const response = await this.fetch(this.url, { ...init, signal });
+      await throwIfNotOk(response);
+      run.threadId = response.headers.get("x-thread-id") ?? run.threadId;
+      run.runId = response.headers.get("x-run-id") ?? run.runId;
+      run.responded = true;
+      return response;
+    });
+  }
+
+  protected override connect(input: RunAgentInput): Observable<BaseEvent> {
+    const requested = this.connectRunId;
+    this.connectRunId = undefined;
+    return this.stream("connect", input, async (run, signal) => {
+      let runId = requested;
+      run.runId = runId ?? ""; // not known until the thread says (no cancel meanwhile)
+      if (runId === undefined) {
+        const response = await this.fetch(`${this.baseUrl}/threads/${enc(input.threadId)}`, {
+          method: "GET",
+          headers: { ...this.headers, Accept: "application/json" },
+          signal,
+        });
+        if (response.status === 404) return undefined;
+        await throwIfNotOk(response);
+        const thread = (await response.json()) as { activeRunId?: string | null };
+        if (typeof thread.activeRunId !== "string" || thread.activeRunId === "") return undefined;
+        runId = thread.activeRunId;
+      }
+      run.runId = runId;
+      const response = await this.fetch(this.eventsUrl(run), {
+        method: "GET",
+        headers: { ...this.headers, Accept: "text/event-stream" },
+        signal,
+      });
+      // The run ended and is gone since the thread said it was active: nothing to rejoin.
+      if (response.status === 404 && requested === undefined) return undefined;
+      await throwIfNotOk(response);
+      run.responded = true;
+      return response;
+    });
+  }
+
+  public override clone(): ResumableHttpAgent {
+    const cloned = super.clone() as ResumableHttpAgent;
+    cloned.baseUrl = this.baseUrl;
+    cloned.reconnect = this.reconnect === false ? false : { ...this.reconnect };
+    cloned.cancelOnAbort = this.cancelOnAbort;
+    cloned.onFrame = this.onFrame;
+    cloned.lastCancel = undefined;
+    cloned.current = undefined;
+    cloned.connectRunId = undefined;
+    return cloned;
+  }
+
+  /**
+   * The observable behind run() and connect(): `open` makes the first request (undefined: no
+   * run, complete at once); the body is then read, and resumed through the events endpoint when
+   * it breaks before the terminal event.
+   */
+  private stream(
+    source: "run" | "connect",
+    input: RunAgentInput,
+    open: (run: RunContext, signal: AbortSignal) => Promise<Response | undefined>,
+  ): Observable<BaseEvent> {
+    return new Observable<BaseEvent>((subscriber) => {
+      const teardown = new AbortController();
+      const signal = linkedSignal(this.abortController.signal, teardown.signal);
+      const run: RunContext = {
+        threadId: input.threadId,
+        runId: input.runId,
+        lastEventId: undefined,
+        lastSeq: undefined,
+        finished: false,
+        responded: false,
+        resumable: true,
+        closed: false,
+        delivered: 0,
+        resumes: 0,
+      };
+      this.current = run;
+      (async () => {
+        const first = await open(run, signal);
+        if (first !== undefined) {
+          await this.follow(run, first, source, subscriber, signal);
+        }
+        run.closed = true;
+        subscriber.complete();
+      })().catch((error: unknown) => {
+        run.closed = true;
+        if (teardown.signal.aborted) return;
+        if (signal.aborted || isAbortError(error)) {
+          // As HttpAgent does: an aborted request ends the run with RUN_ERROR "abort".
+          const message = error instanceof Error && error.message ? error.message : "Request aborted";
+          subscriber.next({ type: EventType.RUN_ERROR, message, code: "abort" } as BaseEvent);
+          subscriber.complete();
+          return;
+        }
+        subscriber.error(error);
+      });
+      return () => {
+        run.closed = true;
+        teardown.abort();
+      };
+    });
+  }
+
+  /** Reads `response`, then resumes until the terminal event, the retry budget or an abort. */
+  private async follow(
+    run: RunContext,
+    response: Response,
+    source: "run" | "connect",
+    sink: Subscriber<BaseEvent>,
+    signal: AbortSignal,
+  ): Promise<void> {
+    let body: Response = response;
+    let frameSource: FrameSource = source;
+    let attempt = 0;
+    for (;;) {
+      const before = run.delivered;
+      let failure: unknown;
+      try {
+        if (await this.read(run, body, frameSource, sink, signal)) return;
+        if (signal.aborted) throw abortReason(signal);
+        // A clean end without a terminal event: a cut proxy, a Lambda deadline.
+        if (!run.resumable || this.reconnect === false) return; // as HttpAgent: just end
+        failure = new Error("the stream ended before the run's terminal event");
+      } catch (error) {
+        if (signal.aborted || error instanceof StreamProtocolError) throw error;
+        failure = error;
+      }
+      if (this.reconnect === false || !run.resumable) throw failure;
+      if (run.delivered > before) attempt = 0;
+      body = await this.reopen(run, failure, () => attempt++, signal);
+      run.resumes++;
+      frameSource = "resume";
+    }
+  }
+
+  /** Reconnects to the events endpoint after the last delivered id, with backoff. */
+  private async reopen(
+    run: RunContext,
+    cause: unknown,
+    nextAttempt: () => number,
+    signal: AbortSignal,
+  ): Promise<Response> {
+    const settings = this.reconnect as Required<ReconnectOptions>;
+    let failure = cause;
+    for (;;) {
+      const attempt = nextAttempt();
+      if (attempt >= settings.maxRetries) throw failure;
+      const delay = Math.min(settings.maxDelayMs, settings.initialDelayMs * 2 ** attempt);
+      await sleep(delay * (0.5 + Math.random() * 0.5), signal);
+      const headers: Record<string, string> = { ...this.headers, Accept: "text/event-stream" };
+      if (run.lastEventId !== undefined) headers["Last-Event-ID"] = run.lastEventId;
+      let response: Response;
+      try {
+        response = await this.fetch(this.eventsUrl(run), { method: "GET", headers, signal });
+      } catch (error) {
+        if (signal.aborted) throw error;
+        failure = error;
+        continue;
+      }
+      if (response.ok) return response;
+      const error = await httpError(response);
+      // 404: the run is unknown (or not ours); other 4xx will not get better by retrying.
+      if (response.status < 500 && response.status !== 408 && response.status !== 429) throw error;
+      failure = error;
+    }
+  }
+
+  /** Delivers the events of one response body. True when the terminal event was delivered. */
+  private async read(
+    run: RunContext,
+    response: Response,
+    source: FrameSource,
+    sink: Subscriber<BaseEvent>,
+    signal: AbortSignal,
+  ): Promise<boolean> {
+    const reader = response.body?.getReader();
+    if (!reader) throw new Error("Failed to getReader() from response");
+    const cancel = () => {
+      reader.cancel().catch(() => undefined);
+    };
+    signal.addEventListener("abort", cancel, { once: true });
+    const parser = new SseParser();
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        const frames = done ? parser.end() : parser.push(value);
+        for (const frame of frames) {
+          if (this.deliver(run, frame, source, sink)) {
+            cancel();
+            return true;
+          }
+        }
+        if (done) return false;
+      }
+    } finally {
+      signal.removeEventListener("abort", cancel);
+    }
+  }
+
+  /** Parses, de-duplicates and emits one frame. True for the run's terminal event. */
+  private deliver(
+    run: RunContext,
+    frame: SseFrame,
+    source: FrameSource,
+    sink: Subscriber<BaseEvent>,
+  ): boolean {
+    let event: unknown;
+    try {
+      event = JSON.parse(frame.data);
+    } catch (error) {
+      throw new StreamProtocolError(`Invalid event: ${(error as Error).message}`);
+    }
+    if (typeof event !== "object" || event === null || Array.isArray(event)) {
+      throw new StreamProtocolError("Invalid event: the frame is not a JSON object.");
+    }
+    const type: unknown = (event as { type?: unknown }).type;
+    if (typeof type !== "string" || type === "") {
+      throw new StreamProtocolError("Invalid event: the frame carries no event type.");
+    }
+    const typed = event as BaseEvent & { threadId?: unknown; runId?: unknown };
+    if (frame.id === undefined) {
+      run.resumable = false;
+    } else {
+      const seq = /^\d+$/.test(frame.id) ? Number(frame.id) : undefined;
+      if (seq !== undefined && run.lastSeq !== undefined && seq <= run.lastSeq) {
+        return false; // already delivered before the reconnect
+      }
+      run.lastSeq = seq;
+      run.lastEventId = frame.id;
+    }
+    if (typed.type === EventType.RUN_STARTED) {
+      if (typeof typed.threadId === "string") run.threadId = typed.threadId;
+      if (typeof typed.runId === "string") run.runId = typed.runId;
+    }
+    const terminal = typed.type === EventType.RUN_FINISHED || typed.type === EventType.RUN_ERROR;
+    if (terminal) run.finished = true;
+    run.delivered++;
+    this.onFrame?.({ id: frame.id, event: typed, source });
+    sink.next(typed);
+    return terminal;
+  }
+
+  private eventsUrl(run: RunHandle): string {
+    return `${this.baseUrl}/threads/${enc(run.threadId)}/runs/${enc(run.runId)}/events`;
+  }
+
+  /**
+   * `POST .../cancel`, never with the run's (about to be aborted) signal. When the server has
+   * not answered the run's request yet, it may not know the run: a 404 is then retried briefly.
+   */
+  private async postCancel(run: RunContext): Promise<CancelResult> {
+    const url = `${this.baseUrl}/threads/${enc(run.threadId)}/runs/${enc(run.runId)}/cancel`;
+    let tries = run.responded ? 1 : 8;
+    for (;;) {
+      tries--;
+      try {
+        const response = await this.fetch(url, {
+          method: "POST",
+          headers: { ...this.headers, "Content-Type": "application/json", Accept: "application/json" },
+          body: "{}",
+        });
+        const body = await readBody(response);
+        if (response.status === 404 && tries > 0 && !run.responded) {
+          await sleep(250);
+          continue;
+        }
+        return { status: response.status, body };
+      } catch (error) {
+        if (tries > 0) {
+          await sleep(250);
+          continue;
+        }
+        return { status: 0, body: undefined, error };
+      }
+    }
+  }
+}
+
+function enc(id: string): string {
+  return encodeURIComponent(id);
+}
+
+function trimSlashes(url: string): string {
+  return url.replace(/\/+$/, "");
+}
+
+async function readBody(response: Response): Promise<unknown> {
+  const text = await response.text();
+  if ((response.headers.get("content-type") ?? "").includes("application/json")) {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      return text;
+    }
+  }
+  return text;
+}
+
+async function httpError(response: Response): Promise<HttpStatusError> {
+  return new HttpStatusError(response.status, await readBody(response).catch(() => ""));
+}
+
+async function throwIfNotOk(response: Response): Promise<void> {
+  if (!response.ok) throw await httpError(response);
+}
+
+function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException("This operation was aborted", "AbortError");
+}
+
+function isAbortError(error: unknown): boolean {
+  return typeof error === "object" && error !== null && (error as { name?: unknown }).name === "AbortError";
+}
+
+/** Aborted when either signal is (AbortSignal.any, for runtimes without it). */
+function linkedSignal(a: AbortSignal, b: AbortSignal): AbortSignal {
+  const controller = new AbortController();
+  for (const signal of [a, b]) {
+    if (signal.aborted) {
+      controller.abort(signal.reason);
+      break;
+    }
+    signal.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
+  }
+  return controller.signal;
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""Runs the README's examples as written and checks their sample output against what happens.
+
+    python3 scripts/readme_examples.py --binary target/debug/agui-lambda [--artifacts DIR]
+
+The README marks each example with an HTML comment right before its code block:
+
+    <!-- example: NAME -->           a ```bash block of curl commands, or the ```ts example
+    <!-- example-output: NAME -->    the sample output of example NAME
+
+The script starts the binary as `cargo run` would start it with nothing configured (the demo
+model, in-memory threads) on a free port, then:
+  - runs each bash example with its `http://127.0.0.1:8787` pointed at that port;
+  - writes the TypeScript example into a scratch package with `"type": "module"` (as the README
+    says), compiles it with the README's `tsc --strict` command against tests/node's
+    @ag-ui/client 1.0.0, typescript and @types/node, and runs it with node;
+  - compares each output with its sample. A sample line matches a line of the real output (blank
+    lines ignored) when it is equal to it, `…` inside a line standing for any text; a line that
+    is only `…` stands for any number of lines. Sample lines must appear in order, and without a
+    `…` line between them, consecutively; the first and last lines must match the first and last
+    lines of the output unless a `…` line stands there.
+Exits non-zero, saying which example and line, when an example fails or its sample is wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+README = os.path.join(ROOT, "README.md")
+NODE_DIR = os.path.join(ROOT, "tests", "node")
+README_BASE = "http://127.0.0.1:8787"
+ELLIPSIS = "…"
+
+
+def blocks(text: str) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
+    """The marked examples ({name: (language, code)}) and sample outputs ({name: text})."""
+    pattern = re.compile(
+        r"<!-- example(-output)?: ([\w-]+) -->\n```(\w*)\n(.*?)\n```", re.DOTALL
+    )
+    examples: dict[str, tuple[str, str]] = {}
+    outputs: dict[str, str] = {}
+    for match in pattern.finditer(text):
+        is_output, name, language, body = match.groups()
+        if is_output:
+            outputs[name] = body
+        else:
+            examples[name] = (language, body)
+    return examples, outputs
+
+
+def line_pattern(sample: str) -> re.Pattern[str]:
+    return re.compile(".*?".join(re.escape(part) for part in sample.split(ELLIPSIS)) + r"\Z")
+
+
+def check_sample(name: str, sample: str, output: str) -> list[str]:
+    """Problems found comparing `output` with the README's `sample`, as readable lines."""
+    real = [line for line in output.splitlines() if line.strip()]
+    wanted = [line for line in sample.splitlines() if line.strip()]
+    problems: list[str] = []
+    position = 0
+    gap = False
+    for index, line in enumerate(wanted):
+        if line.strip() == ELLIPSIS:
+            gap = True
+            continue
+        pattern = line_pattern(line)
+        if gap:
+            found = next(
+                (i for i in range(position, len(real)) if pattern.match(real[i])), None
+            )
+        else:
+            found = position if position < len(real) and pattern.match(real[position]) else None
+        if found is None:
+            near = real[position] if position < len(real) else "(end of output)"
+            problems.append(
+                f"{name}: sample line {index + 1} does not match the real output"
+                f"{' (after a gap)' if gap else ' at this point'}:\n"
+                f"    sample: {line}\n    real:   {near}"
+            )
+            return problems
+        position = found + 1
+        gap = False
+    if not gap and position != len(real):
+        problems.append(
+            f"{name}: the real output goes on after the sample's last line:\n"
+            f"    real:   {real[position]}"
+        )
+    return problems
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server(binary: str, log_path: str) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    # What `cargo run` sees on a machine with nothing configured.
+    env = {key: os.environ[key] for key in ("PATH", "HOME") if key in os.environ}
+    env.update({"PORT": str(port), "RUST_LOG": "info"})
+    log = open(log_path, "wb")
+    server = subprocess.Popen([binary], env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        if server.poll() is not None:
+            raise SystemExit(f"{binary} exited at start; log: {log_path}")
+        try:
+            urllib.request.urlopen(f"{base}/threads/ready-check", timeout=1)
+        except urllib.error.HTTPError:
+            return server, base  # 404 thread_not_found: serving
+        except OSError:
+            time.sleep(0.1)
+            continue
+        return server, base
+    server.kill()
+    raise SystemExit(f"{binary} did not serve {base}; log: {log_path}")
+
+
+def run(command: list[str], cwd: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--binary", default=os.path.join(ROOT, "target", "debug", "agui-lambda"))
+    parser.add_argument("--artifacts", default=os.path.join(ROOT, ".ci", "artifacts", "readme"))
+    args = parser.parse_args()
+    os.makedirs(args.artifacts, exist_ok=True)
+
+    with open(README, encoding="utf-8") as handle:
+        examples, outputs = blocks(handle.read())
+    if "typescript" not in examples or not any(lang == "bash" for lang, _ in examples.values()):
+        print("README: the marked examples are missing (<!-- example: NAME --> before a block)")
+        return 1
+    orphans = sorted(set(outputs) - set(examples))
+    if orphans:
+        print(f"README: sample output without an example: {', '.join(orphans)}")
+        return 1
+
+    server, base = start_server(args.binary, os.path.join(args.artifacts, "server.log"))
+    failures: list[str] = []
+    try:
+        for name, (language, code) in examples.items():
+            code = code.replace(README_BASE, base)
+            started = time.monotonic()
+            if language == "bash":
+                result = run(["bash", "-euo", "pipefail", "-c", code], cwd=ROOT)
+            elif language == "ts":
+                result = typescript(code, args.artifacts)
+            else:
+                failures.append(f"{name}: no runner for ```{language} blocks")
+                continue
+            with open(os.path.join(args.artifacts, f"{name}.out"), "w", encoding="utf-8") as out:
+                out.write(result.stdout)
+                out.write(result.stderr)
+            took = time.monotonic() - started
+            if result.returncode != 0:
+                failures.append(
+                    f"{name}: exit {result.returncode}\n{result.stdout[-2000:]}{result.stderr[-2000:]}"
+                )
+                continue
+            if not result.stdout.strip():
+                failures.append(f"{name}: printed nothing")
+                continue
+            problems = check_sample(name, outputs[name], result.stdout) if name in outputs else []
+            failures.extend(problems)
+            checked = "output matches the README's sample" if name in outputs else "ran"
+            print(f"readme example {name} ({language}): {'FAILED' if problems else checked} in {took:.1f} s")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+    for failure in failures:
+        print(f"FAILED {failure}")
+    if failures:
+        print(f"outputs in {args.artifacts}/")
+        return 1
+    print(f"README examples: {len(examples)} ran, {len(outputs)} samples matched")
+    return 0
+
+
+def typescript(code: str, artifacts: str) -> subprocess.CompletedProcess[str]:
+    """Compiles the example as the README says (a package with "type": "module", tsc --strict)
+    and runs it."""
+    scratch = tempfile.mkdtemp(prefix="agui-readme-ts-")
+    try:
+        with open(os.path.join(scratch, "package.json"), "w", encoding="utf-8") as package:
+            package.write('{ "type": "module" }\n')
+        os.symlink(os.path.join(NODE_DIR, "node_modules"), os.path.join(scratch, "node_modules"))
+        with open(os.path.join(scratch, "agent.ts"), "w", encoding="utf-8") as source:
+            source.write(code + "\n")
+        shutil.copy(os.path.join(scratch, "agent.ts"), os.path.join(artifacts, "agent.ts"))
+        tsc = os.path.join(scratch, "node_modules", ".bin", "tsc")
+        compiled = run(
+            [tsc, "--strict", "--module", "nodenext", "--target", "es2022", "--types", "node", "agent.ts"],
+            cwd=scratch,
+        )
+        if compiled.returncode != 0:
+            compiled.stdout = "tsc --strict failed:\n" + compiled.stdout
+            return compiled
+        return run(["node", "agent.js"], cwd=scratch, timeout=60)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,302 @@
+//! Runs in flight in this process: each run's events in order as it emits them, its stop
+//! signal, and the followers that stream them. A run is driven by its own task, so a client
+//! that goes away never stops it; every stream of a run, the first included, is a follower.
+
+use crate::protocol::events::{Event, RecordedEvent};
+use crate::protocol::{RunId, ThreadId};
+use futures_util::Stream;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+/// Why a run was told to stop early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// The cancel endpoint, or a newer run on the thread (double-texting).
+    Cancelled,
+    /// The heartbeat found another run holding the thread.
+    LeaseLost,
+}
+
+/// One run's events and controls.
+pub struct LiveRun {
+    pub thread_id: ThreadId,
+    pub run_id: RunId,
+    log: Mutex<Vec<Arc<RecordedEvent>>>,
+    /// The number of events pushed; followers wait on it.
+    pushed: watch::Sender<u64>,
+    stop: CancellationToken,
+    lease_lost: AtomicBool,
+    /// Set once the run has ended and its log is written.
+    done: watch::Sender<bool>,
+}
+
+tokio::task_local! {
+    /// The runs started by the current task (a Lambda invocation), see [`tracking_spawned`].
+    static SPAWNED: Arc<Mutex<Vec<Arc<LiveRun>>>>;
+}
+
+/// Runs `work` and returns, with its output, the runs it started. Under Lambda an invocation
+/// waits for those before it ends, so the environment is never frozen with a run half done.
+pub async fn tracking_spawned<F: std::future::Future>(work: F) -> (F::Output, Vec<Arc<LiveRun>>) {
+    let spawned = Arc::new(Mutex::new(Vec::new()));
+    let output = SPAWNED.scope(spawned.clone(), work).await;
+    let runs = std::mem::take(
+        &mut *spawned
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    (output, runs)
+}
+
+fn note_spawned(run: &Arc<LiveRun>) {
+    let _ = SPAWNED.try_with(|spawned| {
+        spawned
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(run.clone());
+    });
+}
+
+impl LiveRun {
+    pub fn new(thread_id: ThreadId, run_id: RunId) -> Arc<Self> {
+        Arc::new(Self {
+            thread_id,
+            run_id,
+            log: Mutex::new(Vec::with_capacity(64)),
+            pushed: watch::Sender::new(0),
+            stop: CancellationToken::new(),
+            lease_lost: AtomicBool::new(false),
+            done: watch::Sender::new(false),
+        })
+    }
+
+    /// Resolves once the run has ended and its log is written.
+    pub async fn done(&self) {
+        let mut done = self.done.subscribe();
+        let _ = done.wait_for(|done| *done).await;
+    }
+
+    fn log(&self) -> MutexGuard<'_, Vec<Arc<RecordedEvent>>> {
+        self.log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Appends an event: numbered, stamped and serialised once, here.
+    pub fn push(&self, event: Event) {
+        let count = {
+            let mut log = self.log();
+            let seq = log.len() as u64 + 1;
+            log.push(Arc::new(RecordedEvent::new(
+                seq,
+                event,
+                chrono::Utc::now().timestamp_millis(),
+            )));
+            seq
+        };
+        self.pushed.send_replace(count);
+    }
+
+    /// Events after sequence number `after`, and whether the run has ended.
+    pub fn since(&self, after: u64) -> (Vec<Arc<RecordedEvent>>, bool) {
+        let log = self.log();
+        let start = usize::try_from(after).unwrap_or(usize::MAX).min(log.len());
+        let ended = log.last().is_some_and(|event| event.terminal);
+        (log[start..].to_vec(), ended)
+    }
+
+    pub fn has_ended(&self) -> bool {
+        self.log().last().is_some_and(|event| event.terminal)
+    }
+
+    /// The run's events after `after`, in batches of what has arrived since the last batch was
+    /// taken, until the terminal event.
+    pub fn follow(self: Arc<Self>, after: u64) -> impl Stream<Item = Vec<Arc<RecordedEvent>>> {
+        let mut changes = self.pushed.subscribe();
+        async_stream::stream! {
+            let mut cursor = after;
+            loop {
+                changes.mark_unchanged();
+                let (batch, ended) = self.since(cursor);
+                if let Some(last) = batch.last() {
+                    cursor = last.seq;
+                    yield batch;
+                }
+                if ended || changes.changed().await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+
+    pub fn cancel(&self) {
+        self.stop.cancel();
+    }
+
+    pub fn lose_lease(&self) {
+        self.lease_lost.store(true, Ordering::Relaxed);
+        self.stop.cancel();
+    }
+
+    /// Resolves when the run is told to stop.
+    pub fn stop_token(&self) -> &CancellationToken {
+        &self.stop
+    }
+
+    pub fn stop_reason(&self) -> Option<StopReason> {
+        if !self.stop.is_cancelled() {
+            None
+        } else if self.lease_lost.load(Ordering::Relaxed) {
+            Some(StopReason::LeaseLost)
+        } else {
+            Some(StopReason::Cancelled)
+        }
+    }
+}
+
+type RunKey = (ThreadId, RunId);
+
+/// The runs in flight in this process.
+pub struct LiveRuns {
+    runs: Mutex<HashMap<RunKey, Arc<LiveRun>>>,
+    count: watch::Sender<usize>,
+}
+
+impl Default for LiveRuns {
+    fn default() -> Self {
+        Self {
+            runs: Mutex::new(HashMap::new()),
+            count: watch::Sender::new(0),
+        }
+    }
+}
+
+impl LiveRuns {
+    fn runs(&self) -> MutexGuard<'_, HashMap<RunKey, Arc<LiveRun>>> {
+        self.runs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn insert(&self, run: Arc<LiveRun>) {
+        note_spawned(&run);
+        let mut runs = self.runs();
+        runs.insert((run.thread_id.clone(), run.run_id.clone()), run);
+        self.count.send_replace(runs.len());
+    }
+
+    pub(crate) fn remove(&self, run: &LiveRun) {
+        let mut runs = self.runs();
+        let key = (run.thread_id.clone(), run.run_id.clone());
+        if runs
+            .get(&key)
+            .is_some_and(|held| std::ptr::eq(&**held, run))
+        {
+            runs.remove(&key);
+        }
+        self.count.send_replace(runs.len());
+        run.done.send_replace(true);
+    }
+
+    pub fn get(&self, thread_id: &ThreadId, run_id: &RunId) -> Option<Arc<LiveRun>> {
+        self.runs()
+            .get(&(thread_id.clone(), run_id.clone()))
+            .cloned()
+    }
+
+    pub fn len(&self) -> usize {
+        self.runs().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Resolves once no run is in flight: under Lambda, an invocation ends only then, so the
+    /// environment is never frozen with a run half done.
+    pub async fn idle(&self) {
+        let mut count = self.count.subscribe();
+        let _ = count.wait_for(|count| *count == 0).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::StreamExt;
+
+    fn ids() -> (ThreadId, RunId) {
+        (
+            ThreadId::parse("t", 128).unwrap(),
+            RunId::parse("r", 128).unwrap(),
+        )
+    }
+
+    fn step(name: &str) -> Event {
+        Event::StepStarted {
+            step_name: name.into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn followers_get_every_event_once_in_order_from_where_they_join() {
+        let (thread_id, run_id) = ids();
+        let run = LiveRun::new(thread_id.clone(), run_id.clone());
+        run.push(step("a"));
+        run.push(step("b"));
+        let late = tokio::spawn(run.clone().follow(1).collect::<Vec<_>>());
+        let early = tokio::spawn(run.clone().follow(0).collect::<Vec<_>>());
+        tokio::task::yield_now().await;
+        run.push(step("c"));
+        run.push(Event::RunFinished {
+            thread_id,
+            run_id,
+            outcome: None,
+            usage: Default::default(),
+        });
+        let seqs = |batches: Vec<Vec<Arc<RecordedEvent>>>| {
+            batches
+                .into_iter()
+                .flatten()
+                .map(|event| event.seq)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(seqs(early.await.unwrap()), [1, 2, 3, 4]);
+        assert_eq!(seqs(late.await.unwrap()), [2, 3, 4]);
+        assert!(run.has_ended());
+    }
+
+    #[tokio::test]
+    async fn a_task_learns_which_runs_it_started() {
+        let runs = LiveRuns::default();
+        let (thread_id, run_id) = ids();
+        let run = LiveRun::new(thread_id, run_id);
+        let ((), spawned) = tracking_spawned(async { runs.insert(run.clone()) }).await;
+        assert_eq!(spawned.len(), 1);
+        let waiter = tokio::spawn(async move { spawned[0].done().await });
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished());
+        runs.remove(&run);
+        waiter.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn idle_waits_for_the_last_run() {
+        let runs = Arc::new(LiveRuns::default());
+        let (thread_id, run_id) = ids();
+        let run = LiveRun::new(thread_id, run_id);
+        runs.insert(run.clone());
+        let waiter = tokio::spawn({
+            let runs = runs.clone();
+            async move { runs.idle().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished());
+        runs.remove(&run);
+        waiter.await.unwrap();
+        assert!(runs.is_empty());
+    }
+}

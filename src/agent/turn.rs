@@ -1,0 +1,353 @@
+//! One model turn's assembly, without I/O: model deltas in, AG-UI events and the assembled
+//! assistant message out. The run loop feeds it and sends what it returns.
+
+use crate::model::{FinishReason, ModelDelta, Usage};
+use crate::protocol::events::{ReasoningRole, TextRole};
+use crate::protocol::{Event, Message, MessageId, ToolCall, ToolCallId};
+use std::collections::HashSet;
+
+/// A tool call of the current turn.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct TurnCall {
+    pub(super) index: usize,
+    pub(super) id: ToolCallId,
+    pub(super) name: String,
+    pub(super) arguments: String,
+}
+
+/// How a turn ended, from the model's finish reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum TurnFault {
+    /// Cut off at the token limit in the middle of a tool call.
+    TruncatedToolCall,
+    ContentFilter,
+}
+
+pub(super) struct TurnAssembler {
+    message_id: MessageId,
+    text: String,
+    text_open: bool,
+    reasoning: Option<MessageId>,
+    calls: Vec<TurnCall>,
+    finish: Option<FinishReason>,
+    usage: Usage,
+}
+
+impl TurnAssembler {
+    pub(super) fn new(message_id: MessageId) -> Self {
+        Self {
+            message_id,
+            text: String::new(),
+            text_open: false,
+            reasoning: None,
+            calls: Vec::new(),
+            finish: None,
+            usage: Usage::default(),
+        }
+    }
+
+    pub(super) fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    /// Takes one delta; the events it causes are appended to `out`. `used_call_ids` holds the
+    /// thread's tool call ids: providers reuse ids across turns ("call_0") or send none, and a
+    /// reused id would make a tool result answer the wrong call.
+    pub(super) fn push(
+        &mut self,
+        delta: ModelDelta,
+        used_call_ids: &mut HashSet<ToolCallId>,
+        out: &mut Vec<Event>,
+    ) {
+        match delta {
+            ModelDelta::Text(piece) if !piece.is_empty() => {
+                self.close_reasoning(out);
+                if !self.text_open {
+                    // A reopened id appends to the same message in the client, matching what is
+                    // stored: one assistant message per turn.
+                    out.push(Event::TextMessageStart {
+                        message_id: self.message_id.clone(),
+                        role: TextRole::Assistant,
+                    });
+                    self.text_open = true;
+                }
+                self.text.push_str(&piece);
+                out.push(Event::TextMessageContent {
+                    message_id: self.message_id.clone(),
+                    delta: piece,
+                });
+            }
+            ModelDelta::Reasoning(piece) if !piece.is_empty() => {
+                self.close_text(out);
+                let id = match &self.reasoning {
+                    Some(id) => id.clone(),
+                    None => {
+                        let id = MessageId::generate();
+                        out.push(Event::ReasoningStart {
+                            message_id: id.clone(),
+                        });
+                        out.push(Event::ReasoningMessageStart {
+                            message_id: id.clone(),
+                            role: ReasoningRole::Reasoning,
+                        });
+                        self.reasoning = Some(id.clone());
+                        id
+                    }
+                };
+                out.push(Event::ReasoningMessageContent {
+                    message_id: id,
+                    delta: piece,
+                });
+            }
+            ModelDelta::ToolCallStart { index, id, name } => {
+                self.close_reasoning(out);
+                self.close_text(out);
+                let id = id
+                    .and_then(|id| ToolCallId::parse(id, crate::protocol::ids::MAX_ID_LEN).ok())
+                    .filter(|id| !used_call_ids.contains(id))
+                    .unwrap_or_else(ToolCallId::generate);
+                used_call_ids.insert(id.clone());
+                out.push(Event::ToolCallStart {
+                    tool_call_id: id.clone(),
+                    tool_call_name: name.clone(),
+                    parent_message_id: Some(self.message_id.clone()),
+                });
+                self.calls.push(TurnCall {
+                    index,
+                    id,
+                    name,
+                    arguments: String::new(),
+                });
+            }
+            ModelDelta::ToolCallArgs { index, delta } if !delta.is_empty() => {
+                if let Some(call) = self.calls.iter_mut().rev().find(|call| call.index == index) {
+                    call.arguments.push_str(&delta);
+                    out.push(Event::ToolCallArgs {
+                        tool_call_id: call.id.clone(),
+                        delta,
+                    });
+                }
+            }
+            ModelDelta::Usage(usage) => self.usage += usage,
+            ModelDelta::Finish(reason) => self.finish = Some(reason),
+            ModelDelta::Text(_) | ModelDelta::Reasoning(_) | ModelDelta::ToolCallArgs { .. } => {}
+        }
+    }
+
+    /// Closes the open text and reasoning messages; the tool calls stay open for the caller to
+    /// end after the step.
+    pub(super) fn close(&mut self, out: &mut Vec<Event>) {
+        self.close_reasoning(out);
+        self.close_text(out);
+    }
+
+    /// `TOOL_CALL_END` for every call of the turn.
+    pub(super) fn end_calls(&self, out: &mut Vec<Event>) {
+        out.extend(self.calls.iter().map(|call| Event::ToolCallEnd {
+            tool_call_id: call.id.clone(),
+        }));
+    }
+
+    /// The completed turn: the assistant message to store (if the model said or called
+    /// anything) and its tool calls.
+    pub(super) fn finish(self) -> Result<(Option<Message>, Vec<TurnCall>), TurnFault> {
+        match self.finish {
+            Some(FinishReason::Length) if !self.calls.is_empty() => {
+                return Err(TurnFault::TruncatedToolCall);
+            }
+            Some(FinishReason::ContentFilter) => return Err(TurnFault::ContentFilter),
+            _ => {}
+        }
+        if self.text.is_empty() && self.calls.is_empty() {
+            return Ok((None, self.calls));
+        }
+        let message = Message::Assistant {
+            id: self.message_id,
+            content: (!self.text.is_empty()).then_some(self.text),
+            tool_calls: self
+                .calls
+                .iter()
+                .map(|call| {
+                    ToolCall::new(call.id.clone(), call.name.clone(), call.arguments.clone())
+                })
+                .collect(),
+            name: None,
+        };
+        Ok((Some(message), self.calls))
+    }
+
+    /// What a stopped turn leaves: the text streamed so far. Tool calls whose arguments may be
+    /// cut are dropped, so the stored history never holds a call nobody can answer.
+    pub(super) fn partial(self) -> Option<Message> {
+        (!self.text.is_empty()).then(|| Message::Assistant {
+            id: self.message_id,
+            content: Some(self.text),
+            tool_calls: Vec::new(),
+            name: None,
+        })
+    }
+
+    fn close_text(&mut self, out: &mut Vec<Event>) {
+        if std::mem::take(&mut self.text_open) {
+            out.push(Event::TextMessageEnd {
+                message_id: self.message_id.clone(),
+            });
+        }
+    }
+
+    fn close_reasoning(&mut self, out: &mut Vec<Event>) {
+        if let Some(id) = self.reasoning.take() {
+            out.push(Event::ReasoningMessageEnd {
+                message_id: id.clone(),
+            });
+            out.push(Event::ReasoningEnd { message_id: id });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(events: &[Event]) -> Vec<String> {
+        events
+            .iter()
+            .map(|event| {
+                serde_json::to_value(event).unwrap()["type"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect()
+    }
+
+    fn feed(deltas: Vec<ModelDelta>) -> (TurnAssembler, Vec<Event>) {
+        let mut turn = TurnAssembler::new(MessageId::parse("m", 128).unwrap());
+        let mut used = HashSet::new();
+        let mut out = Vec::new();
+        for delta in deltas {
+            turn.push(delta, &mut used, &mut out);
+        }
+        turn.close(&mut out);
+        (turn, out)
+    }
+
+    #[test]
+    fn text_reasoning_and_calls_become_closed_blocks_and_one_message() {
+        let (turn, events) = feed(vec![
+            ModelDelta::Reasoning("hm".into()),
+            ModelDelta::Text("Hel".into()),
+            ModelDelta::Text("lo".into()),
+            ModelDelta::ToolCallStart {
+                index: 0,
+                id: Some("call_0".into()),
+                name: "f".into(),
+            },
+            ModelDelta::ToolCallArgs {
+                index: 0,
+                delta: "{\"a\":".into(),
+            },
+            ModelDelta::ToolCallArgs {
+                index: 0,
+                delta: "1}".into(),
+            },
+            ModelDelta::Usage(Usage {
+                input_tokens: 3,
+                output_tokens: 4,
+            }),
+            ModelDelta::Finish(FinishReason::ToolCalls),
+        ]);
+        assert_eq!(
+            kinds(&events),
+            [
+                "REASONING_START",
+                "REASONING_MESSAGE_START",
+                "REASONING_MESSAGE_CONTENT",
+                "REASONING_MESSAGE_END",
+                "REASONING_END",
+                "TEXT_MESSAGE_START",
+                "TEXT_MESSAGE_CONTENT",
+                "TEXT_MESSAGE_CONTENT",
+                "TEXT_MESSAGE_END",
+                "TOOL_CALL_START",
+                "TOOL_CALL_ARGS",
+                "TOOL_CALL_ARGS",
+            ]
+        );
+        assert_eq!(turn.usage().output_tokens, 4);
+        let (message, calls) = turn.finish().unwrap();
+        let Some(Message::Assistant {
+            content,
+            tool_calls,
+            ..
+        }) = message
+        else {
+            panic!("no assistant message")
+        };
+        assert_eq!(content.as_deref(), Some("Hello"));
+        assert_eq!(tool_calls.len(), 1);
+        assert_eq!(calls[0].arguments, "{\"a\":1}");
+        assert_eq!(calls[0].id.as_str(), "call_0");
+    }
+
+    #[test]
+    fn a_reused_provider_id_is_replaced() {
+        let mut turn = TurnAssembler::new(MessageId::parse("m", 128).unwrap());
+        let mut used = HashSet::from([ToolCallId::parse("call_0", 128).unwrap()]);
+        let mut out = Vec::new();
+        turn.push(
+            ModelDelta::ToolCallStart {
+                index: 0,
+                id: Some("call_0".into()),
+                name: "f".into(),
+            },
+            &mut used,
+            &mut out,
+        );
+        let (_, calls) = turn.finish().unwrap();
+        assert_ne!(calls[0].id.as_str(), "call_0");
+        assert_eq!(used.len(), 2);
+    }
+
+    #[test]
+    fn a_truncated_tool_call_and_a_filtered_answer_are_faults() {
+        let (turn, _) = feed(vec![
+            ModelDelta::ToolCallStart {
+                index: 0,
+                id: None,
+                name: "f".into(),
+            },
+            ModelDelta::Finish(FinishReason::Length),
+        ]);
+        assert_eq!(turn.finish().unwrap_err(), TurnFault::TruncatedToolCall);
+        let (turn, _) = feed(vec![
+            ModelDelta::Text("x".into()),
+            ModelDelta::Finish(FinishReason::ContentFilter),
+        ]);
+        assert_eq!(turn.finish().unwrap_err(), TurnFault::ContentFilter);
+    }
+
+    #[test]
+    fn a_stopped_turn_keeps_its_text_and_drops_its_calls() {
+        let (turn, _) = feed(vec![
+            ModelDelta::Text("partial ans".into()),
+            ModelDelta::ToolCallStart {
+                index: 0,
+                id: None,
+                name: "f".into(),
+            },
+        ]);
+        let Some(Message::Assistant {
+            content,
+            tool_calls,
+            ..
+        }) = turn.partial()
+        else {
+            panic!("no partial message")
+        };
+        assert_eq!(content.as_deref(), Some("partial ans"));
+        assert!(tool_calls.is_empty());
+        let (empty, _) = feed(vec![]);
+        assert!(empty.partial().is_none());
+    }
+}

@@ -1,0 +1,183 @@
+//! SSE transport: a run's event batches as body chunks with `: ping` while silent, and
+//! following a run that lives in another process through its log in the store.
+
+use crate::agent::Agent;
+use crate::protocol::dialect::Encoder;
+use crate::protocol::events::{Event, RecordedEvent, RunErrorCode};
+use crate::protocol::sse::PING_FRAME;
+use crate::store::{EventPage, Principal, RunRef, ThreadActivity};
+use bytes::{Bytes, BytesMut};
+use futures_util::{Stream, StreamExt};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Turns a run's event batches into SSE frames with `encoder`, one body chunk per batch (a
+/// burst of model chunks then costs one socket write, not one per frame), and sends a ping
+/// whenever `ping_interval` passes without a frame.
+pub fn frames<S, E>(
+    batches: S,
+    ping_interval: Duration,
+    mut encoder: E,
+) -> impl Stream<Item = Bytes> + Send
+where
+    S: Stream<Item = Vec<Arc<RecordedEvent>>> + Send + 'static,
+    E: Encoder,
+{
+    let mut batches = Box::pin(batches);
+    async_stream::stream! {
+        loop {
+            match tokio::time::timeout(ping_interval, batches.next()).await {
+                Ok(Some(batch)) => {
+                    let mut chunk = BytesMut::new();
+                    for event in &batch {
+                        for frame in encoder.encode_recorded(event) {
+                            chunk.extend_from_slice(&frame);
+                        }
+                    }
+                    if !chunk.is_empty() {
+                        yield chunk.freeze();
+                    }
+                }
+                Ok(None) => break,
+                Err(_elapsed) => yield Bytes::from_static(PING_FRAME),
+            }
+        }
+    }
+}
+
+/// How a follower of a stored run polls.
+const FIRST_POLL: Duration = Duration::from_millis(100);
+const LONGEST_POLL: Duration = Duration::from_secs(1);
+/// Polls that find the run gone from its thread and no terminal event before the follower
+/// gives up on it (its process died before writing the end).
+const POLLS_AFTER_RELEASE: u32 = 3;
+
+/// The events of a run held in the store after sequence number `after`, then the run's new
+/// events as they are written, until its terminal event or `deadline`.
+pub fn follow_stored(
+    agent: Agent,
+    owner: Principal,
+    run: RunRef,
+    first: EventPage,
+    after: u64,
+    deadline: Instant,
+) -> impl Stream<Item = Vec<Arc<RecordedEvent>>> + Send + 'static {
+    async_stream::stream! {
+        let mut cursor = first.next;
+        let mut last_seq = after;
+        let mut ended = false;
+        let mut page = first;
+        let mut pause = FIRST_POLL;
+        let mut released_polls = 0;
+        loop {
+            let fresh: Vec<Arc<RecordedEvent>> = page
+                .events
+                .drain(..)
+                .filter(|event| event.seq > last_seq)
+                .map(Arc::new)
+                .collect();
+            if let Some(last) = fresh.last() {
+                last_seq = last.seq;
+                ended = last.terminal;
+                pause = FIRST_POLL;
+                released_polls = 0;
+                yield fresh;
+            } else {
+                match agent.store().activity(&owner, &run.thread_id).await {
+                    Ok(ThreadActivity::Running { run_id, .. }) if run_id == run.run_id => {
+                        released_polls = 0;
+                    }
+                    Ok(_) => released_polls += 1,
+                    Err(error) => tracing::warn!(%error, "following a run: store read failed"),
+                }
+            }
+            if ended {
+                break;
+            }
+            if released_polls >= POLLS_AFTER_RELEASE || Instant::now() >= deadline {
+                let lost = Event::RunError {
+                    message: "the run ended without a terminal event: its process stopped or the follow timed out".to_owned(),
+                    code: RunErrorCode::RunLost,
+                    usage: Default::default(),
+                };
+                yield vec![Arc::new(RecordedEvent::new(last_seq + 1, lost, chrono::Utc::now().timestamp_millis()))];
+                break;
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 3 / 2).min(LONGEST_POLL);
+            page = match agent.store().read_events(&run, cursor).await {
+                Ok(page) => page,
+                Err(error) => {
+                    tracing::warn!(%error, "following a run: store read failed");
+                    EventPage::default()
+                }
+            };
+            if page.next.is_some() {
+                cursor = page.next;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::dialect::AguiEncoder;
+    use crate::protocol::ids::{RunId, ThreadId};
+
+    fn finished(seq: u64) -> Arc<RecordedEvent> {
+        Arc::new(RecordedEvent::new(
+            seq,
+            Event::RunFinished {
+                thread_id: ThreadId::parse("t1", 128).unwrap(),
+                run_id: RunId::parse("r1", 128).unwrap(),
+                outcome: None,
+                usage: Default::default(),
+            },
+            1,
+        ))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn pings_while_silent_then_forwards_events() {
+        let events = async_stream::stream! {
+            tokio::time::sleep(Duration::from_secs(25)).await;
+            yield vec![finished(1)];
+        };
+        let out: Vec<Bytes> = frames(events, Duration::from_secs(10), AguiEncoder)
+            .collect()
+            .await;
+        assert_eq!(out.len(), 3);
+        assert_eq!(&out[0][..], PING_FRAME);
+        assert_eq!(&out[1][..], PING_FRAME);
+        assert!(out[2].starts_with(b"id: 1\ndata: {\"type\":\"RUN_FINISHED\""));
+    }
+
+    #[tokio::test]
+    async fn a_batch_is_one_chunk() {
+        let batches = futures_util::stream::iter(vec![
+            vec![finished(1), finished(2), finished(3)],
+            vec![finished(4)],
+        ]);
+        let out: Vec<Bytes> = frames(batches, Duration::from_secs(10), AguiEncoder)
+            .collect()
+            .await;
+        let count = |chunk: &Bytes| chunk.windows(6).filter(|w| w == b"data: ").count();
+        assert_eq!(out.iter().map(count).collect::<Vec<_>>(), [3, 1]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn no_ping_when_events_keep_flowing() {
+        let events = async_stream::stream! {
+            for seq in 1..=3 {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                yield vec![finished(seq)];
+            }
+        };
+        let out: Vec<Bytes> = frames(events, Duration::from_secs(10), AguiEncoder)
+            .collect()
+            .await;
+        assert!(out.iter().all(|frame| frame.starts_with(b"id: ")));
+    }
+}

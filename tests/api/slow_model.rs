@@ -1,0 +1,115 @@
+//! A real OpenAI-compatible Chat Completions server on loopback that streams one word every
+//! `delay` and records when a client hangs up mid-answer: what a provider sees when a run is
+//! cancelled.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::time::Instant;
+
+pub struct SlowModel {
+    pub url: String,
+    hangups: Arc<Mutex<Vec<Instant>>>,
+    requests: Arc<Mutex<u32>>,
+    _server: tokio::task::JoinHandle<()>,
+}
+
+impl SlowModel {
+    /// Answers every request with `words` words, one per `delay`.
+    pub async fn start(words: usize, delay: Duration) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let hangups = Arc::new(Mutex::new(Vec::new()));
+        let requests = Arc::new(Mutex::new(0));
+        let server = tokio::spawn({
+            let hangups = hangups.clone();
+            let requests = requests.clone();
+            async move {
+                loop {
+                    let (socket, _) = listener.accept().await.unwrap();
+                    let hangups = hangups.clone();
+                    let requests = requests.clone();
+                    tokio::spawn(async move {
+                        serve(socket, words, delay, hangups, requests).await;
+                    });
+                }
+            }
+        });
+        Self {
+            url,
+            hangups,
+            requests,
+            _server: server,
+        }
+    }
+
+    /// When clients hung up before the end of an answer.
+    pub fn hangups(&self) -> Vec<Instant> {
+        self.hangups.lock().unwrap().clone()
+    }
+
+    /// How many completions were requested.
+    pub fn requests(&self) -> u32 {
+        *self.requests.lock().unwrap()
+    }
+}
+
+async fn serve(
+    mut socket: tokio::net::TcpStream,
+    words: usize,
+    delay: Duration,
+    hangups: Arc<Mutex<Vec<Instant>>>,
+    requests: Arc<Mutex<u32>>,
+) {
+    // One request per connection: read the head and the body it announces.
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let body_start = loop {
+        let Ok(read) = socket.read(&mut chunk).await else {
+            return;
+        };
+        if read == 0 {
+            return;
+        }
+        buffer.extend_from_slice(&chunk[..read]);
+        if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buffer[..body_start]).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|line| line.strip_prefix("content-length:"))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or(0);
+    while buffer.len() < body_start + length {
+        match socket.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(read) => buffer.extend_from_slice(&chunk[..read]),
+        }
+    }
+    *requests.lock().unwrap() += 1;
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
+    if socket.write_all(head.as_bytes()).await.is_err() {
+        return;
+    }
+    for index in 0..words {
+        let frame = format!(
+            "data: {{\"id\":\"chatcmpl-slow\",\"object\":\"chat.completion.chunk\",\"model\":\"slow\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"word{index} \"}},\"finish_reason\":null}}]}}\n\n"
+        );
+        if socket.write_all(frame.as_bytes()).await.is_err() || socket.flush().await.is_err() {
+            hangups.lock().unwrap().push(Instant::now());
+            return;
+        }
+        // A closed peer shows up as a readable EOF before the next write fails.
+        let mut probe = [0u8; 1];
+        if let Ok(Ok(0)) = tokio::time::timeout(delay, socket.read(&mut probe)).await {
+            hangups.lock().unwrap().push(Instant::now());
+            return;
+        }
+    }
+    let end = "data: {\"id\":\"chatcmpl-slow\",\"object\":\"chat.completion.chunk\",\"model\":\"slow\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+    let _ = socket.write_all(end.as_bytes()).await;
+    let _ = socket.shutdown().await;
+}
