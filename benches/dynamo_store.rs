@@ -193,11 +193,15 @@ async fn main() {
     let before = store.usage();
     run(&agent, input(&frontend, "ft2", history, &["confirmAction"])).await;
     println!("  frontend tool round trip: run 1:    {first}");
+    println!(
+        "                            run 2:    {}",
+        delta(before, store.usage())
+    );
 
     // A 500-token answer streamed over about 5 s (10 ms a token), event recording on and off.
     for record_events in [true, false] {
         let demo = Agent::new(
-            Arc::new(agui_lambda::model::scripted::DemoModel {
+            Arc::new(agui_lambda::model::demo::DemoModel {
                 word_delay: Duration::from_millis(10),
             }),
             Arc::new(ToolRegistry::with_builtins().unwrap()),
@@ -228,10 +232,6 @@ async fn main() {
             delta(before, store.usage())
         );
     }
-    println!(
-        "                            run 2:    {}",
-        delta(before, store.usage())
-    );
 
     println!("Load time of a thread (median of 15 consistent loads, ~1 KB messages):");
     let filler = "x".repeat(1_000);

@@ -11,6 +11,9 @@
 #    4-character chunks, i.e. one chunk per token as OpenAI streams, and a short answer), and
 #    measures cold start, time to first byte (first run / warm run), CPU per streamed event and
 #    peak RSS from /proc/<pid>
+#    and the runtime choice (scripts/runtime_bench.py: current-thread vs multi-thread, CPU per
+#    500-token run, added time over the model's own stream, RSS; the same under a 128 MB
+#    Lambda's CPU quota in a cgroup when run as root)
 # 3. cargo bench: chunk→frame delay (benches/chunk_to_frame.rs) and the criterion hot paths
 #    (benches/hot_paths.rs)
 # Everything listens on 127.0.0.1 on free ports; every process started here is stopped on exit.
@@ -82,7 +85,11 @@ done
 step "whole runs against the release binary"
 # The measuring script starts each server itself (in its own process group, killed in finally)
 # and writes the figures as JSON.
-python3 scripts/whole_runs.py "$BIN" "$AIMOCK_PORT" "$OUT/whole-runs.json"
+# As under Lambda: a current-thread runtime (the local default is multi-thread).
+python3 scripts/whole_runs.py "$BIN" "$AIMOCK_PORT" "$OUT/whole-runs.json" RUNTIME_FLAVOR=current-thread
+
+step "runtime choice: current-thread vs multi-thread, 500-token runs (and under a 128 MB Lambda's CPU quota)"
+python3 scripts/runtime_bench.py "$BIN" "$AIMOCK_PORT" "$OUT/runtimes.json" | tee "$OUT/runtimes.txt"
 
 C2F="$OUT/chunk_to_frame.txt"
 step "cargo bench --bench chunk_to_frame (in-process chunk → frame delay)"
@@ -103,7 +110,7 @@ env "${DDB_ENV[@]}" RUST_LOG=warn "$BIN" create-table >/dev/null 2>"$OUT/create-
   || { cat "$OUT/create-table.log"; exit 1; }
 for recording in true false; do
   python3 scripts/whole_runs.py "$BIN" "$AIMOCK_PORT" "$OUT/recording-$recording.json" \
-    "${DDB_ENV[@]}" RUN_EVENTS_RECORD=$recording warm-only
+    "${DDB_ENV[@]}" RUNTIME_FLAVOR=current-thread RUN_EVENTS_RECORD=$recording warm-only
 done
 python3 - "$OUT" <<'PY'
 import json, os, sys

@@ -134,6 +134,7 @@ check() {
       need_rust; need_rust_components; need_cc; need_python; need_node; need_java
       need_tool curl curl "readiness checks and the README's curl examples"
       need_tool setsid util-linux "starts test servers in their own process group"
+      need_tool file file "checks the architecture of the sam-built bootstrap"
       need_tool sha256sum coreutils "install stamps"
       ;;
     *) echo "usage: bash scripts/prerequisites.sh run|tools|test|fuzz" >&2; exit 2 ;;

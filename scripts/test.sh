@@ -11,8 +11,10 @@
 #   5. the SAM template, transformed offline, linted by cfn-lint
 #   6. cargo deny (licenses, bans, sources; advisories when a database is at hand)
 #   7. the benches, once each as a smoke test
-#   8. unit and integration tests (cargo test), whose summary closes the output
-# Fuzzing is not part of it: `bash scripts/fuzz.sh` (.ci/run runs it after this script).
+#   8. cargo test without Node on PATH (all but the OpenAI-wire tests), then unit and
+#      integration tests (cargo test), whose summary closes the output
+# Not part of it, because they need a release or sanitizer build (.ci/run runs both after this
+# script): `bash scripts/sam_build.sh` (sam build for x86_64) and `bash scripts/fuzz.sh`.
 # Logs and captured streams land in .ci/artifacts/.
 set -euo pipefail
 
@@ -143,6 +145,24 @@ echo "cfn-lint: clean"
 
 step "supply chain: cargo deny"
 bash scripts/deny.sh
+
+step "cargo test without Node on PATH (every test but the OpenAI-wire ones, named wire_…)"
+# A PATH of links to every program on PATH but Node's: the tests that are not about the model's
+# wire format run on the in-process fixture model and must not need Node.
+NODELESS="$ARTIFACTS/path-without-node"
+mkdir -p "$NODELESS"
+IFS=: read -ra path_dirs <<<"$PATH"
+for dir in "${path_dirs[@]}"; do
+  for program in "$dir"/*; do
+    name="${program##*/}"
+    case "$name" in node | nodejs | npm | npx | corepack) continue ;; esac
+    [[ -x "$program" && ! -e "$NODELESS/$name" ]] && ln -s "$program" "$NODELESS/$name"
+  done
+done
+if PATH="$NODELESS" command -v node >/dev/null; then echo "node is still on the Node-less PATH"; exit 1; fi
+PATH="$NODELESS" cargo test --locked --lib --bins --tests -- --skip wire_ >"$ARTIFACTS/cargo-test-without-node.log" 2>&1 \
+  || { tail -n 60 "$ARTIFACTS/cargo-test-without-node.log"; echo "cargo test without Node failed"; exit 1; }
+grep '^test result' "$ARTIFACTS/cargo-test-without-node.log"
 
 step "benches, once each (smoke test)"
 cargo test --locked --bench '*'

@@ -8,24 +8,17 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-/// A secret value. `Debug` and `Display` never print it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
+pub use secrecy::{ExposeSecret, SecretString};
 
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret([redacted])")
-    }
+/// Which tokio runtime the process runs on (`RUNTIME_FLAVOR`; unset: chosen by where it runs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuntimeFlavor {
+    /// One thread: under Lambda an instance serves one invocation at a time, and a second
+    /// worker only adds cross-thread wake-ups (README: Benchmarks).
+    CurrentThread,
+    /// Worker threads (`TOKIO_WORKER_THREADS`, default one per core): the local or container
+    /// server with many streams at once, and Lambda with `AWS_LAMBDA_MAX_CONCURRENCY` > 1.
+    MultiThread,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,14 +33,14 @@ pub enum ModelChoice {
 }
 
 /// How callers prove who they are (`AUTH_MODE`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum AuthConfig {
     /// Local development: every caller is `anonymous`.
     None,
     /// `Authorization: Bearer <key>`; keys given as SHA-256 hashes per principal.
     ApiKey {
         /// `API_KEYS`: `principal=<sha256 hex>,…`
-        keys: Option<Secret>,
+        keys: Option<SecretString>,
         /// `API_KEYS_SECRET_ID`: a Secrets Manager secret holding the same, read at cold start.
         secret_id: Option<String>,
     },
@@ -68,29 +61,53 @@ pub enum JwksSource {
     File(std::path::PathBuf),
 }
 
+/// Every setting, grouped by concern.
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub model: ModelChoice,
-    pub openai_base_url: String,
-    pub openai_api_key: Option<Secret>,
-    pub agent_model: String,
-    pub model_max_retries: u32,
-    pub model_connect_timeout: Duration,
+    pub model: ModelConfig,
+    pub http: HttpConfig,
+    pub store: StoreConfig,
+    pub auth: AuthConfig,
+    pub limits: Limits,
+    pub agent: AgentSettings,
+    pub runtime: RuntimeFlavor,
+}
+
+#[derive(Debug, Clone)]
+pub struct ModelConfig {
+    pub provider: ModelChoice,
+    /// `AGENT_MODEL`: the model name, or Bedrock's model id or inference profile id.
+    pub name: String,
+    pub max_retries: u32,
+    pub connect_timeout: Duration,
+    pub openai: OpenAiConfig,
     /// `BEDROCK_MAX_TOKENS`: Bedrock's `inferenceConfig.maxTokens`; unset leaves the model's default.
     pub bedrock_max_tokens: Option<u32>,
-    pub agent: AgentSettings,
-    pub limits: Limits,
+}
+
+#[derive(Debug, Clone)]
+pub struct OpenAiConfig {
+    pub base_url: String,
+    pub api_key: Option<SecretString>,
+    /// `OPENAI_API_KEY_SECRET_ID`: the key from Secrets Manager instead of the environment.
+    pub api_key_secret_id: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    pub listen: SocketAddr,
+    /// Origins the server itself answers CORS for; empty leaves CORS to the Function URL.
+    pub cors_allowed_origins: Vec<String>,
     pub ping_interval: Duration,
     pub run_timeout: Duration,
     /// How long before the Lambda deadline a run stops with `TIMEOUT`, leaving time to store it.
     pub deadline_margin: Duration,
-    pub listen: SocketAddr,
+}
+
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    /// DynamoDB when set, else threads live in memory.
     pub threads_table: Option<String>,
-    pub auth: AuthConfig,
-    /// `OPENAI_API_KEY_SECRET_ID`: the model key from Secrets Manager instead of the environment.
-    pub openai_api_key_secret_id: Option<String>,
-    /// Origins the server itself answers CORS for; empty leaves CORS to the Function URL.
-    pub cors_allowed_origins: Vec<String>,
     /// Threads are deleted this many days after creation (DynamoDB TTL); 0 keeps them.
     pub thread_ttl_days: u32,
     /// Run event logs (for resuming streams) are deleted this many hours after they were written.
@@ -125,7 +142,7 @@ impl Config {
                 .map(|value| value.trim().to_owned())
                 .filter(|value| !value.is_empty())
         };
-        let openai_api_key = get("OPENAI_API_KEY").map(Secret::new);
+        let openai_api_key = get("OPENAI_API_KEY").map(SecretString::from);
         let openai_base_url = get("OPENAI_BASE_URL");
         let model = match get("MODEL_PROVIDER").as_deref() {
             None | Some("openai") if openai_api_key.is_some() || openai_base_url.is_some() => {
@@ -154,8 +171,13 @@ impl Config {
                 });
             }
         };
-        let bedrock_max_tokens =
-            Some(number::<u32>(vars, "BEDROCK_MAX_TOKENS", 0)?).filter(|max| *max > 0);
+        let bedrock_max_tokens = Some(bounded::<u32>(
+            vars,
+            "BEDROCK_MAX_TOKENS",
+            0,
+            0..=1_000_000,
+        )?)
+        .filter(|max| *max > 0);
         let defaults = Limits::default();
         let agent_defaults = AgentSettings::default();
         let system_prompt = match get("AGENT_SYSTEM_PROMPT") {
@@ -174,7 +196,7 @@ impl Config {
         let auth = match get("AUTH_MODE").as_deref() {
             None | Some("none") => AuthConfig::None,
             Some("api-key") => {
-                let keys = get("API_KEYS").map(Secret::new);
+                let keys = get("API_KEYS").map(SecretString::from);
                 let secret_id = get("API_KEYS_SECRET_ID");
                 if keys.is_none() && secret_id.is_none() {
                     return Err(ConfigError::Missing {
@@ -198,7 +220,7 @@ impl Config {
                     issuer: get("JWT_ISSUER").ok_or(missing.clone())?,
                     audience: get("JWT_AUDIENCE").ok_or(missing)?,
                     jwks,
-                    leeway_secs: number(vars, "JWT_LEEWAY_SECS", 30)?,
+                    leeway_secs: bounded(vars, "JWT_LEEWAY_SECS", 30, 0..=3_600)?,
                 }
             }
             Some("iam") => AuthConfig::Iam,
@@ -210,33 +232,81 @@ impl Config {
                 });
             }
         };
+        let cors_allowed_origins = get("CORS_ALLOWED_ORIGINS")
+            .map(|origins| {
+                origins
+                    .split(',')
+                    .map(|origin| origin.trim().trim_end_matches('/').to_owned())
+                    .filter(|o| !o.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let runtime = match get("RUNTIME_FLAVOR").as_deref() {
+            Some("current-thread") => RuntimeFlavor::CurrentThread,
+            Some("multi-thread") => RuntimeFlavor::MultiThread,
+            None => {
+                let under_lambda = get("AWS_LAMBDA_RUNTIME_API").is_some();
+                let concurrent = number::<u32>(vars, "AWS_LAMBDA_MAX_CONCURRENCY", 1)? > 1;
+                if under_lambda && !concurrent {
+                    RuntimeFlavor::CurrentThread
+                } else {
+                    RuntimeFlavor::MultiThread
+                }
+            }
+            Some(other) => {
+                return Err(ConfigError::Invalid {
+                    name: "RUNTIME_FLAVOR",
+                    expected: "current-thread or multi-thread",
+                    value: other.to_owned(),
+                });
+            }
+        };
         Ok(Self {
+            model: ModelConfig {
+                provider: model,
+                name: get("AGENT_MODEL").unwrap_or_else(|| "gpt-4o-mini".to_owned()),
+                max_retries: bounded(vars, "MODEL_MAX_RETRIES", 3, 0..=10)?,
+                connect_timeout: Duration::from_millis(bounded(
+                    vars,
+                    "MODEL_CONNECT_TIMEOUT_MS",
+                    10_000,
+                    100..=60_000,
+                )?),
+                openai: OpenAiConfig {
+                    base_url: openai_base_url
+                        .unwrap_or_else(|| "https://api.openai.com/v1".to_owned()),
+                    api_key: openai_api_key,
+                    api_key_secret_id: get("OPENAI_API_KEY_SECRET_ID"),
+                },
+                bedrock_max_tokens,
+            },
+            http: HttpConfig {
+                listen: SocketAddr::new(host, port),
+                cors_allowed_origins,
+                ping_interval: Duration::from_millis(bounded(
+                    vars,
+                    "SSE_PING_INTERVAL_MS",
+                    15_000,
+                    100..=300_000,
+                )?),
+                // Lambda's own maximum is 900 s.
+                run_timeout: Duration::from_secs(bounded(vars, "RUN_TIMEOUT_SECS", 870, 1..=900)?),
+                deadline_margin: Duration::from_millis(bounded(
+                    vars,
+                    "DEADLINE_MARGIN_MS",
+                    3_000,
+                    0..=60_000,
+                )?),
+            },
+            store: StoreConfig {
+                threads_table: get("THREADS_TABLE"),
+                thread_ttl_days: bounded(vars, "THREAD_TTL_DAYS", 0, 0..=36_500)?,
+                run_events_ttl_hours: bounded(vars, "RUN_EVENTS_TTL_HOURS", 24, 1..=8_760)?,
+            },
             auth,
-            openai_api_key_secret_id: get("OPENAI_API_KEY_SECRET_ID"),
-            cors_allowed_origins: get("CORS_ALLOWED_ORIGINS")
-                .map(|origins| {
-                    origins
-                        .split(',')
-                        .map(|origin| origin.trim().trim_end_matches('/').to_owned())
-                        .filter(|o| !o.is_empty())
-                        .collect()
-                })
-                .unwrap_or_default(),
-            model,
-            openai_base_url: openai_base_url
-                .unwrap_or_else(|| "https://api.openai.com/v1".to_owned()),
-            openai_api_key,
-            agent_model: get("AGENT_MODEL").unwrap_or_else(|| "gpt-4o-mini".to_owned()),
-            model_max_retries: number(vars, "MODEL_MAX_RETRIES", 3)?,
-            model_connect_timeout: Duration::from_millis(number(
-                vars,
-                "MODEL_CONNECT_TIMEOUT_MS",
-                10_000,
-            )?),
-            bedrock_max_tokens,
             agent: AgentSettings {
                 system_prompt,
-                max_steps: number(vars, "AGENT_MAX_STEPS", agent_defaults.max_steps)?.max(1),
+                max_steps: bounded(vars, "AGENT_MAX_STEPS", agent_defaults.max_steps, 1..=100)?,
                 emit_steps: flag(vars, "AGENT_EMIT_STEPS", agent_defaults.emit_steps)?,
                 lease: Duration::from_secs(bounded(vars, "RUN_LEASE_SECS", 30, 2..=900)?),
                 record_events: flag(vars, "RUN_EVENTS_RECORD", agent_defaults.record_events)?,
@@ -250,31 +320,35 @@ impl Config {
                 },
                 ..agent_defaults
             },
-            run_events_ttl_hours: bounded(vars, "RUN_EVENTS_TTL_HOURS", 24, 1..=8760)?,
             limits: Limits {
-                max_payload_bytes: number(vars, "MAX_PAYLOAD_BYTES", defaults.max_payload_bytes)?,
-                max_run_id_chars: number(vars, "MAX_RUN_ID_CHARS", defaults.max_run_id_chars)?,
-                max_messages: number(vars, "MAX_MESSAGES", defaults.max_messages)?,
-                max_user_text_chars: number(
+                // Lambda takes request payloads of up to 6 MB.
+                max_payload_bytes: bounded(
+                    vars,
+                    "MAX_PAYLOAD_BYTES",
+                    defaults.max_payload_bytes,
+                    1_024..=6_291_456,
+                )?,
+                max_run_id_chars: bounded(
+                    vars,
+                    "MAX_RUN_ID_CHARS",
+                    defaults.max_run_id_chars,
+                    1..=1_024,
+                )?,
+                max_messages: bounded(vars, "MAX_MESSAGES", defaults.max_messages, 1..=100_000)?,
+                max_user_text_chars: bounded(
                     vars,
                     "MAX_USER_TEXT_CHARS",
                     defaults.max_user_text_chars,
+                    1..=6_291_456,
                 )?,
-                max_attachments_per_message: number(
+                max_attachments_per_message: bounded(
                     vars,
                     "MAX_ATTACHMENTS",
                     defaults.max_attachments_per_message,
+                    0..=1_000,
                 )?,
             },
-            ping_interval: Duration::from_millis(
-                number(vars, "SSE_PING_INTERVAL_MS", 15_000)?.max(100),
-            ),
-            // Lambda's own maximum is 900 s.
-            run_timeout: Duration::from_secs(bounded(vars, "RUN_TIMEOUT_SECS", 870, 1..=900)?),
-            deadline_margin: Duration::from_millis(number(vars, "DEADLINE_MARGIN_MS", 3_000)?),
-            listen: SocketAddr::new(host, port),
-            threads_table: get("THREADS_TABLE"),
-            thread_ttl_days: number(vars, "THREAD_TTL_DAYS", 0)?,
+            runtime,
         })
     }
 }
@@ -357,28 +431,34 @@ mod tests {
     #[test]
     fn embedded_defaults_run_the_demo_model_locally() {
         let config = config(&[]).unwrap();
-        assert_eq!(config.model, ModelChoice::Demo);
-        assert_eq!(config.listen.to_string(), "127.0.0.1:8787");
+        assert_eq!(config.model.provider, ModelChoice::Demo);
+        assert_eq!(config.http.listen.to_string(), "127.0.0.1:8787");
         assert_eq!(config.limits, Limits::default());
-        assert!(config.threads_table.is_none());
+        assert!(config.store.threads_table.is_none());
+        assert_eq!(config.runtime, RuntimeFlavor::MultiThread);
     }
 
     #[test]
     fn a_configured_key_or_base_url_selects_the_real_model() {
         assert_eq!(
-            config(&[("OPENAI_API_KEY", "sk-x")]).unwrap().model,
+            config(&[("OPENAI_API_KEY", "sk-x")])
+                .unwrap()
+                .model
+                .provider,
             ModelChoice::OpenAi
         );
         assert_eq!(
             config(&[("OPENAI_BASE_URL", "http://127.0.0.1:4010/v1")])
                 .unwrap()
-                .model,
+                .model
+                .provider,
             ModelChoice::OpenAi
         );
         assert_eq!(
             config(&[("OPENAI_API_KEY", "sk-x"), ("MODEL_PROVIDER", "demo")])
                 .unwrap()
-                .model,
+                .model
+                .provider,
             ModelChoice::Demo
         );
     }
@@ -393,7 +473,7 @@ mod tests {
 
     #[test]
     fn auth_modes_need_their_settings() {
-        assert_eq!(config(&[]).unwrap().auth, AuthConfig::None);
+        assert!(matches!(config(&[]).unwrap().auth, AuthConfig::None));
         assert!(matches!(
             config(&[("AUTH_MODE", "api-key")]),
             Err(ConfigError::Missing { .. })
@@ -429,7 +509,7 @@ mod tests {
         )])
         .unwrap();
         assert_eq!(
-            cors.cors_allowed_origins,
+            cors.http.cors_allowed_origins,
             ["https://a.example", "http://localhost:3000"]
         );
     }
@@ -443,12 +523,12 @@ mod tests {
         ]);
         if cfg!(feature = "bedrock") {
             let bedrock = bedrock.unwrap();
-            assert_eq!(bedrock.model, ModelChoice::Bedrock);
+            assert_eq!(bedrock.model.provider, ModelChoice::Bedrock);
             assert_eq!(
-                bedrock.agent_model,
+                bedrock.model.name,
                 "us.anthropic.claude-sonnet-4-20250514-v1:0"
             );
-            assert_eq!(bedrock.bedrock_max_tokens, Some(2048));
+            assert_eq!(bedrock.model.bedrock_max_tokens, Some(2048));
             let err = config(&[("MODEL_PROVIDER", "bedrock")]).unwrap_err();
             assert!(err.to_string().starts_with("AGENT_MODEL must be"));
             // An OpenAI key in the environment does not override the explicit choice.
@@ -459,7 +539,8 @@ mod tests {
                     ("OPENAI_API_KEY", "sk-x")
                 ])
                 .unwrap()
-                .model,
+                .model
+                .provider,
                 ModelChoice::Bedrock
             );
             assert!(config(&[("BEDROCK_MAX_TOKENS", "many")]).is_err());
@@ -476,7 +557,7 @@ mod tests {
             set.agent.busy_thread_policy,
             crate::protocol::input::BusyThreadPolicy::Reject
         );
-        assert_eq!(set.run_events_ttl_hours, 24);
+        assert_eq!(set.store.run_events_ttl_hours, 24);
         for (name, value) in [
             ("RUN_LEASE_SECS", "0"),
             ("RUN_TIMEOUT_SECS", "18446744073709551615"),
@@ -487,6 +568,69 @@ mod tests {
             let err = config(&[(name, value)]).unwrap_err();
             assert!(err.to_string().starts_with(name), "{err}");
         }
+    }
+
+    #[test]
+    fn every_number_is_bounded() {
+        for (name, value) in [
+            ("MODEL_MAX_RETRIES", "4294967295"),
+            ("MODEL_CONNECT_TIMEOUT_MS", "0"),
+            ("SSE_PING_INTERVAL_MS", "18446744073709551615"),
+            ("DEADLINE_MARGIN_MS", "900000"),
+            ("THREAD_TTL_DAYS", "4294967295"),
+            ("AGENT_MAX_STEPS", "0"),
+            ("MAX_PAYLOAD_BYTES", "18446744073709551615"),
+            ("MAX_RUN_ID_CHARS", "0"),
+            ("MAX_MESSAGES", "0"),
+            ("MAX_ATTACHMENTS", "100000"),
+            ("BEDROCK_MAX_TOKENS", "4294967295"),
+            ("PORT", "65536"),
+            ("RUNTIME_FLAVOR", "fibers"),
+        ] {
+            let err = config(&[(name, value)]).unwrap_err();
+            assert!(err.to_string().starts_with(name), "{err}");
+        }
+    }
+
+    #[test]
+    fn jwt_leeway_is_bounded() {
+        let err = config(&[
+            ("AUTH_MODE", "jwt"),
+            ("JWT_ISSUER", "i"),
+            ("JWT_AUDIENCE", "a"),
+            ("JWT_JWKS_FILE", "/k.json"),
+            ("JWT_LEEWAY_SECS", "86400"),
+        ])
+        .unwrap_err();
+        assert!(err.to_string().starts_with("JWT_LEEWAY_SECS"), "{err}");
+    }
+
+    #[test]
+    fn lambda_gets_a_current_thread_runtime_unless_it_serves_concurrently() {
+        let lambda = [("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001")];
+        assert_eq!(
+            config(&lambda).unwrap().runtime,
+            RuntimeFlavor::CurrentThread
+        );
+        let concurrent = [
+            ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001"),
+            ("AWS_LAMBDA_MAX_CONCURRENCY", "8"),
+        ];
+        assert_eq!(
+            config(&concurrent).unwrap().runtime,
+            RuntimeFlavor::MultiThread
+        );
+        let forced = [
+            ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001"),
+            ("RUNTIME_FLAVOR", "multi-thread"),
+        ];
+        assert_eq!(config(&forced).unwrap().runtime, RuntimeFlavor::MultiThread);
+        assert_eq!(
+            config(&[("RUNTIME_FLAVOR", "current-thread")])
+                .unwrap()
+                .runtime,
+            RuntimeFlavor::CurrentThread
+        );
     }
 
     #[test]

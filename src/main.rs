@@ -1,15 +1,19 @@
 //! Wiring only: telemetry, configuration, the app, then the Lambda runtime or the local server.
 
-use agui_lambda::{api, config::Config, startup, telemetry};
+use agui_lambda::config::{Config, ModelChoice, RuntimeFlavor};
+use agui_lambda::{api, startup, telemetry};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     telemetry::init();
-    match run().await {
+    let outcome = Config::from_env()
+        .map_err(BoxError::from)
+        .and_then(|config| Ok((runtime(config.runtime)?, config)))
+        .and_then(|(runtime, config)| runtime.block_on(run(config)));
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             // Display, not Debug: the message is written for the person who started the binary.
@@ -19,8 +23,16 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run() -> Result<(), BoxError> {
-    let config = Config::from_env()?;
+fn runtime(flavor: RuntimeFlavor) -> std::io::Result<tokio::runtime::Runtime> {
+    match flavor {
+        RuntimeFlavor::CurrentThread => tokio::runtime::Builder::new_current_thread(),
+        RuntimeFlavor::MultiThread => tokio::runtime::Builder::new_multi_thread(),
+    }
+    .enable_all()
+    .build()
+}
+
+async fn run(config: Config) -> Result<(), BoxError> {
     if std::env::args().nth(1).as_deref() == Some("create-table") {
         return create_table(&config).await;
     }
@@ -29,8 +41,8 @@ async fn run() -> Result<(), BoxError> {
         startup::check_threads_table(&config).await?;
     }
     let app = Arc::new(startup::build(&config).await?);
-    tracing::info!(setup = %app.describe(), "agui-lambda ready to start");
-    if matches!(config.model, agui_lambda::config::ModelChoice::Demo) {
+    tracing::info!(setup = %app.describe(), runtime = ?config.runtime, "agui-lambda ready to start");
+    if matches!(config.model.provider, ModelChoice::Demo) {
         tracing::warn!(
             "no OPENAI_API_KEY or OPENAI_BASE_URL: answering with the scripted demo model"
         );
@@ -48,7 +60,7 @@ async fn run() -> Result<(), BoxError> {
     if under_lambda {
         return api::lambda::run(app).await;
     }
-    let (addr, server) = api::local::bind(app, config.listen).await?;
+    let (addr, server) = api::local::bind(app, config.http.listen).await?;
     tracing::info!("listening on http://{addr} (POST /agent, GET /threads/{{id}})");
     tokio::select! {
         _ = server => {}
@@ -63,7 +75,7 @@ async fn run() -> Result<(), BoxError> {
 #[cfg(feature = "aws")]
 async fn create_table(config: &Config) -> Result<(), BoxError> {
     use agui_lambda::store::dynamo::TableSetup;
-    let table = config.threads_table.as_deref().unwrap_or_default();
+    let table = config.store.threads_table.as_deref().unwrap_or_default();
     match startup::create_threads_table(config).await? {
         TableSetup::Created => tracing::info!(table, "table created"),
         TableSetup::Existed => tracing::info!(table, "table exists, with the expected key schema"),

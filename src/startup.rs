@@ -4,10 +4,10 @@
 use crate::agent::{Agent, ToolRegistry};
 use crate::api::auth::{ApiKeys, AuthConfigError, Authenticator, JwtVerifier};
 use crate::api::{ApiSettings, App};
-use crate::config::{AuthConfig, Config, JwksSource, ModelChoice, Secret};
+use crate::config::{AuthConfig, Config, ExposeSecret, JwksSource, ModelChoice, SecretString};
 use crate::model::ModelProvider;
+use crate::model::demo::DemoModel;
 use crate::model::openai::{OpenAiProvider, OpenAiSettings};
-use crate::model::scripted::DemoModel;
 #[cfg(feature = "aws")]
 use crate::store::DynamoStore;
 use crate::store::{MemoryStore, ThreadStore};
@@ -35,7 +35,7 @@ pub enum StartupError {
 
 /// Reads a secret's string once, at cold start. The value never reaches a log.
 #[cfg(not(feature = "aws"))]
-async fn read_secret(_secret_id: &str) -> Result<Secret, StartupError> {
+async fn read_secret(_secret_id: &str) -> Result<SecretString, StartupError> {
     Err(StartupError::NotBuilt {
         setting: "a *_SECRET_ID setting (Secrets Manager)",
     })
@@ -43,7 +43,7 @@ async fn read_secret(_secret_id: &str) -> Result<Secret, StartupError> {
 
 /// Reads a secret's string once, at cold start. The value never reaches a log.
 #[cfg(feature = "aws")]
-async fn read_secret(secret_id: &str) -> Result<Secret, StartupError> {
+async fn read_secret(secret_id: &str) -> Result<SecretString, StartupError> {
     let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
     let client = aws_sdk_secretsmanager::Client::new(&aws);
     let failure = |reason: String| StartupError::Secret {
@@ -63,7 +63,7 @@ async fn read_secret(secret_id: &str) -> Result<Secret, StartupError> {
         })?;
     output
         .secret_string()
-        .map(Secret::new)
+        .map(SecretString::from)
         .ok_or_else(|| failure("the secret has no string value".to_owned()))
 }
 
@@ -75,10 +75,10 @@ pub async fn authenticator(auth: &AuthConfig) -> Result<Authenticator, StartupEr
         AuthConfig::ApiKey { keys, secret_id } => {
             let from_env = keys
                 .as_ref()
-                .map(|keys| ApiKeys::parse(keys.expose()))
+                .map(|keys| ApiKeys::parse(keys.expose_secret()))
                 .transpose()?;
             let from_secret = match secret_id {
-                Some(id) => Some(ApiKeys::parse(read_secret(id).await?.expose())?),
+                Some(id) => Some(ApiKeys::parse(read_secret(id).await?.expose_secret())?),
                 None => None,
             };
             match (from_env, from_secret) {
@@ -136,14 +136,14 @@ async fn fetch_jwks(url: &str) -> Result<String, StartupError> {
 }
 
 pub async fn model_from_config(config: &Config) -> Result<Arc<dyn ModelProvider>, StartupError> {
-    Ok(match config.model {
+    Ok(match config.model.provider {
         ModelChoice::OpenAi => {
-            let api_key = match &config.openai_api_key_secret_id {
+            let api_key = match &config.model.openai.api_key_secret_id {
                 Some(secret_id) => Some(read_secret(secret_id).await?),
-                None => config.openai_api_key.clone(),
+                None => config.model.openai.api_key.clone(),
             };
             let http = reqwest::Client::builder()
-                .connect_timeout(config.model_connect_timeout)
+                .connect_timeout(config.model.connect_timeout)
                 .tcp_nodelay(true)
                 .pool_idle_timeout(Duration::from_secs(60))
                 .build()
@@ -151,10 +151,10 @@ pub async fn model_from_config(config: &Config) -> Result<Arc<dyn ModelProvider>
             Arc::new(OpenAiProvider::new(
                 http,
                 OpenAiSettings {
-                    base_url: config.openai_base_url.clone(),
+                    base_url: config.model.openai.base_url.clone(),
                     api_key,
-                    model: config.agent_model.clone(),
-                    max_retries: config.model_max_retries,
+                    model: config.model.name.clone(),
+                    max_retries: config.model.max_retries,
                     max_backoff: Duration::from_secs(20),
                 },
             ))
@@ -168,16 +168,16 @@ pub async fn model_from_config(config: &Config) -> Result<Arc<dyn ModelProvider>
             let client = bedrock::client(
                 &aws,
                 &bedrock::ClientSettings {
-                    max_retries: config.model_max_retries,
-                    connect_timeout: config.model_connect_timeout,
+                    max_retries: config.model.max_retries,
+                    connect_timeout: config.model.connect_timeout,
                 },
             );
             Arc::new(bedrock::BedrockProvider::new(
                 client,
                 bedrock::BedrockSettings {
-                    model_id: config.agent_model.clone(),
-                    max_tokens: config.bedrock_max_tokens,
-                    max_retries: config.model_max_retries,
+                    model_id: config.model.name.clone(),
+                    max_tokens: config.model.bedrock_max_tokens,
+                    max_retries: config.model.max_retries,
                 },
             ))
         }
@@ -211,13 +211,16 @@ pub async fn dynamo_client() -> aws_sdk_dynamodb::Client {
 
 /// DynamoDB when `THREADS_TABLE` is set, else memory.
 pub async fn store_from_config(config: &Config) -> Result<Arc<dyn ThreadStore>, StartupError> {
-    match &config.threads_table {
+    match &config.store.threads_table {
         #[cfg(feature = "aws")]
-        Some(table) => Ok(Arc::new(DynamoStore::new(
-            dynamo_client().await,
-            table.clone(),
-            config.thread_ttl_days,
-        ))),
+        Some(table) => Ok(Arc::new(
+            DynamoStore::new(
+                dynamo_client().await,
+                table.clone(),
+                config.store.thread_ttl_days,
+            )
+            .with_events_ttl_hours(config.store.run_events_ttl_hours),
+        )),
         #[cfg(not(feature = "aws"))]
         Some(_) => Err(StartupError::NotBuilt {
             setting: "THREADS_TABLE (DynamoDB)",
@@ -232,7 +235,7 @@ pub async fn store_from_config(config: &Config) -> Result<Arc<dyn ThreadStore>, 
 /// template creates the table, and the function's role may not describe it.)
 #[cfg(feature = "aws")]
 pub async fn check_threads_table(config: &Config) -> Result<(), StartupError> {
-    let Some(table) = &config.threads_table else {
+    let Some(table) = &config.store.threads_table else {
         return Ok(());
     };
     DynamoStore::check_table(&dynamo_client().await, table)
@@ -246,7 +249,7 @@ pub async fn check_threads_table(config: &Config) -> Result<(), StartupError> {
 pub async fn create_threads_table(
     config: &Config,
 ) -> Result<crate::store::dynamo::TableSetup, StartupError> {
-    let table = config.threads_table.as_deref().ok_or_else(|| {
+    let table = config.store.threads_table.as_deref().ok_or_else(|| {
         StartupError::Table("set THREADS_TABLE to the name of the table to create".to_owned())
     })?;
     DynamoStore::create_table(&dynamo_client().await, table)
@@ -302,10 +305,10 @@ pub fn build_app(
         auth,
         ApiSettings {
             limits: config.limits.clone(),
-            ping_interval: config.ping_interval,
-            run_timeout: config.run_timeout,
-            deadline_margin: config.deadline_margin,
-            cors_allowed_origins: config.cors_allowed_origins.clone(),
+            ping_interval: config.http.ping_interval,
+            run_timeout: config.http.run_timeout,
+            deadline_margin: config.http.deadline_margin,
+            cors_allowed_origins: config.http.cors_allowed_origins.clone(),
         },
     ))
 }

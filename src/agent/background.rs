@@ -6,52 +6,60 @@ use super::live::LiveRun;
 use crate::protocol::events::RecordedEvent;
 use crate::store::{Lease, StoreError, ThreadStore};
 use bytes::Bytes;
-use futures_util::StreamExt;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// A batch is written early once it holds this much, to stay within one store item.
-const FLUSH_BYTES: usize = 300_000;
+/// The most event bytes one store write carries; a larger backlog takes several writes.
+const WRITE_BYTES: usize = 300_000;
 /// Attempts at the last write of a run's log when the store fails.
 const FINAL_ATTEMPTS: u32 = 3;
 
-/// Writes the run's events as they come, at most one write per `interval`, and the last batch
-/// as soon as the terminal event is in. The first batch (`RUN_STARTED`) is written at once, so
-/// the run is known to other processes from its start.
+/// Writes the run's events every `interval` (what arrived since the last write), and the rest as
+/// soon as the terminal event is in. It wakes on the clock and on the run's end only, never per
+/// event, so a fast stream costs the recorder nothing between writes. A failed write is retried
+/// with the next batch; the live stream never waits for it.
 pub(super) async fn record(
     store: Arc<dyn ThreadStore>,
     lease: Lease,
     run: Arc<LiveRun>,
     interval: Duration,
 ) {
-    let mut events = Box::pin(run.clone().follow(0));
-    let mut pending: Vec<Arc<RecordedEvent>> = Vec::new();
-    let mut pending_bytes = 0;
-    let mut next_write = Instant::now();
+    let mut written = 0;
     let mut ended = false;
     while !ended {
         tokio::select! {
-            batch = events.next() => match batch {
-                Some(batch) => {
-                    pending_bytes += batch.iter().map(|event| event.json.len()).sum::<usize>();
-                    ended = batch.last().is_some_and(|event| event.terminal);
-                    pending.extend(batch);
-                }
-                None => ended = true,
-            },
-            () = tokio::time::sleep_until(next_write), if !pending.is_empty() => {}
+            biased;
+            () = run.ended() => {}
+            () = tokio::time::sleep(interval) => {}
         }
-        let due = ended || pending_bytes >= FLUSH_BYTES || Instant::now() >= next_write;
-        if due && !pending.is_empty() {
-            let attempts = if ended { FINAL_ATTEMPTS } else { 1 };
-            if write(store.as_ref(), &lease, &pending, attempts).await {
-                pending.clear();
-                pending_bytes = 0;
+        let (backlog, run_ended) = run.since(written);
+        ended = run_ended;
+        let attempts = if ended { FINAL_ATTEMPTS } else { 1 };
+        for batch in by_size(&backlog, WRITE_BYTES) {
+            if !write(store.as_ref(), &lease, batch, attempts).await {
+                break;
             }
-            next_write = Instant::now() + interval;
+            written = batch.last().map_or(written, |event| event.seq);
         }
     }
+}
+
+/// `events` cut into runs of at most `limit` bytes of JSON (an event larger than that alone).
+fn by_size(events: &[Arc<RecordedEvent>], limit: usize) -> Vec<&[Arc<RecordedEvent>]> {
+    let mut batches = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (index, event) in events.iter().enumerate() {
+        if index > start && bytes + event.json.len() > limit {
+            batches.push(&events[start..index]);
+            (start, bytes) = (index, 0);
+        }
+        bytes += event.json.len();
+    }
+    if start < events.len() {
+        batches.push(&events[start..]);
+    }
+    batches
 }
 
 async fn write(
@@ -114,5 +122,39 @@ pub(super) async fn heartbeat(
             // Transient: the lease outlives a few failed pulses.
             Err(error) => tracing::warn!(%error, run_id = %lease.run_id, "heartbeat failed"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::events::Event;
+
+    fn events(sizes: &[usize]) -> Vec<Arc<RecordedEvent>> {
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(index, size)| {
+                let event = Event::TextMessageContent {
+                    message_id: crate::protocol::MessageId::generate(),
+                    delta: "x".repeat(*size),
+                };
+                Arc::new(RecordedEvent::new(index as u64 + 1, event, 0))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_backlog_is_cut_into_writes_of_bounded_size() {
+        let backlog = events(&[100, 100, 100, 1_000, 100]);
+        let limit = backlog[0].json.len() * 2 + 10;
+        let batches = by_size(&backlog, limit);
+        let seqs: Vec<Vec<u64>> = batches
+            .iter()
+            .map(|batch| batch.iter().map(|event| event.seq).collect())
+            .collect();
+        // Two small events fit; the large one goes alone; nothing is lost or repeated.
+        assert_eq!(seqs, [vec![1, 2], vec![3], vec![4], vec![5]]);
+        assert!(by_size(&[], limit).is_empty());
     }
 }

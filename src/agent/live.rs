@@ -29,6 +29,8 @@ pub struct LiveRun {
     pushed: watch::Sender<u64>,
     stop: CancellationToken,
     lease_lost: AtomicBool,
+    /// Set when the terminal event is pushed.
+    ended: watch::Sender<bool>,
     /// Set once the run has ended and its log is written.
     done: watch::Sender<bool>,
 }
@@ -69,8 +71,15 @@ impl LiveRun {
             pushed: watch::Sender::new(0),
             stop: CancellationToken::new(),
             lease_lost: AtomicBool::new(false),
+            ended: watch::Sender::new(false),
             done: watch::Sender::new(false),
         })
+    }
+
+    /// Resolves once the terminal event is in the log (without waking on every event before).
+    pub async fn ended(&self) {
+        let mut ended = self.ended.subscribe();
+        let _ = ended.wait_for(|ended| *ended).await;
     }
 
     /// Resolves once the run has ended and its log is written.
@@ -87,17 +96,18 @@ impl LiveRun {
 
     /// Appends an event: numbered, stamped and serialised once, here.
     pub fn push(&self, event: Event) {
-        let count = {
+        let (count, terminal) = {
             let mut log = self.log();
             let seq = log.len() as u64 + 1;
-            log.push(Arc::new(RecordedEvent::new(
-                seq,
-                event,
-                chrono::Utc::now().timestamp_millis(),
-            )));
-            seq
+            let recorded = RecordedEvent::new(seq, event, chrono::Utc::now().timestamp_millis());
+            let terminal = recorded.terminal;
+            log.push(Arc::new(recorded));
+            (seq, terminal)
         };
         self.pushed.send_replace(count);
+        if terminal {
+            self.ended.send_replace(true);
+        }
     }
 
     /// Events after sequence number `after`, and whether the run has ended.

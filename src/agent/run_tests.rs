@@ -117,7 +117,7 @@ fn shape(events: &[Value]) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn seed_scenario_1_plain_chat() {
+async fn plain_chat_streams_one_text_message_between_run_started_and_run_finished() {
     let h = harness(
         vec![ScriptedTurn::Stream(vec![
             ModelDelta::Text("你好".into()),
@@ -150,7 +150,7 @@ async fn seed_scenario_1_plain_chat() {
 }
 
 #[tokio::test]
-async fn seed_scenario_2_frontend_tool_round_trip() {
+async fn frontend_tool_call_ends_the_run_and_its_result_continues_the_thread() {
     let h = harness(
         vec![
             ScriptedTurn::tool_calls(
@@ -230,7 +230,7 @@ async fn seed_scenario_2_frontend_tool_round_trip() {
 }
 
 #[tokio::test]
-async fn seed_scenario_3_server_tool_with_steps() {
+async fn server_tool_result_is_streamed_and_fed_back_within_steps() {
     let h = harness(
         vec![
             ScriptedTurn::tool_calls(
@@ -663,7 +663,7 @@ async fn a_retried_run_never_stores_the_users_message_twice() {
 }
 
 #[tokio::test]
-async fn seed_scenario_4_human_in_the_loop_confirmation() {
+async fn confirmation_tool_pauses_the_run_until_the_user_answers() {
     let h = harness(
         vec![
             ScriptedTurn::tool_calls(
@@ -745,7 +745,7 @@ async fn seed_scenario_4_human_in_the_loop_confirmation() {
 }
 
 #[tokio::test]
-async fn seed_scenario_3_server_tool_event_for_event() {
+async fn server_tool_run_matches_the_reference_stream_event_for_event() {
     let h = harness(
         vec![
             ScriptedTurn::tool_calls(

@@ -7,10 +7,16 @@ use crate::protocol::events::{Event, RecordedEvent, RunErrorCode};
 use crate::protocol::sse::PING_FRAME;
 use crate::store::{EventPage, Principal, RunRef, ThreadActivity};
 use bytes::{Bytes, BytesMut};
-use futures_util::{Stream, StreamExt};
+use futures_util::{FutureExt, Stream, StreamExt};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
+
+/// The shortest gap between two body chunks while events keep coming. A frame after a quiet
+/// spell goes out at once; during a burst (a model streaming faster than one chunk per
+/// millisecond), what arrives within the gap shares one chunk. Without it, a runtime with one
+/// thread writes one chunk (one syscall) per event: the run and the writer take turns.
+const MIN_CHUNK_GAP: Duration = Duration::from_millis(1);
 
 /// Turns a run's event batches into SSE frames with `encoder`, one body chunk per batch (a
 /// burst of model chunks then costs one socket write, not one per frame), and sends a ping
@@ -26,9 +32,20 @@ where
 {
     let mut batches = Box::pin(batches);
     async_stream::stream! {
+        let mut last_chunk: Option<Instant> = None;
         loop {
             match tokio::time::timeout(ping_interval, batches.next()).await {
-                Ok(Some(batch)) => {
+                Ok(Some(mut batch)) => {
+                    let ends = batch.last().is_some_and(|event| event.terminal);
+                    if let Some(ready_at) = last_chunk.map(|at| at + MIN_CHUNK_GAP)
+                        && !ends
+                        && Instant::now() < ready_at
+                    {
+                        tokio::time::sleep_until(ready_at).await;
+                        while let Some(Some(more)) = batches.next().now_or_never() {
+                            batch.extend(more);
+                        }
+                    }
                     let mut chunk = BytesMut::new();
                     for event in &batch {
                         for frame in encoder.encode_recorded(event) {
@@ -36,6 +53,7 @@ where
                         }
                     }
                     if !chunk.is_empty() {
+                        last_chunk = Some(Instant::now());
                         yield chunk.freeze();
                     }
                 }

@@ -4,7 +4,9 @@
 
 #[cfg(feature = "bedrock")]
 pub mod bedrock;
+pub mod demo;
 pub mod openai;
+#[cfg(any(test, feature = "test-utils"))]
 pub mod scripted;
 
 use crate::protocol::Message;
@@ -100,6 +102,7 @@ pub enum ModelError {
     Api(String),
     #[error("the model sent a malformed stream chunk")]
     Malformed,
+    #[cfg(any(test, feature = "test-utils"))]
     #[error("the scripted model has no turn left")]
     ScriptExhausted,
 }

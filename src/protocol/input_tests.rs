@@ -142,7 +142,7 @@ fn duplicate_message_ids_and_tool_names_are_refused() {
 }
 
 #[test]
-fn seed_004_limits_apply_with_their_messages() {
+fn payload_run_id_and_message_limits_refuse_with_their_messages() {
     let limits = Limits::default();
     let too_big = vec![b' '; limits.max_payload_bytes + 1];
     assert_eq!(

@@ -9,6 +9,7 @@ pub mod ids;
 pub mod input;
 pub mod message;
 pub mod sse;
+#[cfg(any(test, feature = "test-utils"))]
 pub mod verify;
 
 pub use events::{Event, RunErrorCode};

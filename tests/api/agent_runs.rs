@@ -2,8 +2,8 @@ use crate::helpers::*;
 use serde_json::{Value, json};
 
 #[tokio::test]
-async fn plain_chat_streams_the_models_text() {
-    let app = spawn_app().await;
+async fn wire_plain_chat_streams_the_models_text() {
+    let app = spawn_wire_app().await;
     let thread = new_thread();
     let events = app
         .run(&run_input(
@@ -25,7 +25,7 @@ async fn plain_chat_streams_the_models_text() {
     assert_eq!(events[0]["threadId"], thread.as_str());
     assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED");
 
-    let sent = app.aimock.requests_about("hello").await;
+    let sent = app.aimock().requests_about("hello").await;
     assert_eq!(sent.len(), 1);
     let body = &sent[0]["body"];
     assert_eq!(body["stream"], true);
@@ -44,8 +44,8 @@ async fn plain_chat_streams_the_models_text() {
 }
 
 #[tokio::test]
-async fn a_server_tool_runs_inside_and_its_result_goes_back_to_the_model() {
-    let app = spawn_app().await;
+async fn wire_a_server_tool_runs_inside_and_its_result_goes_back_to_the_model() {
+    let app = spawn_wire_app().await;
     let events = app
         .run(&run_input(
             &new_thread(),
@@ -71,7 +71,7 @@ async fn a_server_tool_runs_inside_and_its_result_goes_back_to_the_model() {
         .unwrap();
     assert_eq!(start["parentMessageId"], first_text["messageId"]);
 
-    let sent = app.aimock.requests_about("what time is it").await;
+    let sent = app.aimock().requests_about("what time is it").await;
     assert_eq!(sent.len(), 2);
     let history = sent[1]["body"]["messages"].as_array().unwrap();
     let tool_message = history.iter().find(|m| m["role"] == "tool").unwrap();
@@ -163,8 +163,8 @@ async fn human_in_the_loop_confirmation() {
 }
 
 #[tokio::test]
-async fn parallel_server_and_frontend_calls_stop_after_the_server_result() {
-    let app = spawn_app().await;
+async fn wire_parallel_server_and_frontend_calls_stop_after_the_server_result() {
+    let app = spawn_wire_app().await;
     let events = app
         .run(&run_input(
             &new_thread(),
@@ -186,7 +186,7 @@ async fn parallel_server_and_frontend_calls_stop_after_the_server_result() {
     assert_eq!(results.len(), 1);
     assert_eq!(results[0]["toolCallId"], "call_par_1");
     assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED");
-    assert_eq!(app.aimock.requests_about("time and files").await.len(), 1);
+    assert_eq!(app.aimock().requests_about("time and files").await.len(), 1);
 }
 
 #[tokio::test]
@@ -215,8 +215,8 @@ async fn reasoning_streams_before_the_answer() {
 }
 
 #[tokio::test]
-async fn a_rate_limited_model_is_retried_then_reported_as_model_error() {
-    let app = spawn_app().await;
+async fn wire_a_rate_limited_model_is_retried_then_reported_as_model_error() {
+    let app = spawn_wire_app().await;
     let thread = new_thread();
     let events = app
         .run(&run_input(
@@ -231,7 +231,7 @@ async fn a_rate_limited_model_is_retried_then_reported_as_model_error() {
     assert_eq!(last["code"], "MODEL_ERROR");
     assert!(last["message"].as_str().unwrap().contains("429"));
     assert_eq!(
-        app.aimock.requests_about("rate limit me").await.len(),
+        app.aimock().requests_about("rate limit me").await.len(),
         3,
         "one try and MODEL_MAX_RETRIES=2 retries"
     );
@@ -244,8 +244,8 @@ async fn a_rate_limited_model_is_retried_then_reported_as_model_error() {
 }
 
 #[tokio::test]
-async fn a_transient_429_before_the_first_token_is_retried_transparently() {
-    let app = spawn_app().await;
+async fn wire_a_transient_429_before_the_first_token_is_retried_transparently() {
+    let app = spawn_wire_app().await;
     let events = app
         .run(&run_input(
             &new_thread(),
@@ -256,7 +256,7 @@ async fn a_transient_429_before_the_first_token_is_retried_transparently() {
         .events();
     assert_eq!(text_of(&events), "Recovered after a retry.");
     let statuses: Vec<u64> = app
-        .aimock
+        .aimock()
         .requests_about("flaky once")
         .await
         .iter()
@@ -266,8 +266,8 @@ async fn a_transient_429_before_the_first_token_is_retried_transparently() {
 }
 
 #[tokio::test]
-async fn a_connection_dropped_mid_stream_is_a_model_error_not_a_success() {
-    let app = spawn_app().await;
+async fn wire_a_connection_dropped_mid_stream_is_a_model_error_not_a_success() {
+    let app = spawn_wire_app().await;
     let events = app
         .run(&run_input(
             &new_thread(),
@@ -280,15 +280,18 @@ async fn a_connection_dropped_mid_stream_is_a_model_error_not_a_success() {
     assert_eq!(last["type"], "RUN_ERROR");
     assert_eq!(last["code"], "MODEL_ERROR");
     assert_eq!(
-        app.aimock.requests_about("drop the connection").await.len(),
+        app.aimock()
+            .requests_about("drop the connection")
+            .await
+            .len(),
         1,
         "never retried after output was streamed"
     );
 }
 
 #[tokio::test]
-async fn a_server_error_is_retried_then_reported() {
-    let app = spawn_app().await;
+async fn wire_a_server_error_is_retried_then_reported() {
+    let app = spawn_wire_app().await;
     let events = app
         .run(&run_input(
             &new_thread(),
@@ -299,14 +302,17 @@ async fn a_server_error_is_retried_then_reported() {
         .events();
     assert_eq!(events.last().unwrap()["code"], "MODEL_ERROR");
     assert_eq!(
-        app.aimock.requests_about("server error please").await.len(),
+        app.aimock()
+            .requests_about("server error please")
+            .await
+            .len(),
         3
     );
 }
 
 #[tokio::test]
-async fn an_incremental_client_gets_the_history_it_missed() {
-    let app = spawn_app().await;
+async fn wire_an_incremental_client_gets_the_history_it_missed() {
+    let app = spawn_wire_app().await;
     let thread = new_thread();
     app.run(&run_input(
         &thread,
@@ -335,7 +341,7 @@ async fn an_incremental_client_gets_the_history_it_missed() {
         .collect();
     assert_eq!(ids.len(), 3);
     assert_eq!((ids[0], ids[2]), ("u1", "u2"));
-    let sent = app.aimock.requests_about("hello again").await;
+    let sent = app.aimock().requests_about("hello again").await;
     assert_eq!(
         sent[0]["body"]["messages"].as_array().unwrap().len(),
         4,

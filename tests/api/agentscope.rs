@@ -225,7 +225,7 @@ fn seed_example_events() -> Vec<Event> {
 /// each of the seed's lines in order within it, and agentscope-runtime's own ResponseBuilder
 /// output for the same text (tests/python/make_builder_reference.py) frame for frame.
 #[test]
-fn seed_002_streaming_example_is_reproduced() {
+fn agentscope_streaming_example_is_reproduced_exactly() {
     let ours = encode_all(&seed_example_events());
     assert_golden("seed-002-stream.jsonl", &ours);
 
@@ -675,8 +675,8 @@ async fn a_busy_thread_refuses_the_other_dialect_too() {
 /// history: the model sees it, the AG-UI client gets it in MESSAGES_SNAPSHOT, and the thread
 /// stores each message once.
 #[tokio::test]
-async fn a_thread_moves_between_dialects_with_its_whole_history() {
-    let app = spawn_app().await;
+async fn wire_a_thread_moves_between_dialects_with_its_whole_history() {
+    let app = spawn_wire_app().await;
 
     // AgentScope, then AG-UI.
     let thread = new_thread();
@@ -701,7 +701,7 @@ async fn a_thread_moves_between_dialects_with_its_whole_history() {
         .map(|m| &m["content"])
         .collect();
     assert_eq!(texts[1], "Hello! How can I help you today?");
-    let sent = app.aimock.requests_about("what time is it").await;
+    let sent = app.aimock().requests_about("what time is it").await;
     let model_history = sent[0]["body"]["messages"].to_string();
     assert!(model_history.contains("Hello! How can I help you today?"));
     assert_eq!(
@@ -728,7 +728,7 @@ async fn a_thread_moves_between_dialects_with_its_whole_history() {
     let second = process(&app, &request(&thread, json!([user("hello again")]))).await;
     let objects = stream_of(&second);
     assert_eq!(final_response(&objects)["session_id"], thread.as_str());
-    let sent = app.aimock.requests_about("hello again").await;
+    let sent = app.aimock().requests_about("hello again").await;
     let model_history = sent[0]["body"]["messages"].to_string();
     assert!(model_history.contains("think step by step"));
     assert!(model_history.contains("The answer is 42."));

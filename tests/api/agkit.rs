@@ -22,8 +22,8 @@ const COLOR_TOOL: &str = r#"{"$schema":"https://json-schema.org/draft/2020-12/sc
 
 /// Seed 000's background-colour round trip, frame for frame (ids are the model's).
 #[tokio::test]
-async fn seed_000_background_colour_round_trip() {
-    let app = spawn_app().await;
+async fn wire_agkit_background_colour_frontend_tool_round_trip() {
+    let app = spawn_wire_app().await;
     let conversation = new_thread();
     let first = app
         .post_raw("/send-message", "application/json", json!({
@@ -78,7 +78,7 @@ async fn seed_000_background_colour_round_trip() {
         .map(|m| m["role"].as_str().unwrap())
         .collect();
     assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
-    let sent = app.aimock.requests_about("Change background color").await;
+    let sent = app.aimock().requests_about("Change background color").await;
     assert_eq!(sent.len(), 2);
     let tool = sent[1]["body"]["messages"]
         .as_array()
@@ -91,8 +91,8 @@ async fn seed_000_background_colour_round_trip() {
 }
 
 #[tokio::test]
-async fn without_a_conversation_id_a_thread_starts_and_its_id_comes_back() {
-    let app = spawn_app().await;
+async fn wire_without_a_conversation_id_a_thread_starts_and_its_id_comes_back() {
+    let app = spawn_wire_app().await;
     let response = app
         .http
         .post(app.url("/ag-kit/send-message"))
@@ -112,7 +112,7 @@ async fn without_a_conversation_id_a_thread_starts_and_its_id_comes_back() {
         .post_raw("/ag-kit/send-message", "application/json", json!({"messages": [{"role": "user", "content": "hello again"}], "conversationId": conversation}).to_string())
         .await;
     assert_eq!(text(&frames(&again)), "Hello! How can I help you today?");
-    let sent = app.aimock.requests_about("hello again").await;
+    let sent = app.aimock().requests_about("hello again").await;
     assert_eq!(
         sent[0]["body"]["messages"].as_array().unwrap().len(),
         4,

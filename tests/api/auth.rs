@@ -147,7 +147,7 @@ async fn api_keys() {
         401,
         "routes are not probeable"
     );
-    assert!(app.aimock.journal().await.is_empty());
+    assert_eq!(app.model_requests().await, 0);
     assert_ownership(&app, "Bearer alice-secret-key", "Bearer bob-secret-key").await;
 }
 

@@ -187,7 +187,7 @@ async fn spawn_bedrock_app(endpoint: &str, aimock_fix: bool) -> BedrockApp {
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
     .collect();
     let config = Config::from_map(&vars).unwrap();
-    assert_eq!(config.model, ModelChoice::Bedrock);
+    assert_eq!(config.model.provider, ModelChoice::Bedrock);
     let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .region(Region::new("us-east-1"))
         .credentials_provider(Credentials::new("AKIDTEST", "secret", None, None, "tests"))
@@ -198,8 +198,8 @@ async fn spawn_bedrock_app(endpoint: &str, aimock_fix: bool) -> BedrockApp {
     let mut client_config = bedrock::client_config(
         &sdk,
         &ClientSettings {
-            max_retries: config.model_max_retries,
-            connect_timeout: config.model_connect_timeout,
+            max_retries: config.model.max_retries,
+            connect_timeout: config.model.connect_timeout,
         },
     )
     .interceptor(sent.clone());
@@ -209,9 +209,9 @@ async fn spawn_bedrock_app(endpoint: &str, aimock_fix: bool) -> BedrockApp {
     let model = Arc::new(BedrockProvider::new(
         aws_sdk_bedrockruntime::Client::from_conf(client_config.build()),
         BedrockSettings {
-            model_id: config.agent_model.clone(),
-            max_tokens: config.bedrock_max_tokens,
-            max_retries: config.model_max_retries,
+            model_id: config.model.name.clone(),
+            max_tokens: config.model.bedrock_max_tokens,
+            max_retries: config.model.max_retries,
         },
     ));
     let app = startup::build_app(
@@ -311,7 +311,7 @@ fn last(events: &[Value]) -> &Value {
 }
 
 #[tokio::test]
-async fn bedrock_plain_chat_on_aimock() {
+async fn wire_bedrock_plain_chat_on_aimock() {
     let (aimock, app) = on_aimock().await;
     let events = app.ask("hello").await;
     assert_eq!(text_of(&events), "Hello! How can I help you today?");
@@ -344,7 +344,7 @@ async fn bedrock_plain_chat_on_aimock() {
 }
 
 #[tokio::test]
-async fn bedrock_server_tool_round_trip_on_aimock() {
+async fn wire_bedrock_server_tool_round_trip_on_aimock() {
     let (aimock, app) = on_aimock().await;
     let events = app.ask("what time is it").await;
     let kinds = types(&events);
@@ -471,7 +471,7 @@ async fn frontend_round_trip(user_text: &str, tool: &str, args: Value, answer: &
 }
 
 #[tokio::test]
-async fn bedrock_frontend_tool_round_trip_on_aimock() {
+async fn wire_bedrock_frontend_tool_round_trip_on_aimock() {
     frontend_round_trip(
         "search my local files",
         "search_local_files",
@@ -483,7 +483,7 @@ async fn bedrock_frontend_tool_round_trip_on_aimock() {
 }
 
 #[tokio::test]
-async fn bedrock_human_in_the_loop_on_aimock() {
+async fn wire_bedrock_human_in_the_loop_on_aimock() {
     frontend_round_trip(
         "delete the temporary files",
         "confirmAction",
@@ -495,7 +495,7 @@ async fn bedrock_human_in_the_loop_on_aimock() {
 }
 
 #[tokio::test]
-async fn bedrock_parallel_server_and_frontend_calls_on_aimock() {
+async fn wire_bedrock_parallel_server_and_frontend_calls_on_aimock() {
     let (_aimock, app) = on_aimock().await;
     let events = app.ask("time and files").await;
     let starts: Vec<&str> = events
@@ -515,7 +515,7 @@ async fn bedrock_parallel_server_and_frontend_calls_on_aimock() {
 }
 
 #[tokio::test]
-async fn bedrock_reasoning_on_aimock() {
+async fn wire_bedrock_reasoning_on_aimock() {
     let (_aimock, app) = on_aimock().await;
     let events = app.ask("think step by step").await;
     let reasoning: String = events
@@ -528,7 +528,7 @@ async fn bedrock_reasoning_on_aimock() {
 }
 
 #[tokio::test]
-async fn bedrock_throttling_is_retried_by_the_sdk_then_reported_on_aimock() {
+async fn wire_bedrock_throttling_is_retried_by_the_sdk_then_reported_on_aimock() {
     let (aimock, app) = on_aimock().await;
     let thread = new_thread();
     let events = app
@@ -548,7 +548,7 @@ async fn bedrock_throttling_is_retried_by_the_sdk_then_reported_on_aimock() {
 }
 
 #[tokio::test]
-async fn bedrock_a_transient_429_is_retried_transparently_on_aimock() {
+async fn wire_bedrock_a_transient_429_is_retried_transparently_on_aimock() {
     let (aimock, app) = on_aimock().await;
     let events = app.ask("flaky once").await;
     assert_eq!(text_of(&events), "Recovered after a retry.");
@@ -562,7 +562,7 @@ async fn bedrock_a_transient_429_is_retried_transparently_on_aimock() {
 }
 
 #[tokio::test]
-async fn bedrock_a_server_error_is_retried_then_reported_on_aimock() {
+async fn wire_bedrock_a_server_error_is_retried_then_reported_on_aimock() {
     let (aimock, app) = on_aimock().await;
     let events = app.ask("server error please").await;
     assert_eq!(last(&events)["code"], "MODEL_ERROR");
@@ -570,7 +570,7 @@ async fn bedrock_a_server_error_is_retried_then_reported_on_aimock() {
 }
 
 #[tokio::test]
-async fn bedrock_a_connection_dropped_mid_stream_is_a_model_error_on_aimock() {
+async fn wire_bedrock_a_connection_dropped_mid_stream_is_a_model_error_on_aimock() {
     let (aimock, app) = on_aimock().await;
     let thread = new_thread();
     let events = app

@@ -1,4 +1,6 @@
+use super::fixture_model::FixtureModel;
 use agui_lambda::config::Config;
+use agui_lambda::model::{ModelProvider, ModelRequest};
 use agui_lambda::protocol::verify::{parse_sse, verify_run};
 use agui_lambda::startup;
 use agui_lambda::store::ThreadStore;
@@ -92,9 +94,16 @@ impl Aimock {
 
 pub struct TestApp {
     pub addr: SocketAddr,
-    pub aimock: Aimock,
+    model: TestModel,
     pub http: reqwest::Client,
     _server: tokio::task::JoinHandle<()>,
+}
+
+/// The model behind a test app: the fixtures in process, or aimock on loopback for the tests
+/// about the OpenAI wire format (whose names start with `wire_`).
+enum TestModel {
+    Fixture(Arc<FixtureModel>),
+    Aimock(Box<Aimock>),
 }
 
 pub struct Reply {
@@ -119,6 +128,7 @@ impl Reply {
     }
 }
 
+/// An app on the in-process fixture model and the in-memory store.
 pub async fn spawn_app() -> TestApp {
     spawn_app_with(&[]).await
 }
@@ -127,48 +137,103 @@ pub async fn spawn_app_with(overrides: &[(&str, &str)]) -> TestApp {
     spawn_app_on(overrides, None).await
 }
 
-/// An app on the given store (`None`: the one the configuration names).
+/// An app on the in-process fixture model and the given store (`None`: the one the
+/// configuration names).
 pub async fn spawn_app_on(
     overrides: &[(&str, &str)],
     store: Option<Arc<dyn ThreadStore>>,
 ) -> TestApp {
-    let aimock = Aimock::start().await;
-    let mut vars: HashMap<String, String> = [
-        ("OPENAI_BASE_URL", format!("{}/v1", aimock.url)),
-        ("OPENAI_API_KEY", "test-key".to_owned()),
-        ("AGENT_MODEL", "test-model".to_owned()),
-        ("MODEL_MAX_RETRIES", "2".to_owned()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect();
+    let model = Arc::new(FixtureModel::load());
+    spawn(overrides, store, TestModel::Fixture(model)).await
+}
+
+/// An app whose model is aimock over HTTP: for the tests about the OpenAI wire format.
+pub async fn spawn_wire_app() -> TestApp {
+    spawn_wire_app_with(&[]).await
+}
+
+pub async fn spawn_wire_app_with(overrides: &[(&str, &str)]) -> TestApp {
+    spawn(
+        overrides,
+        None,
+        TestModel::Aimock(Box::new(Aimock::start().await)),
+    )
+    .await
+}
+
+async fn spawn(
+    overrides: &[(&str, &str)],
+    store: Option<Arc<dyn ThreadStore>>,
+    model: TestModel,
+) -> TestApp {
+    let mut vars: HashMap<String, String> = HashMap::new();
+    if let TestModel::Aimock(aimock) = &model {
+        vars.extend(
+            [
+                ("OPENAI_BASE_URL", format!("{}/v1", aimock.url)),
+                ("OPENAI_API_KEY", "test-key".to_owned()),
+                ("AGENT_MODEL", "test-model".to_owned()),
+                ("MODEL_MAX_RETRIES", "2".to_owned()),
+            ]
+            .map(|(k, v)| (k.to_owned(), v)),
+        );
+    }
     for (key, value) in overrides {
         vars.insert((*key).to_owned(), (*value).to_owned());
     }
     let config = Config::from_map(&vars).unwrap();
-    let app = match store {
-        Some(store) => startup::build_app(
-            &config,
-            startup::model_from_config(&config).await.unwrap(),
-            store,
-            startup::authenticator(&config.auth).await.unwrap(),
-        )
-        .unwrap(),
-        None => startup::build(&config).await.unwrap(),
+    let provider: Arc<dyn ModelProvider> = match &model {
+        TestModel::Fixture(fixture) => fixture.clone(),
+        TestModel::Aimock(_) => startup::model_from_config(&config).await.unwrap(),
     };
-    let app = Arc::new(app);
-    let (addr, server) = agui_lambda::api::local::bind(app, "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
+    let store = match store {
+        Some(store) => store,
+        None => startup::store_from_config(&config).await.unwrap(),
+    };
+    let app = startup::build_app(
+        &config,
+        provider,
+        store,
+        startup::authenticator(&config.auth).await.unwrap(),
+    )
+    .unwrap();
+    let (addr, server) =
+        agui_lambda::api::local::bind(Arc::new(app), "127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
     TestApp {
         addr,
-        aimock,
+        model,
         http: reqwest::Client::new(),
         _server: server,
     }
 }
 
 impl TestApp {
+    /// aimock, for a wire test.
+    pub fn aimock(&self) -> &Aimock {
+        match &self.model {
+            TestModel::Aimock(aimock) => aimock,
+            TestModel::Fixture(_) => panic!("a wire test: start the app with spawn_wire_app"),
+        }
+    }
+
+    /// How many model requests were made in all.
+    pub async fn model_requests(&self) -> usize {
+        match &self.model {
+            TestModel::Fixture(fixture) => fixture.requests().len(),
+            TestModel::Aimock(aimock) => aimock.journal().await.len(),
+        }
+    }
+
+    /// The in-process model's requests, for tests that check what the model was asked.
+    pub fn fixture_requests_about(&self, user_text: &str) -> Vec<ModelRequest> {
+        match &self.model {
+            TestModel::Fixture(fixture) => fixture.requests_about(user_text),
+            TestModel::Aimock(_) => panic!("fixture_requests_about needs the fixture model"),
+        }
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
     }

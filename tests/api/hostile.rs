@@ -70,7 +70,7 @@ async fn the_hostile_input_table() {
         "nothing was stored"
     );
     assert!(
-        app.aimock.journal().await.is_empty(),
+        app.model_requests().await == 0,
         "the model was never called"
     );
 }
@@ -157,8 +157,8 @@ async fn a_broken_base64_lambda_body_is_a_client_error() {
 
 /// Attachment URLs go to the model as URLs; the function itself never fetches them.
 #[tokio::test]
-async fn attachment_urls_are_never_fetched_by_the_function() {
-    let app = spawn_app().await;
+async fn wire_attachment_urls_are_never_fetched_by_the_function() {
+    let app = spawn_wire_app().await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let url = format!("http://127.0.0.1:{port}/latest/meta-data/iam/credentials.png");
@@ -176,7 +176,7 @@ async fn attachment_urls_are_never_fetched_by_the_function() {
         accepted.is_err(),
         "the function connected to a client-supplied URL"
     );
-    let sent = &app.aimock.requests_about("hello").await[0]["body"];
+    let sent = &app.aimock().requests_about("hello").await[0]["body"];
     assert_eq!(
         sent["messages"][1]["content"][1]["image_url"]["url"],
         url.as_str(),
@@ -187,7 +187,7 @@ async fn attachment_urls_are_never_fetched_by_the_function() {
 /// The real binary at debug level: neither the model key nor a client's API key appears in its
 /// output or in any response body, on success and on every error path.
 #[tokio::test]
-async fn secrets_never_reach_logs_or_bodies() {
+async fn wire_secrets_never_reach_logs_or_bodies() {
     const MODEL_KEY: &str = "sk-test-MODELSECRET-4f9a1c";
     const CLIENT_KEY: &str = "client-CLIENTSECRET-77b2";
     let aimock = Aimock::start().await;

@@ -37,7 +37,7 @@ async fn client_mistakes_get_a_clear_4xx_and_store_nothing() {
         "nothing was stored"
     );
     assert!(
-        app.aimock.journal().await.is_empty(),
+        app.model_requests().await == 0,
         "the model was never called"
     );
 }
@@ -90,8 +90,8 @@ async fn a_second_run_while_the_thread_is_busy_gets_409_under_the_reject_policy(
 }
 
 #[tokio::test]
-async fn snake_case_and_legacy_shapes_are_accepted() {
-    let app = spawn_app().await;
+async fn wire_snake_case_and_legacy_shapes_are_accepted() {
+    let app = spawn_wire_app().await;
     let body = json!({
         "thread_id": new_thread(), "run_id": "r", "state": null,
         "messages": [{"id": "u1", "role": "user", "content": [{"type": "text", "text": "hello"}, {"type": "binary", "mimeType": "image/png", "url": "https://example.com/cat.png"}]}],
@@ -99,7 +99,7 @@ async fn snake_case_and_legacy_shapes_are_accepted() {
     });
     let events = app.run(&body).await.events();
     assert_eq!(text_of(&events), "Hello! How can I help you today?");
-    let sent = &app.aimock.requests_about("hello").await[0]["body"];
+    let sent = &app.aimock().requests_about("hello").await[0]["body"];
     assert_eq!(
         sent["messages"][1]["content"][1],
         json!({"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}})

@@ -4,7 +4,7 @@
 
 use agui_lambda::config::Config;
 use agui_lambda::model::ModelProvider;
-use agui_lambda::model::scripted::DemoModel;
+use agui_lambda::model::demo::DemoModel;
 use agui_lambda::protocol::verify::{parse_sse_with_ids, verify_run};
 use agui_lambda::startup;
 use agui_lambda::store::{DynamoStore, MemoryStore, ThreadStore};

@@ -1,5 +1,7 @@
-//! Integration tests: the real handler over HTTP, the in-memory store, and a third-party
-//! OpenAI-compatible mock model (`@copilotkit/aimock`) on loopback, one per test.
+//! Integration tests: the real handler over HTTP, on the in-memory store or DynamoDB Local. The
+//! model is the fixture scenarios played in process (`fixture_model`), except in the tests about
+//! the OpenAI wire format (named `wire_…`), where it is a third-party OpenAI-compatible mock
+//! (`@copilotkit/aimock`) on loopback, one per test. `cargo test -- --skip wire_` needs no Node.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -10,6 +12,7 @@
 mod create_table;
 mod dynamo_local;
 mod dynamo_runs;
+mod fixture_model;
 mod helpers;
 mod hostile;
 mod slow_model;

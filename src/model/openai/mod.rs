@@ -8,12 +8,12 @@ pub use chunk::ChunkParser;
 #[cfg(test)]
 use super::ModelDelta;
 use super::{DeltaStream, ModelError, ModelProvider, ModelRequest, backoff_delay, truncate};
-use crate::config::Secret;
 use crate::protocol::{Message, UserContent, UserPart};
 use async_trait::async_trait;
 use bytes::Bytes;
 use eventsource_stream::Eventsource;
 use futures_util::{Stream, StreamExt};
+use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -21,7 +21,7 @@ use std::time::Duration;
 pub struct OpenAiSettings {
     /// Up to and including `/v1`, e.g. `https://api.openai.com/v1`.
     pub base_url: String,
-    pub api_key: Option<Secret>,
+    pub api_key: Option<SecretString>,
     pub model: String,
     pub max_retries: u32,
     /// Upper bound on one backoff wait, including a server's `retry-after`.
@@ -85,7 +85,7 @@ impl OpenAiProvider {
                 .header(reqwest::header::ACCEPT, "text/event-stream")
                 .body(body.clone());
             if let Some(key) = &self.settings.api_key {
-                builder = builder.bearer_auth(key.expose());
+                builder = builder.bearer_auth(key.expose_secret());
             }
             let outcome = builder.send().await;
             let (error, retry_after) = match outcome {

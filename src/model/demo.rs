@@ -1,0 +1,201 @@
+//! The offline demo model: no API key, no network. `cargo run` answers with it when no model
+//! is configured, and it says so in every reply.
+
+use super::{
+    DeltaStream, FinishReason, ModelDelta, ModelError, ModelProvider, ModelRequest, Usage,
+};
+use crate::protocol::{Message, UserContent};
+use async_trait::async_trait;
+use serde_json::json;
+use std::time::Duration;
+
+/// The offline demo: no API key, no network. Its rules, in order (the README documents them):
+/// 1. after a tool result, it says (as the demo) what the tool answered;
+/// 2. when the user's last message names one of the request's frontend tools, it calls that
+///    tool with `{}`. Names are compared on letters and digits only, ignoring case, so
+///    `confirmAction` is named by "confirm action" and `change-background-color` by "Change
+///    background color";
+/// 3. when the message contains "time", it calls the server tool `get_current_time`;
+/// 4. otherwise it says what it is and repeats the message.
+#[derive(Clone, Default)]
+pub struct DemoModel {
+    pub word_delay: Duration,
+}
+
+impl DemoModel {
+    fn answer(request: &ModelRequest) -> Vec<ModelDelta> {
+        let last = request.messages.last();
+        if let Some(Message::Tool { content, .. }) = last {
+            return Self::speak(&format!(
+                "This is agui-lambda's scripted demo model (no OPENAI_API_KEY is set). The tool answered: {content}"
+            ));
+        }
+        let text = match last {
+            Some(Message::User { content, .. }) => match content {
+                UserContent::Text(text) => text.clone(),
+                parts @ UserContent::Parts(_) => parts.text(),
+            },
+            _ => String::new(),
+        };
+        let lower = text.to_lowercase();
+        let said = letters_and_digits(&text);
+        let frontend = request.tools.iter().find(|tool| {
+            let name = letters_and_digits(&tool.name);
+            tool.name != "get_current_time" && !name.is_empty() && said.contains(&name)
+        });
+        if let Some(tool) = frontend {
+            return Self::call(&tool.name, "{}");
+        }
+        let has_clock = request
+            .tools
+            .iter()
+            .any(|tool| tool.name == "get_current_time");
+        if has_clock && lower.contains("time") {
+            return Self::call("get_current_time", &json!({}).to_string());
+        }
+        Self::speak(&format!(
+            "This is agui-lambda's scripted demo model (no OPENAI_API_KEY is set). You said: {text}"
+        ))
+    }
+
+    fn speak(text: &str) -> Vec<ModelDelta> {
+        let mut deltas: Vec<ModelDelta> = text
+            .split_inclusive(' ')
+            .map(|word| ModelDelta::Text(word.to_owned()))
+            .collect();
+        deltas.push(ModelDelta::Finish(FinishReason::Stop));
+        deltas.push(ModelDelta::Usage(Usage::default()));
+        deltas
+    }
+
+    fn call(name: &str, arguments: &str) -> Vec<ModelDelta> {
+        vec![
+            ModelDelta::ToolCallStart {
+                index: 0,
+                id: None,
+                name: name.to_owned(),
+            },
+            ModelDelta::ToolCallArgs {
+                index: 0,
+                delta: arguments.to_owned(),
+            },
+            ModelDelta::Finish(FinishReason::ToolCalls),
+        ]
+    }
+}
+
+/// `"Confirm action!"` → `"confirmaction"`: how the demo compares a message with tool names.
+fn letters_and_digits(text: &str) -> String {
+    text.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+#[async_trait]
+impl ModelProvider for DemoModel {
+    async fn stream(&self, request: &ModelRequest) -> Result<DeltaStream, ModelError> {
+        let deltas = Self::answer(request);
+        let delay = self.word_delay;
+        Ok(Box::pin(async_stream::stream! {
+            for delta in deltas {
+                if !delay.is_zero() {
+                    tokio::time::sleep(delay).await;
+                }
+                yield Ok(delta);
+            }
+        }))
+    }
+
+    fn describe(&self) -> String {
+        "scripted demo model (offline; set OPENAI_API_KEY or OPENAI_BASE_URL for a real model)"
+            .to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ToolSpec;
+
+    fn request(messages: serde_json::Value, tools: &[&str]) -> ModelRequest {
+        ModelRequest {
+            system: None,
+            messages: serde_json::from_value(messages).unwrap(),
+            tools: tools
+                .iter()
+                .map(|name| ToolSpec {
+                    name: (*name).to_owned(),
+                    description: String::new(),
+                    parameters: json!({"type": "object"}),
+                })
+                .collect(),
+        }
+    }
+
+    fn user(text: &str) -> serde_json::Value {
+        json!([{"id": "m1", "role": "user", "content": text}])
+    }
+
+    fn called(deltas: &[ModelDelta]) -> Option<&str> {
+        deltas.iter().find_map(|delta| match delta {
+            ModelDelta::ToolCallStart { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+    }
+
+    fn text(deltas: &[ModelDelta]) -> String {
+        deltas
+            .iter()
+            .filter_map(|delta| match delta {
+                ModelDelta::Text(text) => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_demo_calls_a_frontend_tool_the_message_names_in_any_spelling() {
+        let tools = [
+            "get_current_time",
+            "confirmAction",
+            "change-background-color",
+        ];
+        for (message, tool) in [
+            ("please confirmAction", Some("confirmAction")),
+            (
+                "Please confirm action: delete the draft",
+                Some("confirmAction"),
+            ),
+            (
+                "Change background color to blue.",
+                Some("change-background-color"),
+            ),
+            ("what time is it?", Some("get_current_time")),
+            ("hello", None),
+        ] {
+            let deltas = DemoModel::answer(&request(user(message), &tools));
+            assert_eq!(called(&deltas), tool, "{message}");
+        }
+    }
+
+    #[test]
+    fn the_demo_labels_every_reply_as_the_demo() {
+        let hello = DemoModel::answer(&request(user("hello"), &[]));
+        assert!(text(&hello).starts_with("This is agui-lambda's scripted demo model"));
+        assert!(text(&hello).ends_with("You said: hello"));
+
+        let after_tool = DemoModel::answer(&request(
+            json!([
+                {"id": "m1", "role": "user", "content": "confirm action"},
+                {"id": "m2", "role": "assistant", "toolCalls": [{"id": "c1", "type": "function",
+                  "function": {"name": "confirmAction", "arguments": "{}"}}]},
+                {"id": "m3", "role": "tool", "toolCallId": "c1", "content": "confirmed"}
+            ]),
+            &["confirmAction"],
+        ));
+        assert_eq!(called(&after_tool), None);
+        assert!(text(&after_tool).starts_with("This is agui-lambda's scripted demo model"));
+        assert!(text(&after_tool).ends_with("The tool answered: confirmed"));
+    }
+}
