@@ -65,6 +65,17 @@ fn holds(record: &Record, lease: &Lease) -> bool {
         && matches!(&record.lease, Some(held) if held.run_id == lease.run_id)
 }
 
+/// The thread `lease` is held on, while it is held.
+fn leased<'a>(
+    threads: &'a mut HashMap<ThreadId, Record>,
+    lease: &Lease,
+) -> Result<&'a mut Record, StoreError> {
+    threads
+        .get_mut(&lease.thread_id)
+        .filter(|record| holds(record, lease))
+        .ok_or(StoreError::LeaseLost)
+}
+
 #[async_trait]
 impl ThreadStore for MemoryStore {
     async fn load(
@@ -140,12 +151,7 @@ impl ThreadStore for MemoryStore {
     ) -> Result<(), StoreError> {
         super::check_sizes(new_messages, state)?;
         let mut threads = self.threads();
-        let record = threads
-            .get_mut(&lease.thread_id)
-            .ok_or(StoreError::LeaseLost)?;
-        if !holds(record, lease) {
-            return Err(StoreError::LeaseLost);
-        }
+        let record = leased(&mut threads, lease)?;
         record.messages.extend_from_slice(new_messages);
         if let Some(state) = state {
             record.state = Some(state.clone());
@@ -209,12 +215,7 @@ impl ThreadStore for MemoryStore {
 
     async fn pulse(&self, lease: &Lease, renew_until_ms: Option<i64>) -> Result<Pulse, StoreError> {
         let mut threads = self.threads();
-        let record = threads
-            .get_mut(&lease.thread_id)
-            .ok_or(StoreError::LeaseLost)?;
-        if !holds(record, lease) {
-            return Err(StoreError::LeaseLost);
-        }
+        let record = leased(&mut threads, lease)?;
         let held = record.lease.as_mut().ok_or(StoreError::LeaseLost)?;
         if let Some(until) = renew_until_ms {
             held.until_ms = held.until_ms.max(until);

@@ -96,9 +96,9 @@ impl DynamoStore {
         Ok(output.item)
     }
 
-    /// Reads the attempt's batches whose sort key is at least `from_sk`. Stops at a batch whose
-    /// parts are not all written yet.
-    async fn query_batches(
+    /// Every item of the thread's partition with a sort key from `from_sk` to `to_sk`, all pages,
+    /// read consistently.
+    async fn query_range(
         &self,
         thread_id: &ThreadId,
         from_sk: String,
@@ -542,31 +542,10 @@ impl ThreadStore for DynamoStore {
         owner: &Principal,
         thread_id: &ThreadId,
     ) -> Result<Option<StoredThread>, StoreError> {
-        let mut items = Vec::new();
-        let mut start: Option<Item> = None;
-        loop {
-            let page = self
-                .client
-                .query()
-                .table_name(&self.table)
-                // META and the messages; run event logs sort after them and are not read.
-                .key_condition_expression("pk = :pk AND sk BETWEEN :meta AND :messages_end")
-                .expression_attribute_values(":pk", pk(thread_id))
-                .expression_attribute_values(":meta", s(META))
-                .expression_attribute_values(":messages_end", s("MSG#~"))
-                .consistent_read(true)
-                .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(unavailable)?;
-            self.count_read(page.consumed_capacity.as_ref());
-            items.extend(page.items.unwrap_or_default());
-            match page.last_evaluated_key {
-                Some(key) if !key.is_empty() => start = Some(key),
-                _ => break,
-            }
-        }
+        // META and the messages; run event logs sort after them and are not read.
+        let items = self
+            .query_range(thread_id, META.to_owned(), "MSG#~".to_owned())
+            .await?;
         let Some(meta_item) = items.iter().find(|item| get_s(item, "sk") == Some(META)) else {
             return Ok(None);
         };
@@ -1041,7 +1020,7 @@ impl ThreadStore for DynamoStore {
             }
             None => (run_prefix.clone(), format!("{run_prefix}~")),
         };
-        let items = self.query_batches(&run.thread_id, from_sk, to_sk).await?;
+        let items = self.query_range(&run.thread_id, from_sk, to_sk).await?;
         Ok(parse_batches(&run_prefix, &items, from))
     }
 
