@@ -225,7 +225,9 @@ pub async fn store_from_config(config: &Config) -> Result<Arc<dyn ThreadStore>, 
         Some(_) => Err(StartupError::NotBuilt {
             setting: "THREADS_TABLE (DynamoDB)",
         }),
-        None => Ok(Arc::new(MemoryStore::new())),
+        None => Ok(Arc::new(
+            MemoryStore::new().with_events_ttl_hours(config.store.run_events_ttl_hours),
+        )),
     }
 }
 

@@ -38,14 +38,35 @@ impl Record {
     }
 }
 
-#[derive(Default)]
 pub struct MemoryStore {
     threads: Mutex<HashMap<ThreadId, Record>>,
+    /// Run event logs are dropped this long after their run started (DynamoDB's TTL, here), so
+    /// a long-lived local server does not keep every run's events.
+    events_ttl_ms: i64,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self {
+            threads: Mutex::new(HashMap::new()),
+            events_ttl_ms: 24 * 3_600_000,
+        }
+    }
 }
 
 impl MemoryStore {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// `RUN_EVENTS_TTL_HOURS`.
+    pub fn with_events_ttl_hours(self, hours: u32) -> Self {
+        self.with_events_ttl(std::time::Duration::from_secs(u64::from(hours) * 3600))
+    }
+
+    fn with_events_ttl(mut self, ttl: std::time::Duration) -> Self {
+        self.events_ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+        self
     }
 
     fn threads(&self) -> MutexGuard<'_, HashMap<ThreadId, Record>> {
@@ -259,6 +280,16 @@ impl ThreadStore for MemoryStore {
         events: &[Bytes],
     ) -> Result<(), StoreError> {
         let mut threads = self.threads();
+        if first_seq == 1 {
+            // A run's first write: once per run, drop every thread's expired logs.
+            let expired_before = now_ms().saturating_sub(self.events_ttl_ms);
+            for record in threads.values_mut() {
+                record.runs.retain(|_, attempts| {
+                    attempts.retain(|(started, _)| *started >= expired_before);
+                    !attempts.is_empty()
+                });
+            }
+        }
         let Some(record) = threads
             .get_mut(&lease.thread_id)
             .filter(|record| record.created_at_ms == lease.created_at_ms)
@@ -320,5 +351,50 @@ impl ThreadStore for MemoryStore {
 
     fn describe(&self) -> String {
         "in-memory thread store (lost on restart; set THREADS_TABLE for DynamoDB)".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    async fn run_with_log(store: &MemoryStore, owner: &Principal, run: &str) -> RunRef {
+        let thread = ThreadId::new_uuid();
+        let lease = store
+            .begin_run(RunStart {
+                owner,
+                thread_id: &thread,
+                run_id: &RunId::parse(run, 128).unwrap(),
+                loaded: None,
+                lease_expires_at_ms: now_ms() + 60_000,
+                new_messages: &[],
+                state: None,
+            })
+            .await
+            .unwrap();
+        let events = [Bytes::from_static(br#"{"type":"RUN_STARTED"}"#)];
+        store.append_events(&lease, 1, &events).await.unwrap();
+        lease.run_ref()
+    }
+
+    #[tokio::test]
+    async fn run_event_logs_expire_after_their_ttl() {
+        let store = MemoryStore::new().with_events_ttl(Duration::from_millis(50));
+        let owner = Principal::new("alice");
+        let old = run_with_log(&store, &owner, "old").await;
+        assert_eq!(store.read_events(&old, None).await.unwrap().events.len(), 1);
+        tokio::time::sleep(Duration::from_millis(80)).await;
+        // The next run's first write drops the logs older than the TTL, and keeps its own.
+        let new = run_with_log(&store, &owner, "new").await;
+        assert!(
+            store
+                .read_events(&old, None)
+                .await
+                .unwrap()
+                .events
+                .is_empty()
+        );
+        assert_eq!(store.read_events(&new, None).await.unwrap().events.len(), 1);
     }
 }
