@@ -100,10 +100,7 @@ pub(super) async fn heartbeat(
     let mut next_renewal = Instant::now() + renew_every;
     loop {
         tokio::time::sleep(poll.min(renew_every)).await;
-        let renew = (Instant::now() >= next_renewal).then(|| {
-            chrono::Utc::now().timestamp_millis()
-                + i64::try_from(lease_duration.as_millis()).unwrap_or(i64::MAX)
-        });
+        let renew = (Instant::now() >= next_renewal).then(|| super::lease_expiry(lease_duration));
         match store.pulse(&lease, renew).await {
             Ok(pulse) => {
                 if renew.is_some() {

@@ -143,12 +143,21 @@ impl PreparedRun {
     }
 }
 
+/// When a lease of `duration` taken now expires, in epoch milliseconds.
+fn lease_expiry(duration: Duration) -> i64 {
+    chrono::Utc::now().timestamp_millis() + i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
 /// Where a followed run's events come from.
 pub enum RunSource {
     /// The run is in flight in this process.
     Live(Arc<LiveRun>),
-    /// Elsewhere, or over: its log in the store.
-    Stored(crate::store::RunRef),
+    /// Elsewhere, or over: its log in the store. `active`: the run holds its thread now (so an
+    /// empty log only means nothing is recorded yet).
+    Stored {
+        run: crate::store::RunRef,
+        active: bool,
+    },
 }
 
 impl Agent {
@@ -196,19 +205,25 @@ impl Agent {
         thread_id: &ThreadId,
         run_id: &RunId,
     ) -> Result<Option<RunSource>, StoreError> {
-        let created_at_ms = match self.store.activity(owner, thread_id).await? {
+        let (created_at_ms, active) = match self.store.activity(owner, thread_id).await? {
             ThreadActivity::Missing => return Ok(None),
-            ThreadActivity::Idle { created_at_ms }
-            | ThreadActivity::Running { created_at_ms, .. } => created_at_ms,
+            ThreadActivity::Idle { created_at_ms } => (created_at_ms, false),
+            ThreadActivity::Running {
+                created_at_ms,
+                run_id: holder,
+            } => (created_at_ms, &holder == run_id),
         };
         if let Some(run) = self.live.get(thread_id, run_id) {
             return Ok(Some(RunSource::Live(run)));
         }
-        Ok(Some(RunSource::Stored(crate::store::RunRef {
-            thread_id: thread_id.clone(),
-            created_at_ms,
-            run_id: run_id.clone(),
-        })))
+        Ok(Some(RunSource::Stored {
+            run: crate::store::RunRef {
+                thread_id: thread_id.clone(),
+                created_at_ms,
+                run_id: run_id.clone(),
+            },
+            active,
+        }))
     }
 
     /// Stops the thread's active run and waits, until `give_up`, for it to release the thread.
@@ -256,12 +271,9 @@ impl Agent {
         // One span per run, from its first store call to its last: every log line of the run
         // carries its ids.
         let span = tracing::info_span!("run", %thread_id, run_id = %input.run_id);
-        let mut prepared = self
-            .start_in_span(owner, input, thread_id, deadline)
-            .instrument(span.clone())
-            .await?;
-        prepared.span = span;
-        Ok(prepared)
+        self.start_in_span(owner, input, thread_id, deadline, span.clone())
+            .instrument(span)
+            .await
     }
 
     async fn start_in_span(
@@ -270,6 +282,7 @@ impl Agent {
         input: RunInput,
         thread_id: ThreadId,
         deadline: Instant,
+        span: tracing::Span,
     ) -> Result<PreparedRun, StartError> {
         if let Some(clash) = input
             .tools
@@ -296,13 +309,6 @@ impl Agent {
                 loaded.as_ref().map_or(&[], |thread| &thread.messages[..]),
                 input.messages.clone(),
             )?;
-            let state = if input.state.is_some() {
-                input.state.as_ref()
-            } else {
-                None
-            };
-            let lease_expires_at_ms = chrono::Utc::now().timestamp_millis()
-                + i64::try_from(self.settings.lease.as_millis()).unwrap_or(i64::MAX);
             let begun = self
                 .store
                 .begin_run(RunStart {
@@ -310,9 +316,9 @@ impl Agent {
                     thread_id: &thread_id,
                     run_id: &input.run_id,
                     loaded: loaded.as_ref(),
-                    lease_expires_at_ms,
+                    lease_expires_at_ms: lease_expiry(self.settings.lease),
                     new_messages: &merged.new_messages,
-                    state,
+                    state: input.state.as_ref(),
                 })
                 .await;
             match begun {
@@ -344,7 +350,7 @@ impl Agent {
             deadline,
             pending_deltas: Vec::new(),
             speaks_v1,
-            span: tracing::Span::none(),
+            span,
         })
     }
 

@@ -338,22 +338,16 @@ impl App {
             .ok_or(ApiError::RunNotFound)?;
         let batches = match source {
             RunSource::Live(run) => run.follow(after).boxed(),
-            RunSource::Stored(run) => {
+            RunSource::Stored { run, active } => {
                 let first = self
                     .agent
                     .store()
                     .read_events(&run, None)
                     .await
                     .map_err(ApiError::from_store)?;
-                if first.next.is_none() {
-                    // Not recorded yet is fine while the run holds its thread.
-                    let running = matches!(
-                        self.agent.store().activity(principal, &thread_id).await,
-                        Ok(crate::store::ThreadActivity::Running { run_id: active, .. }) if active == run_id
-                    );
-                    if !running {
-                        return Err(ApiError::RunNotFound);
-                    }
+                // Not recorded yet is fine while the run holds its thread.
+                if first.next.is_none() && !active {
+                    return Err(ApiError::RunNotFound);
                 }
                 stream::follow_stored(
                     self.agent.clone(),

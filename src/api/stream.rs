@@ -185,6 +185,31 @@ mod tests {
         assert_eq!(out.iter().map(count).collect::<Vec<_>>(), [3, 1]);
     }
 
+    fn text(seq: u64) -> Arc<RecordedEvent> {
+        let event = Event::TextMessageContent {
+            message_id: crate::protocol::MessageId::parse("m1", 128).unwrap(),
+            delta: "x".to_owned(),
+        };
+        Arc::new(RecordedEvent::new(seq, event, 1))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_burst_after_the_first_chunk_shares_one_chunk() {
+        // All batches are ready at once: the first goes out alone, the rest wait out the gap
+        // and leave together.
+        let batches = futures_util::stream::iter(vec![
+            vec![text(1)],
+            vec![text(2)],
+            vec![text(3)],
+            vec![finished(4)],
+        ]);
+        let out: Vec<Bytes> = frames(batches, Duration::from_secs(10), AguiEncoder)
+            .collect()
+            .await;
+        let count = |chunk: &Bytes| chunk.windows(6).filter(|w| w == b"data: ").count();
+        assert_eq!(out.iter().map(count).collect::<Vec<_>>(), [1, 3]);
+    }
+
     #[tokio::test(start_paused = true)]
     async fn no_ping_when_events_keep_flowing() {
         let events = async_stream::stream! {
