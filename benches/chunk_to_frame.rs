@@ -55,6 +55,13 @@ impl ModelProvider for ChannelModel {
     fn describe(&self) -> String {
         "channel-fed OpenAI byte stream".to_owned()
     }
+
+    fn identity(&self) -> agui_lambda::model::ModelIdentity {
+        agui_lambda::model::ModelIdentity {
+            provider: "openai".to_owned(),
+            model: "bench".to_owned(),
+        }
+    }
 }
 
 fn text_chunk(i: usize) -> Bytes {
@@ -94,6 +101,7 @@ async fn measure(chunks: usize, pace: Option<Duration>) -> Vec<f64> {
         context: vec![],
         forwarded_props: ForwardedProps::default(),
         protocol_version: None,
+        resume: Vec::new(),
     };
     let run = agent
         .start(

@@ -43,6 +43,7 @@ fn input(thread: &ThreadId, run: &str, messages: Vec<Message>, tools: &[&str]) -
         context: vec![],
         forwarded_props: ForwardedProps::default(),
         protocol_version: None,
+        resume: Vec::new(),
     }
 }
 
@@ -252,7 +253,7 @@ async fn main() {
             })
             .await
             .unwrap();
-        store.finish_run(&lease, &[], None).await.unwrap();
+        store.finish_run(&lease, &[], None, None).await.unwrap();
         let mut times = Vec::new();
         let before = store.usage();
         for _ in 0..15 {

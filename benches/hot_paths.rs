@@ -158,6 +158,7 @@ fn long_turn() -> ScriptedTurn {
     deltas.push(ModelDelta::Usage(Usage {
         input_tokens: 25,
         output_tokens: PIPELINE_DELTAS as u64,
+        ..Default::default()
     }));
     ScriptedTurn::Stream(deltas)
 }
@@ -177,6 +178,7 @@ fn run_input() -> RunInput {
         context: vec![],
         forwarded_props: ForwardedProps::default(),
         protocol_version: None,
+        resume: Vec::new(),
     }
 }
 

@@ -144,6 +144,35 @@ write(RUN_DIR, "bad-syntax.json", '{"threadId":"t1","messages":[{"id":"m1","role
 write(RUN_DIR, "bad-wrong-types.json", '{"messages":{"id":"m1"},"tools":"none","state":[1,2'
       ',{"a":null}],"runId":42}')
 
+# AG-UI 1.0: a resume answering an approval, inline media parts of every kind, a reasoning
+# message carrying its encrypted value back, and sampling options.
+write(RUN_DIR, "agui10-resume-media-reasoning.json", body({
+    "protocolVersion": "1.0",
+    "threadId": "t-v1",
+    "runId": "r-v1",
+    "messages": [
+        {"id": "u1", "role": "user", "content": [
+            {"type": "text", "text": "look"},
+            {"type": "image", "source": {"type": "data", "value": "iVBORw0KGgo=", "mimeType": "image/png"}},
+            {"type": "audio", "source": {"type": "data", "value": "UklGRg==", "mimeType": "audio/wav"}},
+            {"type": "document", "source": {"type": "data", "value": "JVBERi0=", "mimeType": "application/pdf"},
+             "metadata": {"filename": "a.pdf"}},
+        ]},
+        {"id": "u2", "role": "user", "content": [
+            {"type": "binary", "mimeType": "image/png", "data": "iVBORw0KGgo="},
+            {"type": "image", "source": {"type": "url", "value": "data:image/png;base64,iVBORw0KGgo="}},
+        ]},
+        {"id": "r1", "role": "reasoning", "content": "thinking", "encryptedValue": "signature:abc"},
+        {"id": "a1", "role": "assistant", "toolCalls": [{"id": "c1", "type": "function",
+            "function": {"name": "get_current_time", "arguments": "{\"timezone\":\"UTC\"}"}}]},
+    ],
+    "resume": [{"interruptId": "int-1", "status": "resolved",
+                "payload": {"approved": True, "editedArgs": {"timezone": "Asia/Tokyo"}}},
+               {"interruptId": "int-2", "status": "cancelled"}],
+    "tools": [], "context": [],
+    "forwardedProps": {"temperature": 0.3, "top_p": 0.9, "max_tokens": 200, "stop": ["END"], "seed": 7},
+}))
+
 # ---- model_stream ------------------------------------------------------------------------------
 def chunk(delta=None, finish=None, index=0, **extra):
     choice = {"index": index, "delta": delta if delta is not None else {}}

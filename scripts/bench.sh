@@ -13,7 +13,8 @@
 #    peak RSS from /proc/<pid>
 #    and the runtime choice (scripts/runtime_bench.py: current-thread vs multi-thread, CPU per
 #    500-token run, added time over the model's own stream, RSS; the same under a 128 MB
-#    Lambda's CPU quota in a cgroup when run as root)
+#    Lambda's CPU quota in a cgroup when run as root), and cold start with MCP servers
+#    configured (scripts/mcp_bench.py: none, one, two listed concurrently, one down, one silent)
 # 3. cargo bench: chunk→frame delay (benches/chunk_to_frame.rs) and the criterion hot paths
 #    (benches/hot_paths.rs)
 # Everything listens on 127.0.0.1 on free ports; every process started here is stopped on exit.
@@ -90,6 +91,9 @@ python3 scripts/whole_runs.py "$BIN" "$AIMOCK_PORT" "$OUT/whole-runs.json" RUNTI
 
 step "runtime choice: current-thread vs multi-thread, 500-token runs (and under a 128 MB Lambda's CPU quota)"
 python3 scripts/runtime_bench.py "$BIN" "$AIMOCK_PORT" "$OUT/runtimes.json" | tee "$OUT/runtimes.txt"
+
+step "cold start with MCP servers: two server-everything on loopback, listed concurrently"
+python3 scripts/mcp_bench.py "$BIN" "$OUT/mcp-cold-start.json" | tee "$OUT/mcp-cold-start.txt"
 
 C2F="$OUT/chunk_to_frame.txt"
 step "cargo bench --bench chunk_to_frame (in-process chunk → frame delay)"

@@ -5,14 +5,19 @@
 #      tests/node from npm)
 #   2. cargo fmt --check, cargo clippy --all-targets -D warnings
 #   3. end to end: the function under `cargo lambda watch`, aimock as its model, driven by
-#      @ag-ui/client 1.0.0 and 0.0.59; every captured stream checked by ag-ui-validate
+#      @ag-ui/client 1.0.0 and 0.0.59; then the local server: run lifecycle, AG-UI 1.0
+#      approvals (interrupts and the 0.0.59 confirm-tool fallback) and capabilities, and the
+#      example agent's own binary (examples/calculator) calling its tool; every captured stream
+#      checked by ag-ui-validate
 #   4. the README's examples, as written, against the local server with the demo model: the
 #      curl commands (and their sample output), the TypeScript example under `tsc --strict`
 #   5. the SAM template, transformed offline, linted by cfn-lint
 #   6. cargo deny (licenses, bans, sources; advisories when a database is at hand)
 #   7. the benches, once each as a smoke test
-#   8. cargo test without Node on PATH (all but the OpenAI-wire tests), then unit and
-#      integration tests (cargo test), whose summary closes the output
+#   8. the rustdoc examples (cargo test --doc), cargo test without Node on PATH (all but the
+#      wire tests: the OpenAI wire format, and the MCP tests against
+#      @modelcontextprotocol/server-everything), then unit and integration tests (cargo test),
+#      whose summary closes the output
 # Not part of it, because they need a release or sanitizer build (.ci/run runs both after this
 # script): `bash scripts/sam_build.sh` (sam build for x86_64) and `bash scripts/fuzz.sh`.
 # Logs and captured streams land in .ci/artifacts/.
@@ -79,7 +84,7 @@ step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets --locked -- -D warnings
 
 step "end to end under cargo lambda watch with @ag-ui/client 1.0.0 and 0.0.59"
-cargo build --locked --bin agui-lambda
+cargo build --locked --bin agui-lambda --example calculator
 AIMOCK_PORT=$(free_port)
 setsid tests/node/node_modules/.bin/llmock -p "$AIMOCK_PORT" -h 127.0.0.1 -f tests/fixtures/aimock-openai.json \
   </dev/null >"$ARTIFACTS/aimock.log" 2>&1 &
@@ -102,7 +107,7 @@ done
 (cd tests/node && E2E_SEQUENTIAL=1 AGUI_URL="$WATCH_URL/agent" CAPTURE_DIR="$ARTIFACTS/captures" node --test --test-concurrency=1 e2e.test.mjs) \
   || { echo "--- cargo lambda watch log"; tail -n 50 "$ARTIFACTS/watch.log"; exit 1; }
 
-step "run lifecycle on the local server: limits, disconnects, double-texting, the resumable client"
+step "the local server: limits, disconnects, double-texting, AG-UI 1.0 approvals, the resumable client"
 LOCAL_PORT=$(free_port)
 PORT="$LOCAL_PORT" OPENAI_BASE_URL="http://127.0.0.1:$AIMOCK_PORT/v1" OPENAI_API_KEY=e2e-test-key AGENT_MODEL=test-model \
   MODEL_MAX_RETRIES=1 RUST_LOG=info setsid target/debug/agui-lambda </dev/null >"$ARTIFACTS/local.log" 2>&1 &
@@ -111,6 +116,25 @@ wait_for_function "http://127.0.0.1:$LOCAL_PORT" "the local server" "${PIDS[-1]}
 (cd tests/node && AGUI_URL="http://127.0.0.1:$LOCAL_PORT/agent" CAPTURE_DIR="$ARTIFACTS/captures" \
   node --test --test-concurrency=1 --test-name-pattern "limits|lifecycle" e2e.test.mjs) \
   || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/local.log"; exit 1; }
+# AG-UI 1.0 with both real clients: approvals as interrupts (1.0.0) and as the confirm tool
+# (0.0.59), usage, capabilities. A server whose get_current_time needs approval.
+APPROVAL_PORT=$(free_port)
+PORT="$APPROVAL_PORT" OPENAI_BASE_URL="http://127.0.0.1:$AIMOCK_PORT/v1" OPENAI_API_KEY=e2e-test-key AGENT_MODEL=test-model \
+  APPROVAL_REQUIRED_TOOLS=get_current_time MODEL_MAX_RETRIES=1 RUST_LOG=info setsid target/debug/agui-lambda \
+  </dev/null >"$ARTIFACTS/approval.log" 2>&1 &
+PIDS+=($!)
+wait_for_function "http://127.0.0.1:$APPROVAL_PORT" "the local server (approvals)" "${PIDS[-1]}"
+(cd tests/node && AGUI_BASE="http://127.0.0.1:$APPROVAL_PORT" CAPTURE_DIR="$ARTIFACTS/captures" node --test agui10.test.mjs) \
+  || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/approval.log"; exit 1; }
+# The example agent's own binary (examples/calculator): its `calculate` tool, called by aimock.
+EXAMPLE_PORT=$(free_port)
+PORT="$EXAMPLE_PORT" OPENAI_BASE_URL="http://127.0.0.1:$AIMOCK_PORT/v1" OPENAI_API_KEY=e2e-test-key AGENT_MODEL=test-model \
+  MODEL_MAX_RETRIES=1 RUST_LOG=info setsid target/debug/examples/calculator </dev/null >"$ARTIFACTS/example.log" 2>&1 &
+PIDS+=($!)
+wait_for_function "http://127.0.0.1:$EXAMPLE_PORT" "the example agent (examples/calculator)" "${PIDS[-1]}"
+(cd tests/node && AGUI_BASE="http://127.0.0.1:$EXAMPLE_PORT" AIMOCK_URL="http://127.0.0.1:$AIMOCK_PORT" \
+  CAPTURE_DIR="$ARTIFACTS/captures" node --test example.test.mjs) \
+  || { echo "--- example agent log"; tail -n 50 "$ARTIFACTS/example.log"; exit 1; }
 # The resumable client's own tests: against the demo model, which streams slowly enough to cut.
 DEMO_PORT=$(free_port)
 PORT="$DEMO_PORT" RUST_LOG=info setsid target/debug/agui-lambda </dev/null >"$ARTIFACTS/demo.log" 2>&1 &
@@ -146,7 +170,10 @@ echo "cfn-lint: clean"
 step "supply chain: cargo deny"
 bash scripts/deny.sh
 
-step "cargo test without Node on PATH (every test but the OpenAI-wire ones, named wire_…)"
+step "rustdoc examples (cargo test --doc)"
+cargo test --locked --doc
+
+step "cargo test without Node on PATH (every test but the wire ones, named wire_…)"
 # A PATH of links to every program on PATH but Node's: the tests that are not about the model's
 # wire format run on the in-process fixture model and must not need Node.
 NODELESS="$ARTIFACTS/path-without-node"

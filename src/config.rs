@@ -70,7 +70,18 @@ pub struct Config {
     pub auth: AuthConfig,
     pub limits: Limits,
     pub agent: AgentSettings,
+    pub tools: ToolsConfig,
     pub runtime: RuntimeFlavor,
+}
+
+/// Server tools beyond the agent's own settings: result size, and remote MCP servers.
+#[derive(Debug, Clone)]
+pub struct ToolsConfig {
+    /// `TOOL_RESULT_MAX_BYTES`: server tool results (and error messages) are cut to this, with
+    /// a note, before they reach the model and the thread.
+    pub max_result_bytes: usize,
+    /// `MCP_SERVERS` and `MCP_CONNECT_TIMEOUT_MS`.
+    pub mcp: crate::mcp::McpSettings,
 }
 
 #[derive(Debug, Clone)]
@@ -83,6 +94,8 @@ pub struct ModelConfig {
     pub openai: OpenAiConfig,
     /// `BEDROCK_MAX_TOKENS`: Bedrock's `inferenceConfig.maxTokens`; unset leaves the model's default.
     pub bedrock_max_tokens: Option<u32>,
+    /// `BEDROCK_REASONING_BUDGET_TOKENS`: Claude's extended thinking with this budget; unset is off.
+    pub bedrock_reasoning_budget_tokens: Option<u32>,
 }
 
 #[derive(Debug, Clone)]
@@ -127,6 +140,8 @@ pub enum ConfigError {
         mode: &'static str,
         needs: &'static str,
     },
+    #[error("MCP_SERVERS: {0}")]
+    Mcp(#[from] crate::mcp::McpConfigError),
 }
 
 impl Config {
@@ -178,6 +193,11 @@ impl Config {
             0..=1_000_000,
         )?)
         .filter(|max| *max > 0);
+        // Claude's extended thinking takes a budget of at least 1,024 tokens.
+        let bedrock_reasoning_budget_tokens =
+            optional_bounded::<u32>(vars, "BEDROCK_REASONING_BUDGET_TOKENS", 1_024..=1_000_000)?;
+        // A client may ask for fewer output tokens per model turn, never more.
+        let max_output_tokens = optional_bounded::<u32>(vars, "MAX_OUTPUT_TOKENS", 1..=1_000_000)?;
         let defaults = Limits::default();
         let agent_defaults = AgentSettings::default();
         let system_prompt = match get("AGENT_SYSTEM_PROMPT") {
@@ -279,6 +299,7 @@ impl Config {
                     api_key_secret_id: get("OPENAI_API_KEY_SECRET_ID"),
                 },
                 bedrock_max_tokens,
+                bedrock_reasoning_budget_tokens,
             },
             http: HttpConfig {
                 listen: SocketAddr::new(host, port),
@@ -310,6 +331,34 @@ impl Config {
                 emit_steps: flag(vars, "AGENT_EMIT_STEPS", agent_defaults.emit_steps)?,
                 lease: Duration::from_secs(bounded(vars, "RUN_LEASE_SECS", 30, 2..=900)?),
                 record_events: flag(vars, "RUN_EVENTS_RECORD", agent_defaults.record_events)?,
+                max_output_tokens,
+                approval_required_tools: get("APPROVAL_REQUIRED_TOOLS")
+                    .map(|names| {
+                        names
+                            .split(',')
+                            .map(str::trim)
+                            .filter(|name| !name.is_empty())
+                            .map(str::to_owned)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                interrupt_ttl: Duration::from_secs(bounded(
+                    vars,
+                    "INTERRUPT_TTL_SECS",
+                    agent_defaults.interrupt_ttl.as_secs(),
+                    60..=604_800,
+                )?),
+                confirm_tool: match get("APPROVAL_CONFIRM_TOOL") {
+                    None => agent_defaults.confirm_tool.clone(),
+                    Some(name) if crate::protocol::input::is_valid_tool_name(&name) => name,
+                    Some(value) => {
+                        return Err(ConfigError::Invalid {
+                            name: "APPROVAL_CONFIRM_TOOL",
+                            expected: "a tool name (1-64 letters, digits, _ or -)",
+                            value,
+                        });
+                    }
+                },
                 busy_thread_policy: match get("BUSY_THREAD_POLICY") {
                     None => agent_defaults.busy_thread_policy,
                     Some(value) => value.parse().map_err(|()| ConfigError::Invalid {
@@ -319,6 +368,26 @@ impl Config {
                     })?,
                 },
                 ..agent_defaults
+            },
+            tools: ToolsConfig {
+                max_result_bytes: bounded(
+                    vars,
+                    "TOOL_RESULT_MAX_BYTES",
+                    crate::agent::tools::DEFAULT_MAX_RESULT_BYTES,
+                    1_024..=1_048_576,
+                )?,
+                mcp: crate::mcp::McpSettings {
+                    servers: match get("MCP_SERVERS") {
+                        Some(json) => crate::mcp::McpServerSettings::parse_list(&json)?,
+                        None => Vec::new(),
+                    },
+                    list_timeout: Duration::from_millis(bounded(
+                        vars,
+                        "MCP_CONNECT_TIMEOUT_MS",
+                        5_000,
+                        100..=60_000,
+                    )?),
+                },
             },
             limits: Limits {
                 // Lambda takes request payloads of up to 6 MB.
@@ -346,6 +415,12 @@ impl Config {
                     "MAX_ATTACHMENTS",
                     defaults.max_attachments_per_message,
                     0..=1_000,
+                )?,
+                max_inline_attachment_bytes: bounded(
+                    vars,
+                    "MAX_INLINE_ATTACHMENT_BYTES",
+                    defaults.max_inline_attachment_bytes,
+                    0..=6_291_456,
                 )?,
             },
             runtime,
@@ -392,6 +467,22 @@ where
             value: format!("{value} (allowed {}..={})", range.start(), range.end()),
         })
     }
+}
+
+/// A whole number within `range`, or `None` when the variable is unset.
+fn optional_bounded<T>(
+    vars: &HashMap<String, String>,
+    name: &'static str,
+    range: std::ops::RangeInclusive<T>,
+) -> Result<Option<T>, ConfigError>
+where
+    T: std::str::FromStr + PartialOrd + fmt::Display + Copy,
+{
+    let set = vars.get(name).is_some_and(|value| !value.trim().is_empty());
+    if !set {
+        return Ok(None);
+    }
+    bounded(vars, name, *range.start(), range).map(Some)
 }
 
 fn flag(
@@ -584,12 +675,42 @@ mod tests {
             ("MAX_MESSAGES", "0"),
             ("MAX_ATTACHMENTS", "100000"),
             ("BEDROCK_MAX_TOKENS", "4294967295"),
+            ("BEDROCK_REASONING_BUDGET_TOKENS", "1023"),
+            ("BEDROCK_REASONING_BUDGET_TOKENS", "1000001"),
+            ("MAX_OUTPUT_TOKENS", "0"),
+            ("MAX_OUTPUT_TOKENS", "1000001"),
+            ("MAX_INLINE_ATTACHMENT_BYTES", "6291457"),
+            ("INTERRUPT_TTL_SECS", "59"),
+            ("APPROVAL_CONFIRM_TOOL", "not a name"),
             ("PORT", "65536"),
             ("RUNTIME_FLAVOR", "fibers"),
+            ("TOOL_RESULT_MAX_BYTES", "1023"),
+            ("TOOL_RESULT_MAX_BYTES", "1048577"),
+            ("MCP_CONNECT_TIMEOUT_MS", "99"),
+            ("MCP_SERVERS", "[{\"name\":\"a b\",\"url\":\"http://x\"}]"),
         ] {
             let err = config(&[(name, value)]).unwrap_err();
             assert!(err.to_string().starts_with(name), "{err}");
         }
+    }
+
+    #[test]
+    fn output_reasoning_and_attachment_settings_are_optional_and_bounded() {
+        let unset = config(&[]).unwrap();
+        assert_eq!(unset.agent.max_output_tokens, None);
+        assert_eq!(unset.model.bedrock_reasoning_budget_tokens, None);
+        assert_eq!(unset.limits.max_inline_attachment_bytes, 262_144);
+        let set = config(&[
+            ("MAX_OUTPUT_TOKENS", "2048"),
+            ("BEDROCK_REASONING_BUDGET_TOKENS", "1024"),
+            ("MAX_INLINE_ATTACHMENT_BYTES", "0"),
+        ])
+        .unwrap();
+        assert_eq!(set.agent.max_output_tokens, Some(2048));
+        assert_eq!(set.model.bedrock_reasoning_budget_tokens, Some(1024));
+        assert_eq!(set.limits.max_inline_attachment_bytes, 0);
+        let err = config(&[("MAX_OUTPUT_TOKENS", "lots")]).unwrap_err();
+        assert!(err.to_string().starts_with("MAX_OUTPUT_TOKENS"), "{err}");
     }
 
     #[test]
@@ -630,6 +751,30 @@ mod tests {
                 .unwrap()
                 .runtime,
             RuntimeFlavor::CurrentThread
+        );
+    }
+
+    #[test]
+    fn tool_settings_have_defaults_and_read_mcp_servers() {
+        let unset = config(&[]).unwrap();
+        assert_eq!(unset.tools.max_result_bytes, 100_000);
+        assert!(unset.tools.mcp.servers.is_empty());
+        assert_eq!(unset.tools.mcp.list_timeout, Duration::from_secs(5));
+        let set = config(&[
+            ("TOOL_RESULT_MAX_BYTES", "2048"),
+            ("MCP_CONNECT_TIMEOUT_MS", "1500"),
+            (
+                "MCP_SERVERS",
+                r#"[{"name":"docs","url":"https://mcp.example.com/mcp","timeout_ms":2000}]"#,
+            ),
+        ])
+        .unwrap();
+        assert_eq!(set.tools.max_result_bytes, 2048);
+        assert_eq!(set.tools.mcp.list_timeout, Duration::from_millis(1500));
+        assert_eq!(set.tools.mcp.servers[0].name, "docs");
+        assert_eq!(
+            set.tools.mcp.servers[0].timeout,
+            Duration::from_millis(2000)
         );
     }
 

@@ -1,5 +1,5 @@
-//! Builds the application from configuration: the model provider, the thread store and the
-//! agent. Called once per cold start.
+//! Builds the application from configuration: the model provider, the thread store, the server
+//! tools (built-in, yours, and remote MCP servers') and the agent. Called once per cold start.
 
 use crate::agent::{Agent, ToolRegistry};
 use crate::api::auth::{ApiKeys, AuthConfigError, Authenticator, JwtVerifier};
@@ -31,6 +31,20 @@ pub enum StartupError {
     /// The threads table is missing, unreachable or not the one `template.yaml` declares.
     #[error("THREADS_TABLE: {0}")]
     Table(String),
+    /// Two tools would be offered to the model under one name.
+    #[error(
+        "MCP_SERVERS: server {server} offers the tool {remote} as {name}, a name another tool \
+         already has (a built-in tool, one of yours or another server's); give the server \
+         another name"
+    )]
+    ToolNameTaken {
+        server: String,
+        remote: String,
+        name: String,
+    },
+    /// A `headers_secret_id` secret is not what `MCP_SERVERS` expects.
+    #[error("MCP_SERVERS: {0}")]
+    Mcp(#[from] crate::mcp::McpConfigError),
 }
 
 /// Reads a secret's string once, at cold start. The value never reaches a log.
@@ -177,6 +191,7 @@ pub async fn model_from_config(config: &Config) -> Result<Arc<dyn ModelProvider>
                 bedrock::BedrockSettings {
                     model_id: config.model.name.clone(),
                     max_tokens: config.model.bedrock_max_tokens,
+                    reasoning_budget_tokens: config.model.bedrock_reasoning_budget_tokens,
                     max_retries: config.model.max_retries,
                 },
             ))
@@ -293,14 +308,122 @@ pub async fn check_threads_table(_config: &Config) -> Result<(), StartupError> {
     Ok(())
 }
 
-/// The app from its parts; tests pass a scripted model or their own store.
+/// Adds the tools of the MCP servers of `MCP_SERVERS` to `tools`: every server is listed at
+/// once, each within `MCP_CONNECT_TIMEOUT_MS`. A server that cannot be reached or listed is
+/// logged and skipped; a tool name already taken stops start-up.
+pub async fn add_mcp_tools(config: &Config, tools: &mut ToolRegistry) -> Result<(), StartupError> {
+    let settings = &config.tools.mcp;
+    if settings.servers.is_empty() {
+        return Ok(());
+    }
+    #[cfg(not(feature = "mcp"))]
+    {
+        let _ = tools;
+        Err(StartupError::NotBuilt {
+            setting: "MCP_SERVERS",
+        })
+    }
+    #[cfg(feature = "mcp")]
+    {
+        let began = std::time::Instant::now();
+        let listings = settings.servers.iter().map(|server| async move {
+            let secret = match &server.headers_secret_id {
+                Some(secret_id) => Some(read_secret(secret_id).await?),
+                None => None,
+            };
+            Ok::<_, StartupError>(
+                crate::mcp::list_tools(server, secret.as_ref(), settings.list_timeout).await,
+            )
+        });
+        let listings = futures_util::future::join_all(listings).await;
+        for (server, listing) in settings.servers.iter().zip(listings) {
+            let listed = match listing? {
+                Ok(listed) => listed,
+                Err(error) => {
+                    tracing::warn!(
+                        server = %server.name,
+                        host = %server.host(),
+                        %error,
+                        "MCP server skipped: its tools are not offered until the next cold start"
+                    );
+                    continue;
+                }
+            };
+            let mut offered = 0_usize;
+            for tool in listed {
+                use crate::agent::tools::ServerTool;
+                let (name, remote) = (tool.name().to_owned(), tool.remote_name().to_owned());
+                match tools.add(tool) {
+                    Ok(()) => offered += 1,
+                    Err(crate::agent::tools::RegistryError::Duplicate(_)) => {
+                        return Err(StartupError::ToolNameTaken {
+                            server: server.name.clone(),
+                            remote,
+                            name,
+                        });
+                    }
+                    // A schema that does not compile: the server's other tools are still good.
+                    Err(error) => {
+                        tracing::warn!(server = %server.name, %error, "MCP tool left out")
+                    }
+                }
+            }
+            tracing::info!(server = %server.name, tools = offered, "MCP server's tools offered");
+        }
+        tracing::info!(
+            servers = settings.servers.len(),
+            elapsed_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX),
+            "MCP servers listed"
+        );
+        Ok(())
+    }
+}
+
+/// Whether `name` is `{server}__…` for a configured MCP server none of whose tools is offered.
+fn mcp_server_offers_nothing(config: &Config, tools: &ToolRegistry, name: &str) -> bool {
+    config.tools.mcp.servers.iter().any(|server| {
+        let prefix = server.namespaced("");
+        name.starts_with(&prefix) && !tools.specs().any(|spec| spec.name.starts_with(&prefix))
+    })
+}
+
+/// The app from its parts, with the built-in tools; tests pass a scripted model or their own
+/// store.
 pub fn build_app(
     config: &Config,
     model: Arc<dyn ModelProvider>,
     store: Arc<dyn ThreadStore>,
     auth: Authenticator,
 ) -> Result<App, StartupError> {
-    let tools = Arc::new(ToolRegistry::with_builtins()?);
+    build_app_with_tools(config, model, store, auth, ToolRegistry::with_builtins()?)
+}
+
+/// The app from its parts and its server tools (MCP servers' already added, see
+/// [`add_mcp_tools`]); applies `APPROVAL_REQUIRED_TOOLS` and `TOOL_RESULT_MAX_BYTES` to them.
+pub fn build_app_with_tools(
+    config: &Config,
+    model: Arc<dyn ModelProvider>,
+    store: Arc<dyn ThreadStore>,
+    auth: Authenticator,
+    mut tools: ToolRegistry,
+) -> Result<App, StartupError> {
+    for name in &config.agent.approval_required_tools {
+        match tools.require_approval(name) {
+            // A tool of an MCP server that was skipped at this cold start: not offered, so
+            // nothing to gate, and a server down must not stop start-up.
+            Err(crate::agent::tools::RegistryError::Unknown(_))
+                if mcp_server_offers_nothing(config, &tools, name) =>
+            {
+                tracing::warn!(
+                    tool = %name,
+                    "APPROVAL_REQUIRED_TOOLS names a tool of an MCP server that offers no tools at this cold start"
+                );
+            }
+            other => other?,
+        }
+    }
+    tools.set_max_result_bytes(config.tools.max_result_bytes);
+    let tools = Arc::new(tools);
     let agent = Agent::new(model, tools, store, config.agent.clone());
     Ok(App::new(
         agent,
@@ -315,11 +438,22 @@ pub fn build_app(
     ))
 }
 
+/// The app as configured, with the built-in tools and the MCP servers' tools.
 pub async fn build(config: &Config) -> Result<App, StartupError> {
-    build_app(
-        config,
-        model_from_config(config).await?,
-        store_from_config(config).await?,
-        authenticator(&config.auth).await?,
-    )
+    build_with_tools(config, ToolRegistry::with_builtins()?).await
+}
+
+/// The app as configured, with `tools` (usually the built-ins plus yours) and the MCP servers'
+/// tools. The MCP servers are listed while the model, store and authenticator are set up.
+pub async fn build_with_tools(
+    config: &Config,
+    mut tools: ToolRegistry,
+) -> Result<App, StartupError> {
+    let (model, store, auth, ()) = tokio::try_join!(
+        model_from_config(config),
+        store_from_config(config),
+        authenticator(&config.auth),
+        add_mcp_tools(config, &mut tools),
+    )?;
+    build_app_with_tools(config, model, store, auth, tools)
 }

@@ -15,7 +15,9 @@ fn filter(rust_log: Option<&str>, lambda_level: Option<&str>) -> EnvFilter {
         Some("debug") => "debug",
         Some("warn") => "warn",
         Some("error" | "fatal") => "error",
-        _ => "info",
+        // rmcp logs each MCP session's whole server description (its instructions can run to
+        // pages) at info, once per server and cold start.
+        _ => "info,rmcp=warn",
     };
     EnvFilter::new(level)
 }
@@ -60,7 +62,10 @@ mod tests {
         assert_eq!(filter(Some("debug"), Some("ERROR")).to_string(), "debug");
         assert_eq!(filter(None, Some("WARN")).to_string(), "warn");
         assert_eq!(filter(None, Some("FATAL")).to_string(), "error");
-        assert_eq!(filter(None, None).to_string(), "info");
-        assert_eq!(filter(Some("not a [filter"), None).to_string(), "info");
+        assert_eq!(filter(None, None).to_string(), "rmcp=warn,info");
+        assert_eq!(
+            filter(Some("not a [filter"), None).to_string(),
+            "rmcp=warn,info"
+        );
     }
 }

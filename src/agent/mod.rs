@@ -3,6 +3,7 @@
 //! own task, recording AG-UI events that any number of followers stream. Depends on
 //! `protocol`, `model` and `store`; knows nothing of HTTP.
 
+pub(crate) mod approval;
 mod background;
 pub mod live;
 mod run;
@@ -12,7 +13,7 @@ mod turn;
 
 use crate::model::{ModelProvider, ToolSpec};
 use crate::protocol::input::BusyThreadPolicy;
-use crate::protocol::{ClientTool, ContextEntry, Message, RunId, RunInput, ThreadId};
+use crate::protocol::{ClientTool, ContextEntry, Message, RunId, RunInput, ThreadId, UserContent};
 use crate::store::{
     CancelState, Lease, Principal, RunStart, StoreError, ThreadActivity, ThreadStore,
 };
@@ -23,6 +24,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+pub use approval::InterruptError;
 pub use run::{RunOutcomeKind, RunSummary};
 pub use thread::MergeError;
 pub use tools::{ServerTool, ToolContext, ToolError, ToolOutput, ToolRegistry};
@@ -46,6 +48,16 @@ pub struct AgentSettings {
     pub busy_thread_policy: BusyThreadPolicy,
     /// How long an interrupting run waits for the active run to release the thread.
     pub interrupt_wait: Duration,
+    /// Server tools whose calls wait for a person's approval, besides those that ask for it
+    /// themselves (`APPROVAL_REQUIRED_TOOLS`).
+    pub approval_required_tools: Vec<String>,
+    /// How long an approval interrupt can be answered.
+    pub interrupt_ttl: Duration,
+    /// The frontend tool a 0.0.x client declares for confirmations; approvals reach such
+    /// clients as a call of it.
+    pub confirm_tool: String,
+    /// The most output tokens a model turn may ask for (`MAX_OUTPUT_TOKENS`).
+    pub max_output_tokens: Option<u32>,
 }
 
 impl Default for AgentSettings {
@@ -60,6 +72,10 @@ impl Default for AgentSettings {
             record_interval: Duration::from_millis(250),
             busy_thread_policy: BusyThreadPolicy::Interrupt,
             interrupt_wait: Duration::from_secs(10),
+            approval_required_tools: Vec::new(),
+            interrupt_ttl: Duration::from_secs(3_600),
+            confirm_tool: "confirmAction".to_owned(),
+            max_output_tokens: None,
         }
     }
 }
@@ -91,6 +107,18 @@ pub enum StartError {
     StoreUnavailable,
     #[error("the thread's stored data could not be read")]
     StoreCorrupt,
+    /// A content part the model cannot take: `message` indexes the input's messages (as parsed:
+    /// `activity` messages are not counted), `part` that message's content.
+    #[error("messages[{message}].content[{part}]: {reason}")]
+    UnsupportedPart {
+        message: usize,
+        part: usize,
+        reason: String,
+    },
+    /// The input breaks AG-UI's interrupt rules; answered with a stream that opens with
+    /// `RUN_ERROR`, as the spec names.
+    #[error(transparent)]
+    Interrupt(#[from] InterruptError),
 }
 
 impl From<StoreError> for StartError {
@@ -129,6 +157,17 @@ pub struct PreparedRun {
     pending_deltas: Vec<json_patch::Patch>,
     /// The client parses AG-UI 1.0 fields (`RUN_FINISHED.outcome`).
     speaks_v1: bool,
+    /// The client's sampling options, capped.
+    sampling: crate::model::Sampling,
+    /// Approval decisions this run carries out before its first model turn.
+    resolved: Vec<approval::Resolved>,
+    /// The thread's interrupt record as this run leaves it, before its own interrupts.
+    interrupts: approval::InterruptRecord,
+    /// The input only repeats answers already acted on and adds nothing: the run streams what
+    /// the client lacks and ends, calling neither model nor tools.
+    repeat_only: bool,
+    /// Approvals this run asked of a 0.0.x client through its confirm tool.
+    fallback_approvals: Vec<approval::PendingApproval>,
     /// The run's span: its task and companions log inside it.
     span: tracing::Span,
 }
@@ -296,7 +335,7 @@ impl Agent {
             .busy_thread_policy
             .unwrap_or(self.settings.busy_thread_policy);
         let give_up = Instant::now() + self.settings.interrupt_wait;
-        let (loaded, merged, lease) = loop {
+        let (loaded, merged, lease, resolution) = loop {
             let loaded = self.store.load(&owner, &thread_id).await?;
             if let Some(active) = loaded.as_ref().and_then(|thread| thread.active_run.clone()) {
                 if policy == BusyThreadPolicy::Reject {
@@ -305,10 +344,29 @@ impl Agent {
                 self.interrupt(&owner, &thread_id, &active, give_up).await?;
                 continue;
             }
-            let merged = thread::merge(
+            let record = approval::InterruptRecord::parse(
+                loaded
+                    .as_ref()
+                    .and_then(|thread| thread.interrupts.as_ref()),
+            )
+            .map_err(|error| {
+                tracing::error!(%error, "a thread's interrupt record does not parse");
+                StartError::StoreCorrupt
+            })?;
+            let waiting = record.waiting_calls();
+            let resolution = record.resolve(
+                &input.resume,
+                &input.messages,
+                input.speaks_v1(),
+                |name| self.tools.parameters_of(name).cloned(),
+                chrono::Utc::now().timestamp_millis(),
+            )?;
+            let merged = thread::merge_keeping_open(
                 loaded.as_ref().map_or(&[], |thread| &thread.messages[..]),
                 input.messages.clone(),
+                &waiting,
             )?;
+            self.check_parts(&input.messages, &merged.new_messages)?;
             let begun = self
                 .store
                 .begin_run(RunStart {
@@ -322,7 +380,7 @@ impl Agent {
                 })
                 .await;
             match begun {
-                Ok(lease) => break (loaded, merged, lease),
+                Ok(lease) => break (loaded, merged, lease, resolution),
                 // Another run took the thread between our read and our write.
                 Err(StoreError::Conflict)
                     if policy == BusyThreadPolicy::Interrupt && Instant::now() < give_up =>
@@ -333,6 +391,7 @@ impl Agent {
             }
         };
         let speaks_v1 = input.speaks_v1();
+        let repeat_only = resolution.only_repeats && merged.new_messages.is_empty();
         let state = input
             .state
             .or_else(|| loaded.as_ref().and_then(|thread| thread.state.clone()));
@@ -350,8 +409,131 @@ impl Agent {
             deadline,
             pending_deltas: Vec::new(),
             speaks_v1,
+            sampling: input
+                .forwarded_props
+                .sampling
+                .capped(self.settings.max_output_tokens),
+            resolved: resolution.resolved,
+            interrupts: resolution.record,
+            repeat_only,
+            fallback_approvals: Vec::new(),
             span,
         })
+    }
+
+    /// AG-UI's `AgentCapabilities` for this deployment (`GET /capabilities`); `run_timeout`
+    /// bounds a run's wall-clock time.
+    pub fn capabilities(&self, run_timeout: Duration) -> Value {
+        let settings = &self.settings;
+        let tools: Vec<Value> = self
+            .tools
+            .specs()
+            .map(|spec| {
+                serde_json::json!({
+                    "name": spec.name,
+                    "description": spec.description,
+                    "parameters": spec.parameters,
+                })
+            })
+            .collect();
+        let approvals = self.tools.any_needs_approval();
+        // What the model provider takes inline, asked of it the way a request's parts are.
+        let takes =
+            |part: fn(crate::protocol::message::Attachment) -> crate::protocol::UserPart,
+             mime_type: &str| {
+                let attachment = crate::protocol::message::Attachment {
+                    source: crate::protocol::message::PartSource::Data {
+                        value: String::new(),
+                        mime_type: mime_type.to_owned(),
+                    },
+                    metadata: None,
+                };
+                self.model.check_part(&part(attachment)).is_ok()
+            };
+        use crate::protocol::UserPart;
+        let multimodal_input = serde_json::json!({
+            "image": takes(UserPart::Image, "image/png"),
+            "audio": takes(UserPart::Audio, "audio/wav"),
+            "video": takes(UserPart::Video, "video/mp4"),
+            "pdf": takes(UserPart::Document, "application/pdf"),
+            "file": false,
+        });
+        serde_json::json!({
+            "identity": {
+                "name": "agui-lambda",
+                "type": "agui-lambda",
+                "description": "An AG-UI agent on AWS Lambda",
+                "version": env!("CARGO_PKG_VERSION"),
+                "metadata": {"model": self.model.identity().model, "provider": self.model.identity().provider},
+            },
+            "transport": {
+                "streaming": true,
+                "websocket": false,
+                "httpBinary": false,
+                "pushNotifications": false,
+                // Recorded event logs: GET /threads/{t}/runs/{r}/events with Last-Event-ID.
+                "resumable": settings.record_events,
+            },
+            "tools": {
+                "supported": true,
+                "items": tools,
+                "parallelCalls": true,
+                "clientProvided": true,
+            },
+            "state": {
+                "snapshots": true,
+                "deltas": true,
+                "memory": false,
+                "persistentState": true,
+            },
+            "reasoning": {
+                "supported": true,
+                "streaming": true,
+                "encrypted": false,
+            },
+            "multimodal": {
+                "input": multimodal_input,
+                "output": {"image": false, "audio": false},
+            },
+            "execution": {
+                "codeExecution": false,
+                "maxIterations": settings.max_steps,
+                "maxExecutionTime": u64::try_from(run_timeout.as_millis()).unwrap_or(u64::MAX),
+            },
+            "humanInTheLoop": {
+                "supported": true,
+                "approvals": approvals,
+                "interventions": false,
+                "feedback": false,
+                "interrupts": true,
+                "approveWithEdits": true,
+            },
+        })
+    }
+
+    /// Refuses a part of a new user message that the model cannot take, naming it by its place
+    /// in the input; parts already in the thread were checked when they came.
+    fn check_parts(&self, sent: &[Message], new: &[Message]) -> Result<(), StartError> {
+        for message in new {
+            let Message::User {
+                id,
+                content: UserContent::Parts(parts),
+                ..
+            } = message
+            else {
+                continue;
+            };
+            for (part, content) in parts.iter().enumerate() {
+                if let Err(reason) = self.model.check_part(content) {
+                    return Err(StartError::UnsupportedPart {
+                        message: sent.iter().position(|sent| sent.id() == id).unwrap_or(0),
+                        part,
+                        reason,
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The configured prompt with the client's `context` entries appended.

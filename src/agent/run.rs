@@ -4,14 +4,17 @@
 //! run lives on its own task: a client that goes away stops nothing.
 
 use super::PreparedRun;
+use super::approval::{self, Decision, PendingApproval};
 use super::background;
 use super::live::{LiveRun, StopReason};
-use super::thread::model_view;
-use super::tools::{ToolContext, ToolError};
+use super::thread::{answers_follow_calls, model_view};
+use super::tools::{ToolContext, ToolError, ToolOutput};
 use super::turn::{TurnAssembler, TurnCall, TurnFault};
 use crate::model::{ModelError, ModelRequest, Usage};
-use crate::protocol::events::{RecordedEvent, RunOutcome, TokenUsage, ToolRole};
-use crate::protocol::{Event, Message, MessageId, RunErrorCode, ToolCallId};
+use crate::protocol::events::{
+    PROTOCOL_VERSION, RecordedEvent, RunOutcome, RunUsage, TokenUsage, ToolRole,
+};
+use crate::protocol::{Event, Message, MessageId, RunErrorCode, ToolCall, ToolCallId};
 use crate::store::StoreError;
 use futures_util::{FutureExt, Stream, StreamExt};
 use std::collections::HashSet;
@@ -72,6 +75,8 @@ impl RunFailure {
 pub enum RunOutcomeKind {
     #[default]
     Finished,
+    /// Ended to wait for tool approvals.
+    Interrupted,
     Cancelled,
     Failed(RunErrorCode),
 }
@@ -82,6 +87,8 @@ pub struct RunSummary {
     pub steps: u32,
     pub tool_calls: u32,
     pub usage: Usage,
+    /// The model reported usage at least once.
+    pub usage_reported: bool,
     pub outcome: RunOutcomeKind,
 }
 
@@ -109,8 +116,18 @@ struct ToolResult {
 
 enum CallKind {
     Server,
+    /// A server tool whose calls wait for a person's approval.
+    NeedsApproval,
     Frontend,
     Unknown,
+}
+
+/// How a run that did not fail ended.
+enum RunEnd {
+    /// Done; the frontend tool calls it left for the client, if it stopped at some.
+    Finished { pending: Vec<ToolCallId> },
+    /// Paused: tool calls wait for approval through AG-UI 1.0 interrupts.
+    Interrupted(Vec<PendingApproval>),
 }
 
 /// How a model turn ended.
@@ -129,6 +146,7 @@ impl PreparedRun {
             thread_id: self.lease.thread_id.clone(),
             run_id: self.lease.run_id.clone(),
             parent_run_id: self.parent_run_id.clone(),
+            protocol_version: self.speaks_v1.then_some(PROTOCOL_VERSION),
         });
         self.agent.live.insert(live.clone());
         let agent = self.agent.clone();
@@ -148,7 +166,7 @@ impl PreparedRun {
                         driven.push(Event::RunError {
                             message: "the run failed unexpectedly".to_owned(),
                             code: RunErrorCode::InvalidRequest,
-                            usage: TokenUsage::default(),
+                            usage: RunUsage::default(),
                         });
                     }
                     agent.live.remove(&driven);
@@ -211,12 +229,20 @@ impl PreparedRun {
         let mut result = self
             .execute(&Emitter(&live), &mut produced, &mut summary, &stop)
             .await;
+        let reported_usage = summary.usage_reported;
         heartbeat.abort();
         if live.stop_reason() == Some(StopReason::LeaseLost) {
             result = Err(RunFailure::Store(StoreError::LeaseLost));
         }
 
         let state_changed = self.state != initial_state;
+        let mut interrupts = std::mem::take(&mut self.interrupts);
+        if let Ok(RunEnd::Interrupted(pending)) = &result {
+            interrupts.open.extend(pending.iter().cloned());
+        }
+        interrupts
+            .open
+            .extend(std::mem::take(&mut self.fallback_approvals));
         let saved = store
             .finish_run(
                 &self.lease,
@@ -226,37 +252,48 @@ impl PreparedRun {
                 } else {
                     None
                 },
+                interrupts.to_value().as_ref(),
             )
             .await;
         if let Err(error) = saved {
             tracing::error!(%error, thread_id = %self.lease.thread_id, "storing the run failed");
-            if matches!(result, Ok(()) | Err(RunFailure::Cancelled)) {
+            if matches!(result, Ok(_) | Err(RunFailure::Cancelled)) {
                 result = Err(RunFailure::Store(error));
             }
         }
 
-        let usage = TokenUsage {
-            input_tokens: summary.usage.input_tokens,
-            output_tokens: summary.usage.output_tokens,
-        };
+        let usage = self.run_usage(&summary, reported_usage);
         let finished = |outcome| Event::RunFinished {
             thread_id: self.lease.thread_id.clone(),
             run_id: self.lease.run_id.clone(),
             outcome,
-            usage,
+            usage: usage.clone(),
         };
+        // 0.0.x clients reject every outcome but an absent one.
         let terminal = match &result {
-            Ok(()) => finished(None),
+            Ok(RunEnd::Finished { pending }) if self.speaks_v1 && !pending.is_empty() => {
+                finished(Some(RunOutcome::Success {
+                    pending_tool_call_ids: pending.clone(),
+                }))
+            }
+            Ok(RunEnd::Interrupted(pending)) => finished(Some(RunOutcome::Interrupt {
+                interrupts: pending
+                    .iter()
+                    .map(|pending| pending.interrupt.clone())
+                    .collect(),
+            })),
+            Ok(RunEnd::Finished { .. }) => finished(None),
             // AG-UI 1.0's cancelled outcome; 0.0.x clients reject it, so they get RUN_ERROR.
             Err(RunFailure::Cancelled) if self.speaks_v1 => finished(Some(RunOutcome::Cancelled)),
             Err(failure) => Event::RunError {
                 message: failure.to_string(),
                 code: failure.code(),
-                usage,
+                usage: usage.clone(),
             },
         };
         summary.outcome = match &result {
-            Ok(()) => RunOutcomeKind::Finished,
+            Ok(RunEnd::Finished { .. }) => RunOutcomeKind::Finished,
+            Ok(RunEnd::Interrupted(_)) => RunOutcomeKind::Interrupted,
             Err(RunFailure::Cancelled) => RunOutcomeKind::Cancelled,
             Err(failure) => RunOutcomeKind::Failed(failure.code()),
         };
@@ -286,17 +323,26 @@ impl PreparedRun {
         produced: &mut Vec<Message>,
         summary: &mut RunSummary,
         stop: &CancellationToken,
-    ) -> Result<(), RunFailure> {
+    ) -> Result<RunEnd, RunFailure> {
         if let Some(state) = &self.state {
             out.emit(Event::StateSnapshot {
                 snapshot: state.clone(),
             });
         }
-        if self.client_is_behind {
+        // A run that answers approved or denied calls sends their results against calls made
+        // in an earlier run: the snapshot first names those calls within this stream.
+        if self.client_is_behind || !self.resolved.is_empty() {
             out.emit(Event::MessagesSnapshot {
                 messages: self.history.clone(),
             });
         }
+        if self.repeat_only {
+            // A repeated resume: its answers were acted on by an earlier run.
+            return Ok(RunEnd::Finished {
+                pending: Vec::new(),
+            });
+        }
+        self.carry_out_decisions(out, produced, stop).await?;
         let settings = self.agent.settings.clone();
         let mut used_call_ids: HashSet<ToolCallId> = self
             .history
@@ -321,6 +367,7 @@ impl PreparedRun {
                 TurnEnd::Stopped(turn) => (turn, true),
             };
             summary.usage += turn.usage();
+            summary.usage_reported |= turn.usage() != Usage::default();
             let mut events = Vec::new();
             turn.close(&mut events);
             out.emit_all(&mut events);
@@ -331,67 +378,246 @@ impl PreparedRun {
             }
             turn.end_calls(&mut events);
             out.emit_all(&mut events);
+            let reasoning = turn.take_reasoning();
             if stopped {
-                if let Some(message) = turn.partial() {
+                for message in reasoning.into_iter().chain(turn.partial()) {
                     self.history.push(message.clone());
                     produced.push(message);
                 }
                 return Err(RunFailure::Cancelled);
             }
             let (message, calls) = turn.finish()?;
-            if let Some(message) = message {
+            // Before the turn's assistant message: providers send reasoning back at its head.
+            for message in reasoning {
                 self.history.push(message.clone());
                 produced.push(message);
             }
             if calls.is_empty() {
-                return Ok(());
+                if let Some(message) = message {
+                    self.history.push(message.clone());
+                    produced.push(message);
+                }
+                return Ok(RunEnd::Finished {
+                    pending: Vec::new(),
+                });
             }
             summary.tool_calls += u32::try_from(calls.len()).unwrap_or(u32::MAX);
-            let mut stops_for_frontend = false;
+            let mut frontend_calls = Vec::new();
+            let mut gated_calls = Vec::new();
             let mut server_calls = Vec::new();
             for call in &calls {
                 match self.classify(&call.name) {
-                    CallKind::Frontend => stops_for_frontend = true,
+                    CallKind::Frontend => frontend_calls.push(call.id.clone()),
+                    CallKind::NeedsApproval => gated_calls.push(call),
                     CallKind::Server | CallKind::Unknown => server_calls.push(call),
                 }
+            }
+            // A 0.0.x client is asked through its confirm tool: one call of it per gated call,
+            // made part of this turn's message so that its answer is a known tool result.
+            let mut message = message;
+            let mut approvals = Vec::new();
+            let mut confirm_calls = Vec::new();
+            if !gated_calls.is_empty() {
+                let expires_at_ms = chrono::Utc::now().timestamp_millis()
+                    + i64::try_from(settings.interrupt_ttl.as_millis()).unwrap_or(i64::MAX);
+                for call in &gated_calls {
+                    let schema = self
+                        .agent
+                        .tools
+                        .parameters_of(&call.name)
+                        .cloned()
+                        .unwrap_or_default();
+                    let mut pending = PendingApproval {
+                        interrupt: approval::tool_interrupt(
+                            &call.id,
+                            &call.name,
+                            &call.arguments,
+                            &schema,
+                            expires_at_ms,
+                        ),
+                        tool_name: call.name.clone(),
+                        arguments: call.arguments.clone(),
+                        expires_at_ms,
+                        confirm_call_id: None,
+                    };
+                    if !self.speaks_v1 && self.has_confirm_tool() {
+                        let confirm = ToolCall::new(
+                            ToolCallId::generate(),
+                            settings.confirm_tool.clone(),
+                            serde_json::json!({
+                                "action": approval::approval_prompt(&call.name, &call.arguments)
+                            })
+                            .to_string(),
+                        );
+                        pending.confirm_call_id = Some(confirm.id.clone());
+                        confirm_calls.push(confirm);
+                    }
+                    approvals.push(pending);
+                }
+                if let Some(Message::Assistant { tool_calls, .. }) = &mut message {
+                    tool_calls.extend(confirm_calls.iter().cloned());
+                }
+            }
+            let parent_message_id = message.as_ref().map(|message| message.id().clone());
+            if let Some(message) = message {
+                self.history.push(message.clone());
+                produced.push(message);
             }
             let results = tokio::select! {
                 biased;
                 () = stop.cancelled() => return Err(RunFailure::Cancelled),
-                results = self.run_tools(&server_calls) => results?,
+                results = self.run_tools(&server_calls, stop) => results?,
             };
             for result in results {
-                out.emit(Event::ToolCallResult {
-                    message_id: result.id.clone(),
-                    tool_call_id: result.tool_call_id.clone(),
-                    content: result.content.clone(),
-                    role: ToolRole::Tool,
-                });
-                let message = Message::Tool {
-                    id: result.id,
-                    tool_call_id: result.tool_call_id,
-                    content: result.content,
-                    error: result.error,
-                };
-                self.history.push(message.clone());
-                produced.push(message);
+                self.record_result(out, produced, result);
+            }
+            if !approvals.is_empty() && !self.speaks_v1 && confirm_calls.is_empty() {
+                // Nobody can approve: the calls are refused, and the model is told.
+                for pending in approvals.drain(..) {
+                    if let Some(tool_call_id) = pending.interrupt.tool_call_id {
+                        let content = format!(
+                            "Error: {} needs a person's approval, and this client cannot ask for it (it speaks neither AG-UI 1.0 interrupts nor declares the {} tool).",
+                            pending.tool_name, settings.confirm_tool
+                        );
+                        self.record_result(
+                            out,
+                            produced,
+                            ToolResult {
+                                id: MessageId::generate(),
+                                tool_call_id,
+                                content,
+                                error: Some("approval unavailable".to_owned()),
+                            },
+                        );
+                    }
+                }
             }
             self.emit_state_changes(out);
-            if stops_for_frontend {
-                return Ok(());
+            if !approvals.is_empty() && self.speaks_v1 {
+                return Ok(RunEnd::Interrupted(approvals));
+            }
+            if !confirm_calls.is_empty() {
+                for confirm in &confirm_calls {
+                    out.emit(Event::ToolCallStart {
+                        tool_call_id: confirm.id.clone(),
+                        tool_call_name: confirm.function.name.clone(),
+                        parent_message_id: parent_message_id.clone(),
+                    });
+                    out.emit(Event::ToolCallArgs {
+                        tool_call_id: confirm.id.clone(),
+                        delta: confirm.function.arguments.clone(),
+                    });
+                    out.emit(Event::ToolCallEnd {
+                        tool_call_id: confirm.id.clone(),
+                    });
+                }
+                self.fallback_approvals.extend(approvals);
+                frontend_calls.extend(confirm_calls.into_iter().map(|call| call.id));
+            }
+            if !frontend_calls.is_empty() {
+                return Ok(RunEnd::Finished {
+                    pending: frontend_calls,
+                });
             }
         }
         Err(RunFailure::MaxSteps(settings.max_steps))
     }
 
+    /// Streams a tool result and adds it to the history.
+    fn record_result(
+        &mut self,
+        out: &Emitter<'_>,
+        produced: &mut Vec<Message>,
+        result: ToolResult,
+    ) {
+        out.emit(Event::ToolCallResult {
+            message_id: result.id.clone(),
+            tool_call_id: result.tool_call_id.clone(),
+            content: result.content.clone(),
+            role: ToolRole::Tool,
+        });
+        let message = Message::Tool {
+            id: result.id,
+            tool_call_id: result.tool_call_id,
+            content: result.content,
+            error: result.error,
+        };
+        self.history.push(message.clone());
+        produced.push(message);
+    }
+
+    /// Carries out the approvals and denials this run's input brought: an approved call runs
+    /// now, with the arguments as approved; a denied one gets a result that tells the model.
+    /// Both answer the original tool call with `TOOL_CALL_RESULT`.
+    async fn carry_out_decisions(
+        &mut self,
+        out: &Emitter<'_>,
+        produced: &mut Vec<Message>,
+        stop: &CancellationToken,
+    ) -> Result<(), RunFailure> {
+        for resolved in std::mem::take(&mut self.resolved) {
+            let result = match resolved.decision {
+                Decision::Approve { arguments } => {
+                    let call = TurnCall {
+                        index: 0,
+                        id: resolved.tool_call_id.clone(),
+                        name: resolved.tool_name.clone(),
+                        arguments,
+                    };
+                    let mut results = self.run_tools(&[&call], stop).await?;
+                    match results.pop() {
+                        Some(result) => result,
+                        None => continue,
+                    }
+                }
+                Decision::Deny { reason } => ToolResult {
+                    id: MessageId::generate(),
+                    tool_call_id: resolved.tool_call_id,
+                    content: reason,
+                    error: Some("denied".to_owned()),
+                },
+            };
+            self.record_result(out, produced, result);
+        }
+        self.emit_state_changes(out);
+        Ok(())
+    }
+
+    fn has_confirm_tool(&self) -> bool {
+        let name = &self.agent.settings.confirm_tool;
+        self.client_tools.iter().any(|tool| &tool.name == name)
+    }
+
     fn classify(&self, name: &str) -> CallKind {
-        if self.agent.tools.contains(name) {
+        if self.agent.tools.needs_approval(name) {
+            CallKind::NeedsApproval
+        } else if self.agent.tools.contains(name) {
             CallKind::Server
         } else if self.client_tools.iter().any(|tool| tool.name == name) {
             CallKind::Frontend
         } else {
             CallKind::Unknown
         }
+    }
+
+    /// The run's usage in AG-UI's shape, one entry for its model; empty when the model
+    /// reported none.
+    fn run_usage(&self, summary: &RunSummary, reported: bool) -> RunUsage {
+        if !reported {
+            return RunUsage::default();
+        }
+        let identity = self.agent.model.identity();
+        let usage = summary.usage;
+        RunUsage(vec![TokenUsage {
+            provider: Some(identity.provider),
+            model: Some(identity.model),
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            total_tokens: usage.input_tokens.saturating_add(usage.output_tokens),
+            reasoning_tokens: usage.reasoning_tokens,
+            cached_input_tokens: usage.cached_input_tokens,
+            cache_write_input_tokens: usage.cache_write_input_tokens.filter(|_| self.speaks_v1),
+        }])
     }
 
     /// Streams one model turn. A turn that fails midway returns the failure and nothing of it
@@ -405,8 +631,9 @@ impl PreparedRun {
     ) -> Result<TurnEnd, RunFailure> {
         let request = ModelRequest {
             system: self.system.clone(),
-            messages: model_view(&self.history),
+            messages: model_view(&answers_follow_calls(&self.history)),
             tools: self.agent.tool_specs(&self.client_tools),
+            sampling: self.sampling.clone(),
         };
         let deadline = self.deadline;
         let mut turn = TurnAssembler::new(MessageId::generate());
@@ -431,24 +658,53 @@ impl PreparedRun {
         Ok(TurnEnd::Done(turn))
     }
 
-    /// Runs server tools (and answers unknown ones) concurrently; results come back in call
-    /// order as `tool` messages.
-    async fn run_tools(&mut self, calls: &[&TurnCall]) -> Result<Vec<ToolResult>, RunFailure> {
-        let context = ToolContext {
-            thread_id: self.lease.thread_id.clone(),
-            run_id: self.lease.run_id.clone(),
-            device_timezone: self.device_timezone,
-            state: self.state.clone().unwrap_or(serde_json::Value::Null),
-        };
+    /// Runs server tools (and answers unknown ones): those that may run in parallel together,
+    /// then the others one at a time, in call order; each sees the state as the turn left it.
+    /// Results come back in call order as `tool` messages.
+    async fn run_tools(
+        &mut self,
+        calls: &[&TurnCall],
+        stop: &CancellationToken,
+    ) -> Result<Vec<ToolResult>, RunFailure> {
+        // A child: a tool can see the run stop, but cannot stop it.
+        let context = ToolContext::new(
+            self.lease.thread_id.clone(),
+            self.lease.run_id.clone(),
+            self.lease.owner.clone(),
+        )
+        .with_device_timezone(self.device_timezone)
+        .with_state(self.state.clone().unwrap_or(serde_json::Value::Null))
+        .with_cancellation(stop.child_token());
         let registry = self.agent.tools.clone();
-        let executions = calls.iter().map(|call| {
-            let registry = registry.clone();
-            let context = &context;
-            async move { registry.call(&call.name, &call.arguments, context).await }
-        });
-        let outcomes = timeout_at(self.deadline, futures_util::future::join_all(executions))
-            .await
-            .map_err(|_| RunFailure::Timeout)?;
+        let mut outcomes: Vec<Option<Option<Result<ToolOutput, ToolError>>>> =
+            calls.iter().map(|_| None).collect();
+        let executions = async {
+            let parallel = calls
+                .iter()
+                .zip(outcomes.iter_mut())
+                .filter(|(call, _)| registry.may_run_in_parallel(&call.name))
+                .map(|(call, slot)| {
+                    let (registry, context) = (&registry, &context);
+                    async move {
+                        *slot = Some(registry.call(&call.name, &call.arguments, context).await)
+                    }
+                });
+            futures_util::future::join_all(parallel).await;
+            let one_at_a_time = calls
+                .iter()
+                .zip(outcomes.iter_mut())
+                .filter(|(call, _)| !registry.may_run_in_parallel(&call.name));
+            for (call, slot) in one_at_a_time {
+                *slot = Some(registry.call(&call.name, &call.arguments, &context).await);
+            }
+        };
+        tokio::select! {
+            biased;
+            () = stop.cancelled() => return Err(RunFailure::Cancelled),
+            ran = timeout_at(self.deadline, executions) => ran.map_err(|_| RunFailure::Timeout)?,
+        }
+        // Every slot is filled once `executions` completed.
+        let outcomes = outcomes.into_iter().map(Option::flatten);
 
         let mut results = Vec::with_capacity(calls.len());
         for (call, outcome) in calls.iter().zip(outcomes) {

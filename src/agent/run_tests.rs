@@ -66,6 +66,7 @@ fn input(thread: &str, run: &str, messages: Vec<Message>, tools: &[&str]) -> Run
         context: vec![],
         forwarded_props: ForwardedProps::default(),
         protocol_version: None,
+        resume: Vec::new(),
     }
 }
 
@@ -787,5 +788,94 @@ async fn server_tool_run_matches_the_reference_stream_event_for_event() {
             "TEXT_MESSAGE_END",
             "RUN_FINISHED",
         ]
+    );
+}
+
+/// A tool that notes when its calls start and end, in a log shared by the test.
+fn logged_tool(
+    name: &'static str,
+    parallel: bool,
+    log: Arc<std::sync::Mutex<Vec<String>>>,
+) -> crate::agent::tools::FnTool {
+    crate::agent::tools::ToolBuilder::new(name, "notes its calls")
+        .parallel(parallel)
+        .handler(move |_: Value, context: crate::agent::ToolContext| {
+            let log = log.clone();
+            async move {
+                log.lock().unwrap().push(format!("start {name}"));
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                log.lock().unwrap().push(format!("end {name}"));
+                Ok(crate::agent::ToolOutput::text(format!(
+                    "{name} for {} (cancelled: {})",
+                    context.principal.as_str(),
+                    context.is_cancelled()
+                )))
+            }
+        })
+}
+
+#[tokio::test]
+async fn tools_that_may_not_run_in_parallel_run_after_the_others_one_at_a_time() {
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let model = ScriptedModel::new(vec![
+        ScriptedTurn::tool_calls(
+            None,
+            &[
+                ("c1", "serial_one", "{}"),
+                ("c2", "parallel_a", "{}"),
+                ("c3", "serial_two", "{}"),
+                ("c4", "parallel_b", "{}"),
+            ],
+        ),
+        ScriptedTurn::text("done"),
+    ]);
+    let mut tools = ToolRegistry::new();
+    for (name, parallel) in [
+        ("serial_one", false),
+        ("parallel_a", true),
+        ("serial_two", false),
+        ("parallel_b", true),
+    ] {
+        tools.add(logged_tool(name, parallel, log.clone())).unwrap();
+    }
+    let agent = Agent::new(
+        Arc::new(model),
+        Arc::new(tools),
+        Arc::new(MemoryStore::new()),
+        AgentSettings::default(),
+    );
+    let h = Harness {
+        model: ScriptedModel::default(),
+        store: Arc::new(MemoryStore::new()),
+        agent,
+    };
+    let events = run(&h, input("t", "r", vec![user("u", "go")], &[])).await;
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            "start parallel_a",
+            "start parallel_b",
+            "end parallel_a",
+            "end parallel_b",
+            "start serial_one",
+            "end serial_one",
+            "start serial_two",
+            "end serial_two",
+        ]
+    );
+    let results: Vec<&str> = events
+        .iter()
+        .filter(|event| event["type"] == "TOOL_CALL_RESULT")
+        .map(|event| event["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        results,
+        [
+            "serial_one for anonymous (cancelled: false)",
+            "parallel_a for anonymous (cancelled: false)",
+            "serial_two for anonymous (cancelled: false)",
+            "parallel_b for anonymous (cancelled: false)",
+        ],
+        "results come back in the model's order, with the run's principal"
     );
 }

@@ -59,9 +59,22 @@ pub fn not_answered(tool_call_id: ToolCallId) -> Message {
 }
 
 pub fn merge(stored: &[Message], incoming: Vec<Message>) -> Result<Merged, MergeError> {
+    merge_keeping_open(stored, incoming, &HashSet::new())
+}
+
+/// [`merge`], leaving the calls in `waiting` open: the server answers them (tool approvals).
+pub fn merge_keeping_open(
+    stored: &[Message],
+    incoming: Vec<Message>,
+    waiting: &HashSet<ToolCallId>,
+) -> Result<Merged, MergeError> {
     let known: HashSet<&MessageId> = stored.iter().map(Message::id).collect();
     let sent: HashSet<&MessageId> = incoming.iter().map(Message::id).collect();
-    let client_is_behind = stored.iter().any(|message| !sent.contains(message.id()));
+    // A client that drops reasoning messages (many UIs do) misses nothing it needs: it is not
+    // sent the whole history again on every run for them.
+    let client_is_behind = stored.iter().any(|message| {
+        !matches!(message, Message::Reasoning { .. }) && !sent.contains(message.id())
+    });
     let mut all_calls: HashSet<ToolCallId> = stored
         .iter()
         .flat_map(|message| message.tool_calls().iter().map(|call| call.id.clone()))
@@ -87,7 +100,10 @@ pub fn merge(stored: &[Message], incoming: Vec<Message>) -> Result<Merged, Merge
                 open.remove(position);
             }
             Message::User { .. } => {
-                for call in open.drain(..) {
+                let (kept, unanswered): (Vec<_>, Vec<_>) =
+                    open.drain(..).partition(|call| waiting.contains(call));
+                open = kept;
+                for call in unanswered {
                     let closing = not_answered(call);
                     history.push(closing.clone());
                     new_messages.push(closing);
@@ -104,14 +120,14 @@ pub fn merge(stored: &[Message], incoming: Vec<Message>) -> Result<Merged, Merge
                     open.push(call.id.clone());
                 }
             }
-            Message::System { .. } | Message::Developer { .. } => {}
+            Message::System { .. } | Message::Developer { .. } | Message::Reasoning { .. } => {}
         }
         history.push(message.clone());
         new_messages.push(message);
     }
     // A model API rejects a history with an unanswered call; whatever the client left open
     // (a partial answer to parallel calls, a retried run) is closed now.
-    for call in open {
+    for call in open.into_iter().filter(|call| !waiting.contains(call)) {
         let closing = not_answered(call);
         history.push(closing.clone());
         new_messages.push(closing);
@@ -123,37 +139,107 @@ pub fn merge(stored: &[Message], incoming: Vec<Message>) -> Result<Merged, Merge
     })
 }
 
+/// The history with every tool result moved up to follow the assistant message that made its
+/// call: a result the server adds after a later message (an approved call answered by the next
+/// run, after that run's new user message) must still sit where model APIs expect it.
+pub fn answers_follow_calls(history: &[Message]) -> Vec<Message> {
+    let answered_late: HashSet<&ToolCallId> = {
+        let mut seen_calls = HashSet::new();
+        let mut late = HashSet::new();
+        let mut since_call_other = HashSet::new();
+        for message in history {
+            match message {
+                Message::Assistant { tool_calls, .. } => {
+                    for call in tool_calls {
+                        seen_calls.insert(&call.id);
+                    }
+                }
+                Message::Tool { tool_call_id, .. } if since_call_other.contains(tool_call_id) => {
+                    late.insert(tool_call_id);
+                }
+                Message::User { .. } => since_call_other.extend(seen_calls.drain()),
+                _ => {}
+            }
+        }
+        late
+    };
+    if answered_late.is_empty() {
+        return history.to_vec();
+    }
+    let mut ordered: Vec<Message> = Vec::with_capacity(history.len());
+    for message in history {
+        if let Message::Tool { tool_call_id, .. } = message
+            && answered_late.contains(tool_call_id)
+        {
+            continue;
+        }
+        ordered.push(message.clone());
+        for call in message.tool_calls() {
+            if answered_late.contains(&call.id) {
+                ordered.extend(
+                    history
+                        .iter()
+                        .filter(|late| {
+                            matches!(late, Message::Tool { tool_call_id, .. } if *tool_call_id == call.id)
+                        })
+                        .cloned(),
+                );
+            }
+        }
+    }
+    ordered
+}
+
 /// The history as a model API accepts it: runs of consecutive assistant messages (clients that
-/// omit `parentMessageId` make one per tool call) become one message.
+/// omit `parentMessageId` make one per tool call) become one message, and reasoning messages
+/// stay only right before the assistant message they belong to (providers that need reasoning
+/// back attach it to that message; a turn that said nothing after its reasoning leaves none).
 pub fn model_view(history: &[Message]) -> Vec<Message> {
     let mut view: Vec<Message> = Vec::with_capacity(history.len());
+    let mut reasoning: Vec<Message> = Vec::new();
+    // Where the last assistant message is in `view` while only reasoning has followed it.
+    let mut open_assistant: Option<usize> = None;
     for message in history {
-        if let (
-            Some(Message::Assistant {
-                content: merged_content,
-                tool_calls: merged_calls,
-                ..
-            }),
+        match message {
+            Message::Reasoning { .. } => reasoning.push(message.clone()),
             Message::Assistant {
                 content,
                 tool_calls,
                 ..
-            },
-        ) = (view.last_mut(), message)
-        {
-            if let Some(text) = content {
-                match merged_content {
-                    Some(existing) => {
-                        existing.push('\n');
-                        existing.push_str(text);
+            } => {
+                if let Some(at) = open_assistant
+                    && let Some(Message::Assistant {
+                        content: merged_content,
+                        tool_calls: merged_calls,
+                        ..
+                    }) = view.get_mut(at)
+                {
+                    if let Some(text) = content {
+                        match merged_content {
+                            Some(existing) => {
+                                existing.push('\n');
+                                existing.push_str(text);
+                            }
+                            None => *merged_content = Some(text.clone()),
+                        }
                     }
-                    None => *merged_content = Some(text.clone()),
+                    merged_calls.extend(tool_calls.iter().cloned());
+                    // The merged message's reasoning all goes before it.
+                    let moved = reasoning.len();
+                    view.splice(at..at, reasoning.drain(..));
+                    open_assistant = Some(at + moved);
+                    continue;
                 }
+                view.append(&mut reasoning);
+                open_assistant = Some(view.len());
+                view.push(message.clone());
             }
-            merged_calls.extend(tool_calls.iter().cloned());
-            continue;
+            _ => {
+                reasoning.clear();
+                open_assistant = None;
+                view.push(message.clone());
+            }
         }
-        view.push(message.clone());
     }
     view
 }
@@ -263,6 +349,74 @@ mod tests {
             merge(&stored, vec![asst("a2", &["c1"])]),
             Err(MergeError::DuplicateToolCall { .. })
         ));
+    }
+
+    fn thought(id: &str) -> Message {
+        Message::Reasoning {
+            id: mid(id),
+            content: "hm".into(),
+            encrypted_value: Some("signature:s".into()),
+        }
+    }
+
+    #[test]
+    fn a_client_without_the_reasoning_messages_is_not_behind() {
+        let stored = vec![user("u1"), thought("r1"), asst("a1", &[])];
+        let merged = merge(&stored, vec![user("u1"), asst("a1", &[]), user("u2")]).unwrap();
+        assert!(!merged.client_is_behind);
+        assert_eq!(ids(&merged.history), ["u1", "r1", "a1", "u2"]);
+    }
+
+    #[test]
+    fn reasoning_stays_only_before_its_assistant_message() {
+        let history = vec![
+            user("u1"),
+            thought("r1"),
+            asst("a1", &["c1"]),
+            tool("t1", "c1"),
+            thought("r2"),
+            user("u2"),
+            thought("r3"),
+        ];
+        assert_eq!(ids(&model_view(&history)), ["u1", "r1", "a1", "t1", "u2"]);
+        let merged = vec![
+            user("u1"),
+            thought("r1"),
+            asst("a1", &["c1"]),
+            thought("r2"),
+            asst("a2", &["c2"]),
+            tool("t1", "c1"),
+            tool("t2", "c2"),
+        ];
+        let view = model_view(&merged);
+        assert_eq!(ids(&view), ["u1", "r1", "r2", "a1", "t1", "t2"]);
+        assert_eq!(view[3].tool_calls().len(), 2);
+    }
+
+    #[test]
+    fn calls_waiting_for_approval_stay_open_and_their_late_results_move_up() {
+        let stored = vec![user("u1"), asst("a1", &["c1"])];
+        let waiting: HashSet<ToolCallId> = [cid("c1")].into_iter().collect();
+        let merged = merge_keeping_open(&stored, vec![user("u2")], &waiting).unwrap();
+        assert_eq!(
+            ids(&merged.new_messages),
+            ["u2"],
+            "c1 is not closed as unanswered"
+        );
+        // The approved call's result, added after the new user message, is read in place.
+        let mut history = merged.history;
+        history.push(tool("t1", "c1"));
+        assert_eq!(
+            ids(&answers_follow_calls(&history)),
+            ["u1", "a1", "t1", "u2"]
+        );
+        let in_order = vec![
+            user("u1"),
+            asst("a1", &["c1"]),
+            tool("t1", "c1"),
+            user("u2"),
+        ];
+        assert_eq!(answers_follow_calls(&in_order), in_order);
     }
 
     #[test]

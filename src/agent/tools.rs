@@ -1,31 +1,156 @@
 //! Server tools: a registry of named async handlers whose arguments are checked against their
-//! JSON Schema before the handler runs, and the built-in `get_current_time`.
+//! JSON Schema before the handler runs, each call bounded by its tool's timeout and its result
+//! by a size limit; the closure-based [`ToolBuilder`]; and the built-in `get_current_time`.
+//!
+//! A tool is a [`ServerTool`]: a name, a description, a JSON Schema for its arguments and an async
+//! handler that gets the arguments and the run's [`ToolContext`]. Most tools are easiest written
+//! with [`ToolBuilder`]:
+//!
+//! ```
+//! use agui_lambda::tools::{ToolBuilder, ToolContext, ToolError, ToolOutput, ToolRegistry};
+//! use serde_json::json;
+//! use std::time::Duration;
+//!
+//! #[derive(serde::Deserialize)]
+//! struct Lookup {
+//!     order_id: String,
+//! }
+//!
+//! let lookup = ToolBuilder::new("lookup_order", "Find an order by its id")
+//!     .parameters(json!({
+//!         "type": "object",
+//!         "properties": {"order_id": {"type": "string", "pattern": "^[0-9]{6}$"}},
+//!         "required": ["order_id"],
+//!     }))
+//!     .timeout(Duration::from_secs(5))
+//!     .handler(|args: Lookup, context: ToolContext| async move {
+//!         if context.principal.as_str() == "anonymous" {
+//!             return Err(ToolError::Failed("sign in to look up orders".to_owned()));
+//!         }
+//!         Ok(ToolOutput::json(&json!({"order_id": args.order_id, "status": "shipped"})))
+//!     });
+//!
+//! let mut tools = ToolRegistry::with_builtins()?;
+//! tools.add(lookup)?;
+//! assert!(tools.contains("lookup_order"));
+//! # Ok::<(), agui_lambda::tools::RegistryError>(())
+//! ```
 
-use async_trait::async_trait;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::BTreeMap;
-use std::str::FromStr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::model::ToolSpec;
 use crate::protocol::{RunId, ThreadId};
+use crate::store::Principal;
 
-/// What a tool may know about the run that called it.
+mod builder;
+mod current_time;
+
+/// For implementing [`ServerTool`] without a dependency of your own on `async-trait`.
+pub use async_trait::async_trait;
+pub use builder::{FnTool, ToolBuilder};
+pub use current_time::CurrentTime;
+/// A JSON Patch (RFC 6902) to the thread's state, as a tool returns it.
+pub use json_patch::Patch as StatePatch;
+/// The signal a tool gets when its result is no longer wanted.
+pub use tokio_util::sync::CancellationToken;
+
+/// Tool results longer than this many bytes are cut, with a note (`TOOL_RESULT_MAX_BYTES`).
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 100_000;
+
+/// What a tool may know about the run that called it. Cheap to clone: the state is shared.
+///
+/// ```
+/// use agui_lambda::protocol::{RunId, ThreadId};
+/// use agui_lambda::store::Principal;
+/// use agui_lambda::tools::ToolContext;
+/// use serde_json::json;
+///
+/// // How a tool's unit test builds the context a run would give it.
+/// let context = ToolContext::new(
+///     ThreadId::parse("thread-1", 128)?,
+///     RunId::parse("run-1", 128)?,
+///     Principal::new("alice"),
+/// )
+/// .with_state(json!({"cart": []}))
+/// .with_device_timezone(Some(chrono_tz::Europe::Paris));
+/// assert_eq!(context.state["cart"], json!([]));
+/// assert!(!context.is_cancelled());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ToolContext {
     pub thread_id: ThreadId,
     pub run_id: RunId,
+    /// Who started the run: the authenticated caller (`anonymous` with `AUTH_MODE=none`).
+    pub principal: Principal,
     /// The client's time zone from `forwardedProps.client_time.device_timezone`.
     pub device_timezone: Option<chrono_tz::Tz>,
-    /// The thread's state as it is when the tool runs.
-    pub state: Value,
+    /// The thread's state as it was when the turn's tool calls began (`null` when it has none).
+    pub state: Arc<Value>,
+    /// Cancelled when the call's result is no longer wanted: the run was stopped, the tool's
+    /// timeout passed, or the call ended. Work a tool hands to other tasks should stop on it.
+    pub cancellation: CancellationToken,
+}
+
+impl ToolContext {
+    /// A context with no state, no device time zone and a fresh cancellation signal.
+    pub fn new(thread_id: ThreadId, run_id: RunId, principal: Principal) -> Self {
+        Self {
+            thread_id,
+            run_id,
+            principal,
+            device_timezone: None,
+            state: Arc::new(Value::Null),
+            cancellation: CancellationToken::new(),
+        }
+    }
+
+    pub fn with_state(mut self, state: impl Into<Arc<Value>>) -> Self {
+        self.state = state.into();
+        self
+    }
+
+    pub fn with_device_timezone(mut self, zone: Option<chrono_tz::Tz>) -> Self {
+        self.device_timezone = zone;
+        self
+    }
+
+    pub fn with_cancellation(mut self, cancellation: CancellationToken) -> Self {
+        self.cancellation = cancellation;
+        self
+    }
+
+    /// Whether the call's result is no longer wanted.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancellation.is_cancelled()
+    }
+
+    /// Resolves when the call's result is no longer wanted.
+    pub async fn cancelled(&self) {
+        self.cancellation.cancelled().await;
+    }
 }
 
 /// A tool's answer: content for the model, and optionally a JSON Patch to the thread's state.
+///
+/// ```
+/// use agui_lambda::tools::{StatePatch, ToolOutput};
+/// use serde_json::json;
+///
+/// let patch: StatePatch =
+///     serde_json::from_value(json!([{"op": "add", "path": "/lastTotal", "value": 42}]))?;
+/// let output = ToolOutput::json(&json!({"total": 42})).with_state_patch(patch);
+/// assert_eq!(output.content, r#"{"total":42}"#);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {
     pub content: String,
-    pub state_patch: Option<json_patch::Patch>,
+    pub state_patch: Option<StatePatch>,
 }
 
 impl ToolOutput {
@@ -34,6 +159,22 @@ impl ToolOutput {
             content: content.into(),
             state_patch: None,
         }
+    }
+
+    /// The value as compact JSON text.
+    pub fn json(value: &impl serde::Serialize) -> Self {
+        // A value that cannot be serialized (a map with non-string keys) still answers the model.
+        Self::text(
+            serde_json::to_string(value)
+                .unwrap_or_else(|err| format!("the tool's result is not JSON: {err}")),
+        )
+    }
+
+    /// Applies `patch` to the thread's state when the call's result is recorded; the client gets
+    /// it as `STATE_DELTA`. A patch that does not apply ends the run (`TOOL_EXECUTION_ERROR`).
+    pub fn with_state_patch(mut self, patch: StatePatch) -> Self {
+        self.state_patch = Some(patch);
+        self
     }
 }
 
@@ -47,12 +188,70 @@ pub enum ToolError {
     Fatal(String),
 }
 
+/// A server tool: run by the server when the model calls it, its result fed back to the model.
+/// [`ToolBuilder`] makes one from a closure; implement this trait for a tool that keeps state of
+/// its own (a client, a connection pool). The [`async_trait`] attribute is re-exported here.
+///
+/// ```
+/// use agui_lambda::tools::{ServerTool, ToolContext, ToolError, ToolOutput, ToolRegistry, async_trait};
+/// use serde_json::{Value, json};
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use std::time::Duration;
+///
+/// /// Hands out ticket numbers; the counter lives as long as the warm instance.
+/// struct Tickets(AtomicU64);
+///
+/// #[async_trait]
+/// impl ServerTool for Tickets {
+///     fn name(&self) -> &str {
+///         "open_ticket"
+///     }
+///     fn description(&self) -> &str {
+///         "Opens a support ticket and returns its number"
+///     }
+///     fn parameters(&self) -> Value {
+///         json!({"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]})
+///     }
+///     fn timeout(&self) -> Option<Duration> {
+///         Some(Duration::from_secs(3))
+///     }
+///     fn parallel(&self) -> bool {
+///         false // numbers in the order the model asked for them
+///     }
+///     async fn call(&self, arguments: Value, _context: &ToolContext) -> Result<ToolOutput, ToolError> {
+///         let number = self.0.fetch_add(1, Ordering::SeqCst);
+///         Ok(ToolOutput::json(&json!({"ticket": number, "title": arguments["title"]})))
+///     }
+/// }
+///
+/// let mut tools = ToolRegistry::with_builtins()?;
+/// tools.add(Tickets(AtomicU64::new(1)))?;
+/// assert!(!tools.may_run_in_parallel("open_ticket"));
+/// # Ok::<(), agui_lambda::tools::RegistryError>(())
+/// ```
 #[async_trait]
 pub trait ServerTool: Send + Sync {
+    /// The name the model calls it by: 1–64 letters, digits, `_` or `-`.
     fn name(&self) -> &str;
     fn description(&self) -> &str;
-    /// A JSON Schema object for the arguments.
+    /// A JSON Schema object for the arguments; calls whose arguments break it never reach
+    /// [`call`](Self::call) (the model gets the problems as a tool error).
     fn parameters(&self) -> Value;
+    /// Whether a person must approve each call before it runs (`APPROVAL_REQUIRED_TOOLS` can
+    /// also require it).
+    fn requires_approval(&self) -> bool {
+        false
+    }
+    /// The longest a call may take; after it the model gets a tool error. `None`: only the
+    /// run's deadline bounds it.
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+    /// Whether a call may run at the same time as the turn's other calls. Calls of a tool that
+    /// may not run after the others have ended, one at a time, in the model's order.
+    fn parallel(&self) -> bool {
+        true
+    }
     async fn call(&self, arguments: Value, context: &ToolContext) -> Result<ToolOutput, ToolError>;
 }
 
@@ -62,23 +261,39 @@ pub enum RegistryError {
     Duplicate(String),
     #[error("tool {name} has an invalid schema: {reason}")]
     BadSchema { name: String, reason: String },
-    #[error("tool name {0} is not accepted by model APIs")]
+    #[error("tool name {0:?} is not accepted by model APIs (1-64 letters, digits, _ or -)")]
     BadName(String),
+    #[error("no server tool is named {0}")]
+    Unknown(String),
 }
 
 struct Registered {
     tool: Arc<dyn ServerTool>,
     validator: jsonschema::Validator,
     spec: ToolSpec,
+    needs_approval: bool,
+    timeout: Option<Duration>,
+    parallel: bool,
 }
 
 /// Server tools by name. Schemas are compiled once, at start-up.
-#[derive(Default)]
 pub struct ToolRegistry {
     tools: BTreeMap<String, Registered>,
+    max_result_bytes: usize,
+}
+
+impl Default for ToolRegistry {
+    fn default() -> Self {
+        Self {
+            tools: BTreeMap::new(),
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+        }
+    }
 }
 
 impl ToolRegistry {
+    /// A registry without tools; [`with_builtins`](Self::with_builtins) is what a deployment
+    /// starts with.
     pub fn new() -> Self {
         Self::default()
     }
@@ -90,6 +305,13 @@ impl ToolRegistry {
         Ok(registry)
     }
 
+    /// Adds a tool; see [`register`](Self::register).
+    pub fn add(&mut self, tool: impl ServerTool + 'static) -> Result<(), RegistryError> {
+        self.register(Arc::new(tool))
+    }
+
+    /// Adds a tool. Refuses a name model APIs do not accept, a name already taken and a schema
+    /// that does not compile.
     pub fn register(&mut self, tool: Arc<dyn ServerTool>) -> Result<(), RegistryError> {
         let name = tool.name().to_owned();
         if !crate::protocol::input::is_valid_tool_name(&name) {
@@ -109,15 +331,65 @@ impl ToolRegistry {
             description: tool.description().to_owned(),
             parameters,
         };
+        let needs_approval = tool.requires_approval();
+        let timeout = tool.timeout();
+        let parallel = tool.parallel();
         self.tools.insert(
             name,
             Registered {
                 tool,
                 validator,
                 spec,
+                needs_approval,
+                timeout,
+                parallel,
             },
         );
         Ok(())
+    }
+
+    /// Cuts tool results (and tool error messages) longer than `bytes`, with a note.
+    pub fn set_max_result_bytes(&mut self, bytes: usize) {
+        self.max_result_bytes = bytes;
+    }
+
+    /// Requires approval for each call of the tool `name`.
+    pub fn require_approval(&mut self, name: &str) -> Result<(), RegistryError> {
+        let registered = self
+            .tools
+            .get_mut(name)
+            .ok_or_else(|| RegistryError::Unknown(name.to_owned()))?;
+        registered.needs_approval = true;
+        Ok(())
+    }
+
+    /// Whether calls of `name` wait for a person's approval.
+    pub fn needs_approval(&self, name: &str) -> bool {
+        self.tools
+            .get(name)
+            .is_some_and(|registered| registered.needs_approval)
+    }
+
+    /// Whether any tool waits for approval.
+    pub fn any_needs_approval(&self) -> bool {
+        self.tools
+            .values()
+            .any(|registered| registered.needs_approval)
+    }
+
+    /// Whether calls of `name` may run alongside other calls (unknown names may: they only
+    /// produce an error).
+    pub fn may_run_in_parallel(&self, name: &str) -> bool {
+        self.tools
+            .get(name)
+            .is_none_or(|registered| registered.parallel)
+    }
+
+    /// The argument schema of `name`.
+    pub fn parameters_of(&self, name: &str) -> Option<&Value> {
+        self.tools
+            .get(name)
+            .map(|registered| &registered.spec.parameters)
     }
 
     pub fn contains(&self, name: &str) -> bool {
@@ -128,7 +400,8 @@ impl ToolRegistry {
         self.tools.values().map(|registered| &registered.spec)
     }
 
-    /// Parses and checks the arguments, then runs the tool. `None` when no such tool exists.
+    /// Parses and checks the arguments, then runs the tool within its timeout; a result over the
+    /// size limit is cut. `None` when no such tool exists.
     pub async fn call(
         &self,
         name: &str,
@@ -167,111 +440,194 @@ impl ToolRegistry {
                 problems.join("; ")
             ))));
         }
-        Some(registered.tool.call(value, context).await)
+        // The call's own signal: fired when it ends, times out or the run stops, so work the tool
+        // handed to other tasks stops with it; cancelling it never reaches the run.
+        let context = context
+            .clone()
+            .with_cancellation(context.cancellation.child_token());
+        let _call_over = context.cancellation.clone().drop_guard();
+        let running = registered.tool.call(value, &context);
+        let outcome = match registered.timeout {
+            None => running.await,
+            Some(limit) => tokio::time::timeout(limit, running)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(ToolError::Failed(format!(
+                        "{name} did not answer within {} ms",
+                        limit.as_millis()
+                    )))
+                }),
+        };
+        let limit = self.max_result_bytes;
+        Some(match outcome {
+            Ok(mut output) => {
+                output.content = truncate(output.content, limit);
+                Ok(output)
+            }
+            Err(ToolError::Failed(message)) => Err(ToolError::Failed(truncate(message, limit))),
+            Err(fatal) => Err(fatal),
+        })
     }
 }
 
-/// `get_current_time`: the time now in an IANA zone; the zone defaults to the client's device
-/// zone (seed 004's `forwardedProps.client_time`), then UTC.
-pub struct CurrentTime;
-
-#[async_trait]
-impl ServerTool for CurrentTime {
-    fn name(&self) -> &str {
-        "get_current_time"
+/// `text` cut to at most `limit` bytes (at a character boundary) plus a note saying so.
+fn truncate(mut text: String, limit: usize) -> String {
+    if text.len() <= limit {
+        return text;
     }
-
-    fn description(&self) -> &str {
-        "Get the current date and time. Without a timezone, uses the user's device time zone, else UTC."
+    let total = text.len();
+    let mut end = limit;
+    while !text.is_char_boundary(end) {
+        end -= 1;
     }
-
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "timezone": {"type": "string", "description": "IANA time zone name, e.g. Europe/Paris"}
-            },
-            "additionalProperties": false
-        })
-    }
-
-    async fn call(&self, arguments: Value, context: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let zone = match arguments.get("timezone").and_then(Value::as_str) {
-            Some(name) => chrono_tz::Tz::from_str(name).map_err(|_| {
-                ToolError::Failed(format!(
-                    "unknown time zone {name:?}; use an IANA name such as Europe/Paris"
-                ))
-            })?,
-            None => context.device_timezone.unwrap_or(chrono_tz::UTC),
-        };
-        let now = chrono::Utc::now().with_timezone(&zone);
-        let answer = json!({
-            "timezone": zone.name(),
-            "iso": now.to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
-        });
-        Ok(ToolOutput::text(answer.to_string()))
-    }
+    text.truncate(end);
+    text.push_str(&format!(
+        "\n[truncated: the result was {total} bytes; only the first {end} are shown]"
+    ));
+    text
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn context(device: Option<chrono_tz::Tz>) -> ToolContext {
-        ToolContext {
-            thread_id: ThreadId::parse("t", 128).unwrap(),
-            run_id: RunId::parse("r", 128).unwrap(),
-            device_timezone: device,
-            state: Value::Null,
-        }
-    }
-
-    async fn time(arguments: &str, device: Option<chrono_tz::Tz>) -> Result<Value, ToolError> {
-        let registry = ToolRegistry::with_builtins().unwrap();
-        let output = registry
-            .call("get_current_time", arguments, &context(device))
-            .await
-            .unwrap()?;
-        Ok(serde_json::from_str(&output.content).unwrap())
-    }
-
-    #[tokio::test]
-    async fn named_zone_wins_then_device_zone_then_utc() {
-        let paris = time(
-            r#"{"timezone":"Europe/Paris"}"#,
-            Some(chrono_tz::Asia::Tokyo),
+        ToolContext::new(
+            ThreadId::parse("t", 128).unwrap(),
+            RunId::parse("r", 128).unwrap(),
+            Principal::anonymous(),
         )
-        .await
-        .unwrap();
-        assert_eq!(paris["timezone"], "Europe/Paris");
-        let device = time("{}", Some(chrono_tz::Asia::Tokyo)).await.unwrap();
-        assert_eq!(device["timezone"], "Asia/Tokyo");
-        assert!(device["iso"].as_str().unwrap().ends_with("+09:00"));
-        let utc = time("", None).await.unwrap();
-        assert_eq!(utc["timezone"], "UTC");
-        assert!(chrono::DateTime::parse_from_rfc3339(utc["iso"].as_str().unwrap()).is_ok());
-    }
-
-    #[tokio::test]
-    async fn bad_arguments_are_tool_errors_for_the_model() {
-        assert!(
-            matches!(time(r#"{"timezone":"Mars/Base"}"#, None).await, Err(ToolError::Failed(m)) if m.contains("unknown time zone"))
-        );
-        assert!(
-            matches!(time(r#"{"timezone":7}"#, None).await, Err(ToolError::Failed(m)) if m.contains("schema"))
-        );
-        assert!(
-            matches!(time(r#"{"zone":"UTC"}"#, None).await, Err(ToolError::Failed(m)) if m.contains("schema"))
-        );
-        assert!(
-            matches!(time("{not json", None).await, Err(ToolError::Failed(m)) if m.contains("not valid JSON"))
-        );
+        .with_device_timezone(device)
     }
 
     #[tokio::test]
     async fn unknown_tools_are_none() {
         let registry = ToolRegistry::with_builtins().unwrap();
         assert!(registry.call("nope", "{}", &context(None)).await.is_none());
+    }
+
+    /// Sleeps for `millis` (or until cancelled), noting whether its signal fired.
+    struct Sleeper {
+        timeout: Option<Duration>,
+        saw_cancel: Arc<std::sync::atomic::AtomicBool>,
+    }
+
+    #[async_trait]
+    impl ServerTool for Sleeper {
+        fn name(&self) -> &str {
+            "sleep"
+        }
+        fn description(&self) -> &str {
+            "sleeps"
+        }
+        fn parameters(&self) -> Value {
+            json!({"type": "object", "properties": {"millis": {"type": "integer"}}})
+        }
+        fn timeout(&self) -> Option<Duration> {
+            self.timeout
+        }
+        fn parallel(&self) -> bool {
+            false
+        }
+        async fn call(
+            &self,
+            arguments: Value,
+            context: &ToolContext,
+        ) -> Result<ToolOutput, ToolError> {
+            let millis = arguments["millis"].as_u64().unwrap_or(0);
+            let cancelled = context.cancellation.clone();
+            let saw_cancel = self.saw_cancel.clone();
+            // Work handed to another task, as a tool with a client of its own would.
+            tokio::spawn(async move {
+                cancelled.cancelled().await;
+                saw_cancel.store(true, std::sync::atomic::Ordering::SeqCst);
+            });
+            tokio::time::sleep(Duration::from_millis(millis)).await;
+            Ok(ToolOutput::text(
+                "x".repeat(usize::try_from(millis).unwrap()),
+            ))
+        }
+    }
+
+    fn sleeper(timeout: Option<Duration>) -> (ToolRegistry, Arc<std::sync::atomic::AtomicBool>) {
+        let saw_cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut registry = ToolRegistry::new();
+        registry
+            .add(Sleeper {
+                timeout,
+                saw_cancel: saw_cancel.clone(),
+            })
+            .unwrap();
+        (registry, saw_cancel)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_past_its_timeout_is_a_tool_error_and_its_signal_fires() {
+        let (registry, saw_cancel) = sleeper(Some(Duration::from_millis(50)));
+        let outcome = registry
+            .call("sleep", r#"{"millis":1000}"#, &context(None))
+            .await
+            .unwrap();
+        assert_eq!(
+            outcome,
+            Err(ToolError::Failed(
+                "sleep did not answer within 50 ms".to_owned()
+            ))
+        );
+        tokio::task::yield_now().await;
+        assert!(saw_cancel.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(!registry.may_run_in_parallel("sleep"));
+        assert!(
+            registry.may_run_in_parallel("get_current_time")
+                || !registry.contains("get_current_time")
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_within_its_timeout_answers_and_the_run_keeps_its_own_signal() {
+        let (registry, _) = sleeper(Some(Duration::from_millis(50)));
+        let run = context(None);
+        let output = registry
+            .call("sleep", r#"{"millis":10}"#, &run)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(output.content, "x".repeat(10));
+        // The call's signal fired when it ended; the run's did not.
+        assert!(!run.is_cancelled());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn long_results_are_cut_with_a_note() {
+        let (mut registry, _) = sleeper(None);
+        registry.set_max_result_bytes(8);
+        let output = registry
+            .call("sleep", r#"{"millis":20}"#, &context(None))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            output.content,
+            "xxxxxxxx\n[truncated: the result was 20 bytes; only the first 8 are shown]"
+        );
+    }
+
+    #[test]
+    fn truncation_keeps_whole_characters() {
+        assert_eq!(truncate("héllo".to_owned(), 10), "héllo");
+        assert!(
+            truncate("héllo".to_owned(), 2)
+                .starts_with("h\n[truncated: the result was 6 bytes; only the first 1 ")
+        );
+    }
+
+    #[test]
+    fn bad_names_are_refused() {
+        let mut registry = ToolRegistry::new();
+        let tool = ToolBuilder::new("has space", "x")
+            .handler(|_: Value, _| async { Ok(ToolOutput::text("")) });
+        assert!(matches!(registry.add(tool), Err(RegistryError::BadName(_))));
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! One model turn's assembly, without I/O: model deltas in, AG-UI events and the assembled
-//! assistant message out. The run loop feeds it and sends what it returns.
+//! reasoning and assistant messages out. The run loop feeds it and sends what it returns.
 
+use crate::model::reasoning::ReasoningArtefact;
 use crate::model::{FinishReason, ModelDelta, Usage};
-use crate::protocol::events::{ReasoningRole, TextRole};
+use crate::protocol::events::{EncryptedValueSubtype, ReasoningRole, TextRole};
 use crate::protocol::{Event, Message, MessageId, ToolCall, ToolCallId};
 use std::collections::HashSet;
 
@@ -23,11 +24,21 @@ pub(super) enum TurnFault {
     ContentFilter,
 }
 
+/// A reasoning block being streamed: one `REASONING_*` message, stored as one reasoning message.
+struct OpenReasoning {
+    id: MessageId,
+    text: String,
+    /// Set when the block is complete (a signature), or withheld (redacted).
+    artefact: Option<ReasoningArtefact>,
+}
+
 pub(super) struct TurnAssembler {
     message_id: MessageId,
     text: String,
     text_open: bool,
-    reasoning: Option<MessageId>,
+    reasoning: Option<OpenReasoning>,
+    /// The turn's closed reasoning blocks, in order.
+    reasoned: Vec<Message>,
     calls: Vec<TurnCall>,
     finish: Option<FinishReason>,
     usage: Usage,
@@ -40,6 +51,7 @@ impl TurnAssembler {
             text: String::new(),
             text_open: false,
             reasoning: None,
+            reasoned: Vec::new(),
             calls: Vec::new(),
             finish: None,
             usage: Usage::default(),
@@ -79,25 +91,38 @@ impl TurnAssembler {
             }
             ModelDelta::Reasoning(piece) if !piece.is_empty() => {
                 self.close_text(out);
-                let id = match &self.reasoning {
-                    Some(id) => id.clone(),
-                    None => {
-                        let id = MessageId::generate();
-                        out.push(Event::ReasoningStart {
-                            message_id: id.clone(),
-                        });
-                        out.push(Event::ReasoningMessageStart {
-                            message_id: id.clone(),
-                            role: ReasoningRole::Reasoning,
-                        });
-                        self.reasoning = Some(id.clone());
-                        id
-                    }
-                };
+                // Text after a signature is the next reasoning block.
+                if self
+                    .reasoning
+                    .as_ref()
+                    .is_some_and(|open| open.artefact.is_some())
+                {
+                    self.close_reasoning(out);
+                }
+                let open = self.open_reasoning(out);
+                open.text.push_str(&piece);
+                let message_id = open.id.clone();
                 out.push(Event::ReasoningMessageContent {
-                    message_id: id,
+                    message_id,
                     delta: piece,
                 });
+            }
+            ModelDelta::ReasoningSignature(signature) if !signature.is_empty() => {
+                self.close_text(out);
+                if self
+                    .reasoning
+                    .as_ref()
+                    .is_some_and(|open| open.artefact.is_some())
+                {
+                    self.close_reasoning(out);
+                }
+                self.open_reasoning(out).artefact = Some(ReasoningArtefact::Signature(signature));
+            }
+            ModelDelta::RedactedReasoning(bytes) if !bytes.is_empty() => {
+                self.close_text(out);
+                self.close_reasoning(out);
+                self.open_reasoning(out).artefact = Some(ReasoningArtefact::Redacted(bytes));
+                self.close_reasoning(out);
             }
             ModelDelta::ToolCallStart { index, id, name } => {
                 self.close_reasoning(out);
@@ -130,7 +155,11 @@ impl TurnAssembler {
             }
             ModelDelta::Usage(usage) => self.usage += usage,
             ModelDelta::Finish(reason) => self.finish = Some(reason),
-            ModelDelta::Text(_) | ModelDelta::Reasoning(_) | ModelDelta::ToolCallArgs { .. } => {}
+            ModelDelta::Text(_)
+            | ModelDelta::Reasoning(_)
+            | ModelDelta::ReasoningSignature(_)
+            | ModelDelta::RedactedReasoning(_)
+            | ModelDelta::ToolCallArgs { .. } => {}
         }
     }
 
@@ -139,6 +168,12 @@ impl TurnAssembler {
     pub(super) fn close(&mut self, out: &mut Vec<Event>) {
         self.close_reasoning(out);
         self.close_text(out);
+    }
+
+    /// The turn's reasoning messages, closed by [`Self::close`]; they go before its assistant
+    /// message in the thread.
+    pub(super) fn take_reasoning(&mut self) -> Vec<Message> {
+        std::mem::take(&mut self.reasoned)
     }
 
     /// `TOOL_CALL_END` for every call of the turn.
@@ -195,12 +230,48 @@ impl TurnAssembler {
         }
     }
 
-    fn close_reasoning(&mut self, out: &mut Vec<Event>) {
-        if let Some(id) = self.reasoning.take() {
-            out.push(Event::ReasoningMessageEnd {
+    /// The open reasoning block, opened (and announced) if there is none.
+    fn open_reasoning(&mut self, out: &mut Vec<Event>) -> &mut OpenReasoning {
+        self.reasoning.get_or_insert_with(|| {
+            let id = MessageId::generate();
+            out.push(Event::ReasoningStart {
                 message_id: id.clone(),
             });
-            out.push(Event::ReasoningEnd { message_id: id });
+            out.push(Event::ReasoningMessageStart {
+                message_id: id.clone(),
+                role: ReasoningRole::Reasoning,
+            });
+            OpenReasoning {
+                id,
+                text: String::new(),
+                artefact: None,
+            }
+        })
+    }
+
+    /// Ends the open reasoning block; its artefact goes to clients that keep their own history
+    /// as `REASONING_ENCRYPTED_VALUE` on the reasoning message, before `REASONING_END`.
+    fn close_reasoning(&mut self, out: &mut Vec<Event>) {
+        if let Some(open) = self.reasoning.take() {
+            out.push(Event::ReasoningMessageEnd {
+                message_id: open.id.clone(),
+            });
+            let encrypted_value = open.artefact.as_ref().map(ReasoningArtefact::encode);
+            if let Some(value) = &encrypted_value {
+                out.push(Event::ReasoningEncryptedValue {
+                    subtype: EncryptedValueSubtype::Message,
+                    entity_id: open.id.to_string(),
+                    encrypted_value: value.clone(),
+                });
+            }
+            out.push(Event::ReasoningEnd {
+                message_id: open.id.clone(),
+            });
+            self.reasoned.push(Message::Reasoning {
+                id: open.id,
+                content: open.text,
+                encrypted_value,
+            });
         }
     }
 }
@@ -254,6 +325,7 @@ mod tests {
             ModelDelta::Usage(Usage {
                 input_tokens: 3,
                 output_tokens: 4,
+                ..Default::default()
             }),
             ModelDelta::Finish(FinishReason::ToolCalls),
         ]);
@@ -349,5 +421,85 @@ mod tests {
         assert!(tool_calls.is_empty());
         let (empty, _) = feed(vec![]);
         assert!(empty.partial().is_none());
+    }
+
+    #[test]
+    fn signed_and_redacted_reasoning_become_reasoning_messages_with_encrypted_values() {
+        let (mut turn, events) = feed(vec![
+            ModelDelta::Reasoning("Check ".into()),
+            ModelDelta::Reasoning("the clock.".into()),
+            ModelDelta::ReasoningSignature("sig-1".into()),
+            ModelDelta::RedactedReasoning(vec![7, 8]),
+            ModelDelta::Reasoning("Then answer.".into()),
+            ModelDelta::ReasoningSignature("sig-2".into()),
+            ModelDelta::ToolCallStart {
+                index: 0,
+                id: Some("c".into()),
+                name: "f".into(),
+            },
+            ModelDelta::Finish(FinishReason::ToolCalls),
+        ]);
+        let expected = [
+            // The signed block.
+            "REASONING_START",
+            "REASONING_MESSAGE_START",
+            "REASONING_MESSAGE_CONTENT",
+            "REASONING_MESSAGE_CONTENT",
+            "REASONING_MESSAGE_END",
+            "REASONING_ENCRYPTED_VALUE",
+            "REASONING_END",
+            // The redacted block: no text.
+            "REASONING_START",
+            "REASONING_MESSAGE_START",
+            "REASONING_MESSAGE_END",
+            "REASONING_ENCRYPTED_VALUE",
+            "REASONING_END",
+            // Text after a redacted block starts the next block.
+            "REASONING_START",
+            "REASONING_MESSAGE_START",
+            "REASONING_MESSAGE_CONTENT",
+            "REASONING_MESSAGE_END",
+            "REASONING_ENCRYPTED_VALUE",
+            "REASONING_END",
+            "TOOL_CALL_START",
+        ];
+        assert_eq!(kinds(&events), expected);
+
+        let reasoning = turn.take_reasoning();
+        let values: Vec<Option<&str>> = reasoning
+            .iter()
+            .map(|message| match message {
+                Message::Reasoning {
+                    encrypted_value, ..
+                } => encrypted_value.as_deref(),
+                _ => panic!("not reasoning: {message:?}"),
+            })
+            .collect();
+        assert_eq!(
+            values,
+            [
+                Some("signature:sig-1"),
+                Some("redacted:Bwg="),
+                Some("signature:sig-2")
+            ]
+        );
+        let Message::Reasoning { id, content, .. } = &reasoning[0] else {
+            unreachable!()
+        };
+        assert_eq!(content, "Check the clock.");
+        // The event names the stored reasoning message, whose id the REASONING_* events carry.
+        let value_event = serde_json::to_value(
+            events
+                .iter()
+                .find(|event| matches!(event, Event::ReasoningEncryptedValue { .. }))
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(value_event["subtype"], "message");
+        assert_eq!(value_event["entityId"], id.as_str());
+        assert_eq!(value_event["encryptedValue"], "signature:sig-1");
+        assert!(turn.take_reasoning().is_empty());
+        let (message, _) = turn.finish().unwrap();
+        assert!(matches!(message, Some(Message::Assistant { .. })));
     }
 }

@@ -54,10 +54,12 @@ impl ApiError {
             ApiError::Input(InputError::TooLarge { .. })
             | ApiError::Start(StartError::TooLarge(_)) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Input(InputError::Invalid { .. })
-            | ApiError::Start(StartError::Merge(_) | StartError::ToolNameClash(_)) => {
-                StatusCode::UNPROCESSABLE_ENTITY
-            }
-            ApiError::Start(StartError::Busy) => StatusCode::CONFLICT,
+            | ApiError::Start(
+                StartError::Merge(_)
+                | StartError::ToolNameClash(_)
+                | StartError::UnsupportedPart { .. },
+            ) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Start(StartError::Busy | StartError::Interrupt(_)) => StatusCode::CONFLICT,
             ApiError::Start(StartError::NotFound)
             | ApiError::NotFound(_)
             | ApiError::RunNotFound => StatusCode::NOT_FOUND,
@@ -77,7 +79,9 @@ impl ApiError {
             ApiError::Input(InputError::Invalid { .. })
             | ApiError::Start(StartError::ToolNameClash(_)) => "invalid_request",
             ApiError::Start(StartError::Merge(_)) => "invalid_tool_result",
+            ApiError::Start(StartError::UnsupportedPart { .. }) => "unsupported_content",
             ApiError::Start(StartError::Busy) => "thread_busy",
+            ApiError::Start(StartError::Interrupt(_)) => "interrupt_conflict",
             ApiError::Start(StartError::NotFound) => "thread_not_found",
             ApiError::Start(StartError::StoreUnavailable) => "store_unavailable",
             ApiError::Start(StartError::StoreCorrupt) => "store_corrupt",
@@ -98,6 +102,9 @@ impl ApiError {
             ApiError::Input(input) => input.field().map(str::to_owned),
             ApiError::Start(StartError::Merge(_)) => Some("messages".to_owned()),
             ApiError::Start(StartError::ToolNameClash(_)) => Some("tools".to_owned()),
+            ApiError::Start(StartError::UnsupportedPart { message, part, .. }) => {
+                Some(format!("messages[{message}].content[{part}]"))
+            }
             _ => None,
         };
         if let Some(field) = field {
@@ -134,6 +141,21 @@ mod tests {
         assert_eq!(
             ApiError::Input(InputError::Syntax("x".into())).status(),
             StatusCode::BAD_REQUEST
+        );
+    }
+
+    #[test]
+    fn a_part_the_model_cannot_take_is_a_422_naming_the_part() {
+        let error = ApiError::Start(StartError::UnsupportedPart {
+            message: 2,
+            part: 1,
+            reason: "the OpenAI-compatible model takes no video".into(),
+        });
+        assert_eq!(error.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        let body: serde_json::Value = serde_json::from_slice(&error.body()).unwrap();
+        assert_eq!(
+            body,
+            json!({"error": {"code": "unsupported_content", "message": "messages[2].content[1]: the OpenAI-compatible model takes no video", "field": "messages[2].content[1]"}})
         );
     }
 }

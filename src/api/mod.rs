@@ -183,6 +183,10 @@ impl App {
                     .await
             }
             Route::CancelRun { thread, run } => self.cancel_run(&principal, &thread, &run).await,
+            Route::Capabilities => Ok(json_response(
+                StatusCode::OK,
+                Bytes::from(self.agent.capabilities(self.run_timeout).to_string()),
+            )),
         }
     }
 
@@ -222,7 +226,29 @@ impl App {
             ),
         };
         let deadline = self.run_deadline(invocation_deadline);
-        let run = self.agent.start(principal, input, deadline).await?;
+        let run = match self.agent.start(principal, input, deadline).await {
+            Ok(run) => run,
+            // AG-UI's interrupt rules name RUN_ERROR for these: a stream that opens with it.
+            Err(crate::agent::StartError::Interrupt(error))
+                if dialect != Dialect::AgentScope && dialect != Dialect::AgKit =>
+            {
+                tracing::info!(code = ?error.code(), %error, "run refused by the interrupt rules");
+                let refusal = crate::protocol::Event::RunError {
+                    message: error.to_string(),
+                    code: error.code(),
+                    usage: Default::default(),
+                };
+                let frame = sse::encode_event(&refusal, sse::now_ms());
+                let mut response =
+                    Response::new(ResponseBody::stream(futures_util::stream::iter([frame])));
+                response.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static(sse::CONTENT_TYPE),
+                );
+                return Ok(response);
+            }
+            Err(error) => return Err(error.into()),
+        };
         let thread_id = run.thread_id().clone();
         let run_id = run.run_id().clone();
         if let Some(mut encoder) = buffered {
@@ -445,6 +471,8 @@ enum Route {
         thread: String,
         run: String,
     },
+    /// `GET /capabilities`: AG-UI's `AgentCapabilities` for this deployment.
+    Capabilities,
 }
 
 impl Route {
@@ -456,6 +484,7 @@ impl Route {
             ["send-message"] => (Some(Route::Run(Dialect::SniffAgKit)), &[Method::POST]),
             ["ag-kit", "send-message"] => (Some(Route::Run(Dialect::AgKit)), &[Method::POST]),
             ["process"] => (Some(Route::Run(Dialect::AgentScope)), &[Method::POST]),
+            ["capabilities"] => (Some(Route::Capabilities), &[Method::GET]),
             ["threads", thread] => (Some(Route::Thread((*thread).to_owned())), &[Method::GET]),
             ["threads", thread, "runs", run, "events"] => (
                 Some(Route::RunEvents {

@@ -111,6 +111,13 @@ impl ModelProvider for DemoModel {
         "scripted demo model (offline; set OPENAI_API_KEY or OPENAI_BASE_URL for a real model)"
             .to_owned()
     }
+
+    fn identity(&self) -> crate::model::ModelIdentity {
+        crate::model::ModelIdentity {
+            provider: "demo".to_owned(),
+            model: "demo".to_owned(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -130,6 +137,7 @@ mod tests {
                     parameters: json!({"type": "object"}),
                 })
                 .collect(),
+            sampling: Default::default(),
         }
     }
 

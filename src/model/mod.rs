@@ -6,23 +6,36 @@
 pub mod bedrock;
 pub mod demo;
 pub mod openai;
+pub mod reasoning;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod scripted;
 
-use crate::protocol::Message;
+use crate::protocol::{Message, UserPart};
 use async_trait::async_trait;
 use futures_util::Stream;
 use serde_json::Value;
 use std::pin::Pin;
 
 /// What the agent asks of a model for one turn.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ModelRequest {
     /// The system prompt with the client's `context` entries folded in.
     pub system: Option<String>,
     /// History in order; every assistant tool call is answered by a tool message.
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSpec>,
+    /// The client's sampling options, already checked and capped.
+    pub sampling: Sampling,
+}
+
+pub use crate::protocol::sampling::Sampling;
+
+/// Who served a model call, as AG-UI's `TokenUsage` names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelIdentity {
+    /// Lowercase vendor id: `openai`, `bedrock`, …
+    pub provider: String,
+    pub model: String,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -38,6 +51,10 @@ pub struct ToolSpec {
 pub enum ModelDelta {
     Text(String),
     Reasoning(String),
+    /// The signature that closes the reasoning block streamed so far.
+    ReasoningSignature(String),
+    /// A reasoning block the provider withheld: its encrypted bytes, to be sent back as they are.
+    RedactedReasoning(Vec<u8>),
     /// A new tool call; `index` identifies it among this turn's calls.
     ToolCallStart {
         index: usize,
@@ -52,16 +69,34 @@ pub enum ModelDelta {
     Finish(FinishReason),
 }
 
+/// Token counts in AG-UI's accounting: `input_tokens` and `output_tokens` are totals; the
+/// optional counts are parts of them, present only where the provider reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Usage {
+    /// Every prompt token charged, cache reads and writes included.
     pub input_tokens: u64,
+    /// Every generated token, reasoning included.
     pub output_tokens: u64,
+    pub reasoning_tokens: Option<u64>,
+    pub cached_input_tokens: Option<u64>,
+    pub cache_write_input_tokens: Option<u64>,
 }
 
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, other: Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
+        fn add(total: &mut Option<u64>, part: Option<u64>) {
+            if let Some(part) = part {
+                *total = Some(total.unwrap_or(0).saturating_add(part));
+            }
+        }
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        add(&mut self.reasoning_tokens, other.reasoning_tokens);
+        add(&mut self.cached_input_tokens, other.cached_input_tokens);
+        add(
+            &mut self.cache_write_input_tokens,
+            other.cache_write_input_tokens,
+        );
     }
 }
 
@@ -116,6 +151,15 @@ pub trait ModelProvider: Send + Sync {
 
     /// Names the provider in logs.
     fn describe(&self) -> String;
+
+    /// Names the provider and model in the run's token usage.
+    fn identity(&self) -> ModelIdentity;
+
+    /// Whether this provider can take a user's content part; `Err` says why not, for a 422
+    /// before anything is stored. Providers that read only text (the demo) take everything.
+    fn check_part(&self, _part: &UserPart) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// Backoff before retry `attempt` of a model call: 250 ms, 500 ms, 1 s, 2 s … with jitter so

@@ -116,4 +116,11 @@ impl ModelProvider for ScriptedModel {
     fn describe(&self) -> String {
         "scripted test model".to_owned()
     }
+
+    fn identity(&self) -> crate::model::ModelIdentity {
+        crate::model::ModelIdentity {
+            provider: "scripted".to_owned(),
+            model: "scripted".to_owned(),
+        }
+    }
 }

@@ -2,6 +2,7 @@
 //! omitted (never `null`), `timestamp` is integer epoch milliseconds.
 
 use super::ids::{MessageId, RunId, ThreadId, ToolCallId};
+use super::interrupt::Interrupt;
 use super::message::Message;
 use serde::Serialize;
 use serde_json::Value;
@@ -20,6 +21,10 @@ pub enum Event {
         run_id: RunId,
         #[serde(skip_serializing_if = "Option::is_none")]
         parent_run_id: Option<RunId>,
+        /// The version this server speaks, sent only to clients that declared theirs (0.0.x
+        /// clients know no such field).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        protocol_version: Option<&'static str>,
     },
     RunFinished {
         thread_id: ThreadId,
@@ -27,15 +32,14 @@ pub enum Event {
         /// AG-UI 1.0's `outcome`; absent means success.
         #[serde(skip_serializing_if = "Option::is_none")]
         outcome: Option<RunOutcome>,
-        /// For other dialects' encoders; not part of AG-UI's wire form.
-        #[serde(skip)]
-        usage: TokenUsage,
+        #[serde(skip_serializing_if = "RunUsage::is_empty")]
+        usage: RunUsage,
     },
     RunError {
         message: String,
         code: RunErrorCode,
-        #[serde(skip)]
-        usage: TokenUsage,
+        #[serde(skip_serializing_if = "RunUsage::is_empty")]
+        usage: RunUsage,
     },
     StepStarted {
         step_name: String,
@@ -90,6 +94,13 @@ pub enum Event {
     ReasoningEnd {
         message_id: MessageId,
     },
+    /// A provider's opaque reasoning artefact (a signature, or redacted reasoning) that the
+    /// client keeps with the message `entity_id` and sends back.
+    ReasoningEncryptedValue {
+        subtype: EncryptedValueSubtype,
+        entity_id: String,
+        encrypted_value: String,
+    },
     StateSnapshot {
         snapshot: Value,
     },
@@ -107,12 +118,36 @@ impl Event {
     }
 }
 
-/// How a finished run ended, in AG-UI 1.0's `RUN_FINISHED.outcome`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
+/// The AG-UI version this server speaks, echoed in `RUN_STARTED` to clients that send theirs.
+pub const PROTOCOL_VERSION: &str = "1.0";
+
+/// How a finished run ended, in AG-UI 1.0's `RUN_FINISHED.outcome`. Only sent to clients that
+/// speak 1.0: 0.0.59 rejects every form but a bare success.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(
+    tag = "type",
+    rename_all = "lowercase",
+    rename_all_fields = "camelCase"
+)]
 pub enum RunOutcome {
+    /// Completed; `pending_tool_call_ids` names the frontend tool calls left for the client.
+    Success {
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pending_tool_call_ids: Vec<ToolCallId>,
+    },
+    /// Paused until the client answers these in the next input's `resume`.
+    Interrupt { interrupts: Vec<Interrupt> },
     /// Stopped by the cancel endpoint or by a newer run on the thread.
     Cancelled,
+}
+
+/// `REASONING_ENCRYPTED_VALUE.subtype`: what `entityId` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum EncryptedValueSubtype {
+    #[serde(rename = "message")]
+    Message,
+    #[serde(rename = "tool-call")]
+    ToolCall,
 }
 
 /// An event as its run emitted it: its place in the run (`seq`, from 1) and its AG-UI JSON
@@ -174,11 +209,47 @@ fn is_terminal_json(json: &[u8]) -> bool {
     json.starts_with(br#"{"type":"RUN_FINISHED""#) || json.starts_with(br#"{"type":"RUN_ERROR""#)
 }
 
-/// Tokens a run used, summed over its model turns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Tokens one provider and model used in a run, in AG-UI's `TokenUsage` shape. The optional
+/// counts are parts of the totals and appear only where the provider reports them.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TokenUsage {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    pub total_tokens: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_input_tokens: Option<u64>,
+    /// AG-UI 1.0 only: 0.0.59's schema has no such field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_write_input_tokens: Option<u64>,
+}
+
+/// `usage` on `RUN_FINISHED` / `RUN_ERROR`: one entry per provider and model; empty (and then
+/// omitted) when the model reported nothing.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[serde(transparent)]
+pub struct RunUsage(pub Vec<TokenUsage>);
+
+impl RunUsage {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Input and output tokens summed over every entry.
+    pub fn totals(&self) -> (u64, u64) {
+        self.0.iter().fold((0, 0), |(input, output), entry| {
+            (
+                input.saturating_add(entry.input_tokens),
+                output.saturating_add(entry.output_tokens),
+            )
+        })
+    }
 }
 
 /// The only role the server gives text messages it streams.
@@ -222,6 +293,13 @@ pub enum RunErrorCode {
     /// A follower saw the run's thread released with no terminal event in its log: the
     /// process running it stopped.
     RunLost,
+    /// The thread has open interrupts the input does not answer in `resume`.
+    InterruptPending,
+    /// A `resume` entry resolves an interrupt past its `expiresAt`.
+    InterruptExpired,
+    /// A `resume` entry names no open interrupt, or its payload does not match the
+    /// interrupt's `responseSchema`.
+    InvalidResume,
 }
 
 #[cfg(test)]
@@ -239,6 +317,7 @@ mod tests {
                     thread_id: ThreadId::parse("t", 128).unwrap(),
                     run_id: RunId::parse("r", 128).unwrap(),
                     parent_run_id: None,
+                    protocol_version: None,
                 },
                 json!({"type": "RUN_STARTED", "threadId": "t", "runId": "r"}),
             ),
@@ -277,7 +356,7 @@ mod tests {
                 Event::RunError {
                     message: "boom".into(),
                     code: RunErrorCode::ModelError,
-                    usage: TokenUsage::default(),
+                    usage: RunUsage::default(),
                 },
                 json!({"type": "RUN_ERROR", "message": "boom", "code": "MODEL_ERROR"}),
             ),

@@ -2,7 +2,11 @@
 //! parsed once into a [`RunInput`] of typed values. Every refusal names the field at fault.
 
 use super::ids::{IdError, MAX_ID_LEN, MessageId, RunId, ThreadId, ToolCallId};
-use super::message::{ImageSource, Message, ToolCall, UserContent, UserPart};
+use super::interrupt::ResumeEntry;
+use super::message::{
+    Attachment, Message, PartMetadata, PartSource, ToolCall, UserContent, UserPart,
+};
+use base64::Engine;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::HashSet;
@@ -16,6 +20,8 @@ pub struct Limits {
     pub max_messages: usize,
     pub max_user_text_chars: usize,
     pub max_attachments_per_message: usize,
+    /// Decoded bytes of one inline (`data`) attachment; 0 refuses inline data.
+    pub max_inline_attachment_bytes: usize,
 }
 
 impl Default for Limits {
@@ -26,9 +32,15 @@ impl Default for Limits {
             max_messages: 200,
             max_user_text_chars: 10_000,
             max_attachments_per_message: 3,
+            // 256 KiB is 342 KiB as base64: a message holding one still fits a DynamoDB item
+            // (400 KB); the default payload limit binds first anyway.
+            max_inline_attachment_bytes: 256 * 1024,
         }
     }
 }
+
+/// The most interrupts one input may answer.
+pub const MAX_RESUME_ENTRIES: usize = 64;
 
 /// A validated run request.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,6 +58,8 @@ pub struct RunInput {
     pub forwarded_props: ForwardedProps,
     /// `protocolVersion` as the client sent it (`@ag-ui/client` 1.0 sends `"1.0"`; 0.0.x none).
     pub protocol_version: Option<String>,
+    /// Answers to the interrupts that ended the thread's last run.
+    pub resume: Vec<ResumeEntry>,
 }
 
 impl RunInput {
@@ -102,6 +116,8 @@ pub struct ForwardedProps {
     pub device_timezone: Option<chrono_tz::Tz>,
     /// `forwardedProps.busy_thread_policy`: overrides `BUSY_THREAD_POLICY` for this request.
     pub busy_thread_policy: Option<BusyThreadPolicy>,
+    /// `forwardedProps.temperature`, `top_p`, `max_tokens`, `stop`, `seed`.
+    pub sampling: super::sampling::Sampling,
 }
 
 /// A client mistake, found before any streaming.
@@ -196,6 +212,8 @@ struct WireInput {
     forwarded_props: Option<Value>,
     #[serde(default, alias = "protocol_version")]
     protocol_version: Option<Value>,
+    #[serde(default)]
+    resume: Option<Vec<ResumeEntry>>,
 }
 
 #[derive(Deserialize)]
@@ -236,8 +254,15 @@ enum WireMessage {
         #[serde(default)]
         error: Option<String>,
     },
-    /// Shown by UIs, never sent to a model.
-    Reasoning {},
+    /// AG-UI's reasoning message; its `encryptedValue` goes back to providers that need it.
+    Reasoning {
+        id: String,
+        #[serde(default)]
+        content: Option<Value>,
+        #[serde(default, alias = "encrypted_value", rename = "encryptedValue")]
+        encrypted_value: Option<String>,
+    },
+    /// UI state, never sent to a model.
     Activity {},
 }
 
@@ -284,13 +309,20 @@ enum WirePart {
         url: Option<String>,
         #[serde(default)]
         data: Option<String>,
+        #[serde(default)]
+        filename: Option<String>,
     },
-    Image {
-        source: WireSource,
-    },
-    Audio {},
-    Video {},
-    Document {},
+    Image(WireMedia),
+    Audio(WireMedia),
+    Video(WireMedia),
+    Document(WireMedia),
+}
+
+#[derive(Deserialize)]
+struct WireMedia {
+    source: WireSource,
+    #[serde(default)]
+    metadata: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -300,6 +332,50 @@ struct WireSource {
     value: String,
     #[serde(default, alias = "mime_type", rename = "mimeType")]
     mime_type: Option<String>,
+}
+
+/// What a media part is, which its media type must agree with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MediaKind {
+    Image,
+    Audio,
+    Video,
+    Document,
+}
+
+impl MediaKind {
+    /// A legacy `binary` part's kind, by its media type.
+    fn of_media_type(mime_type: &str) -> Self {
+        let lower = mime_type.trim().to_ascii_lowercase();
+        if lower.starts_with("image/") {
+            MediaKind::Image
+        } else if lower.starts_with("audio/") {
+            MediaKind::Audio
+        } else if lower.starts_with("video/") {
+            MediaKind::Video
+        } else {
+            MediaKind::Document
+        }
+    }
+
+    fn part(self, attachment: Attachment) -> UserPart {
+        match self {
+            MediaKind::Image => UserPart::Image(attachment),
+            MediaKind::Audio => UserPart::Audio(attachment),
+            MediaKind::Video => UserPart::Video(attachment),
+            MediaKind::Document => UserPart::Document(attachment),
+        }
+    }
+
+    /// The top-level media type a part of this kind must have, if any.
+    fn required_top_level(self) -> Option<&'static str> {
+        match self {
+            MediaKind::Image => Some("image"),
+            MediaKind::Audio => Some("audio"),
+            MediaKind::Video => Some("video"),
+            MediaKind::Document => None,
+        }
+    }
 }
 
 /// Some clients send structured values where AG-UI expects text; keep them as JSON text.
@@ -390,6 +466,29 @@ impl WireInput {
             });
         }
 
+        let resume = self.resume.unwrap_or_default();
+        if resume.len() > MAX_RESUME_ENTRIES {
+            return Err(InputError::invalid(
+                "resume",
+                format!("at most {MAX_RESUME_ENTRIES} resume entries"),
+            ));
+        }
+        let mut answered = HashSet::new();
+        for (index, entry) in resume.iter().enumerate() {
+            if entry.interrupt_id.is_empty() || entry.interrupt_id.len() > MAX_ID_LEN {
+                return Err(InputError::invalid(
+                    format!("resume[{index}].interruptId"),
+                    format!("must be 1 to {MAX_ID_LEN} bytes"),
+                ));
+            }
+            if !answered.insert(entry.interrupt_id.as_str()) {
+                return Err(InputError::invalid(
+                    format!("resume[{index}].interruptId"),
+                    format!("interrupt {} is answered twice", entry.interrupt_id),
+                ));
+            }
+        }
+
         let context = self
             .context
             .unwrap_or_default()
@@ -419,6 +518,7 @@ impl WireInput {
                     ));
                 }
             },
+            resume,
         })
     }
 }
@@ -485,6 +585,7 @@ fn parse_forwarded_props(props: Option<Value>) -> Result<ForwardedProps, InputEr
     Ok(ForwardedProps {
         device_timezone,
         busy_thread_policy,
+        sampling: super::sampling::Sampling::from_fields(props.as_ref(), "forwardedProps")?,
     })
 }
 
@@ -554,7 +655,16 @@ impl WireMessage {
                 content: value_to_text(content),
                 error: error.filter(|error| !error.is_empty()),
             },
-            WireMessage::Reasoning {} | WireMessage::Activity {} => return Ok(None),
+            WireMessage::Reasoning {
+                id,
+                content,
+                encrypted_value,
+            } => Message::Reasoning {
+                id: parse_message_id(id, index)?,
+                content: content.map(value_to_text).unwrap_or_default(),
+                encrypted_value: encrypted_value.filter(|value| !value.is_empty()),
+            },
+            WireMessage::Activity {} => return Ok(None),
         }))
     }
 }
@@ -591,50 +701,53 @@ fn parse_user_content(
                         mime_type,
                         url,
                         data,
+                        filename,
                     } => {
-                        if !mime_type.starts_with("image/") {
-                            return Err(InputError::invalid(
-                                &part_field,
-                                "binary content requires image mimeType",
-                            ));
-                        }
-                        if data.is_some() {
-                            return Err(InputError::invalid(
-                                &part_field,
-                                "binary content data is not allowed",
-                            ));
-                        }
-                        let url = url.ok_or_else(|| {
-                            InputError::invalid(&part_field, "binary content requires url")
-                        })?;
-                        image_part(url, Some(mime_type), &part_field)?
+                        let kind = MediaKind::of_media_type(&mime_type);
+                        let source = match (data, url) {
+                            (Some(data), _) => WireSource {
+                                kind: "data".to_owned(),
+                                value: data,
+                                mime_type: Some(mime_type),
+                            },
+                            (None, Some(url)) => WireSource {
+                                kind: "url".to_owned(),
+                                value: url,
+                                mime_type: Some(mime_type),
+                            },
+                            (None, None) => {
+                                return Err(InputError::invalid(
+                                    &part_field,
+                                    "binary content requires url or data",
+                                ));
+                            }
+                        };
+                        let filename = check_filename(filename, &format!("{part_field}.filename"))?;
+                        media_part(kind, source, filename, &part_field, limits)?
                     }
-                    WirePart::Image { source } => {
-                        if source.kind != "url" {
-                            return Err(InputError::invalid(
-                                format!("{part_field}.source.type"),
-                                "image content must be given by url",
-                            ));
-                        }
-                        image_part(source.value, source.mime_type, &part_field)?
+                    WirePart::Image(media) => {
+                        media.into_part(MediaKind::Image, &part_field, limits)?
                     }
-                    WirePart::Audio {} | WirePart::Video {} | WirePart::Document {} => {
-                        return Err(InputError::invalid(
-                            &part_field,
-                            "only image attachments are supported",
-                        ));
+                    WirePart::Audio(media) => {
+                        media.into_part(MediaKind::Audio, &part_field, limits)?
+                    }
+                    WirePart::Video(media) => {
+                        media.into_part(MediaKind::Video, &part_field, limits)?
+                    }
+                    WirePart::Document(media) => {
+                        media.into_part(MediaKind::Document, &part_field, limits)?
                     }
                 };
-                if matches!(part, UserPart::Image { .. }) {
+                if part.attachment().is_some() {
                     attachments += 1;
+                    if attachments > limits.max_attachments_per_message {
+                        return Err(InputError::invalid(field, "Too many attachments"));
+                    }
                 }
                 parts.push(part);
             }
             if text_chars > limits.max_user_text_chars {
                 return Err(text_limit_error());
-            }
-            if attachments > limits.max_attachments_per_message {
-                return Err(InputError::invalid(field, "Too many attachments"));
             }
             Ok(UserContent::Parts(parts))
         }
@@ -645,20 +758,190 @@ fn parse_user_content(
     }
 }
 
-fn image_part(url: String, mime_type: Option<String>, field: &str) -> Result<UserPart, InputError> {
-    let is_web_url = url.starts_with("https://") || url.starts_with("http://");
-    if !is_web_url || url.len() > 4096 || url.chars().any(char::is_whitespace) {
+impl WireMedia {
+    fn into_part(
+        self,
+        kind: MediaKind,
+        field: &str,
+        limits: &Limits,
+    ) -> Result<UserPart, InputError> {
+        let filename = match self.metadata.as_ref().and_then(|m| m.get("filename")) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(name)) => {
+                check_filename(Some(name.clone()), &format!("{field}.metadata.filename"))?
+            }
+            Some(_) => {
+                return Err(InputError::invalid(
+                    format!("{field}.metadata.filename"),
+                    "must be a string",
+                ));
+            }
+        };
+        media_part(kind, self.source, filename, field, limits)
+    }
+}
+
+/// The longest file name kept.
+const MAX_FILENAME_CHARS: usize = 255;
+
+fn check_filename(filename: Option<String>, field: &str) -> Result<Option<String>, InputError> {
+    match filename.filter(|name| !name.is_empty()) {
+        Some(name)
+            if name.chars().count() > MAX_FILENAME_CHARS || name.chars().any(char::is_control) =>
+        {
+            Err(InputError::invalid(
+                field,
+                format!(
+                    "a file name has at most {MAX_FILENAME_CHARS} characters and no control characters"
+                ),
+            ))
+        }
+        other => Ok(other),
+    }
+}
+
+/// A media part from its source: an http(s) URL (never fetched), inline base64 data, or a
+/// `data:` URL, which becomes inline data.
+fn media_part(
+    kind: MediaKind,
+    source: WireSource,
+    filename: Option<String>,
+    field: &str,
+    limits: &Limits,
+) -> Result<UserPart, InputError> {
+    let source_field = format!("{field}.source");
+    let source = match source.kind.as_str() {
+        "url" if source.value.starts_with("data:") => {
+            let (mime_type, data) = split_data_url(&source.value).ok_or_else(|| {
+                InputError::invalid(
+                    format!("{source_field}.value"),
+                    "a data: URL must be base64: data:<mimeType>;base64,<data>",
+                )
+            })?;
+            inline_data(data.to_owned(), mime_type.to_owned(), &source_field, limits)?
+        }
+        "url" => {
+            let url = source.value;
+            let is_web_url = url.starts_with("https://") || url.starts_with("http://");
+            if !is_web_url || url.len() > 4096 || url.chars().any(char::is_whitespace) {
+                return Err(InputError::invalid(
+                    field,
+                    "attachment url must be an http(s) URL",
+                ));
+            }
+            if let Some(mime_type) = &source.mime_type {
+                check_media_type(mime_type, &format!("{source_field}.mimeType"))?;
+            }
+            PartSource::Url {
+                value: url,
+                mime_type: source.mime_type,
+            }
+        }
+        "data" => {
+            let mime_type = source.mime_type.ok_or_else(|| {
+                InputError::invalid(
+                    format!("{source_field}.mimeType"),
+                    "a data source needs its mimeType",
+                )
+            })?;
+            inline_data(source.value, mime_type, &source_field, limits)?
+        }
+        "file" => {
+            return Err(InputError::invalid(
+                format!("{source_field}.type"),
+                "file sources (provider file handles) are not supported: send the bytes as data or a url",
+            ));
+        }
+        other => {
+            return Err(InputError::invalid(
+                format!("{source_field}.type"),
+                format!("unknown source type {other:?}: expected url or data"),
+            ));
+        }
+    };
+    let attachment = Attachment {
+        source,
+        metadata: filename.map(|filename| PartMetadata {
+            filename: Some(filename),
+        }),
+    };
+    if let (Some(top), Some(media_type)) = (kind.required_top_level(), attachment.media_type())
+        && media_type.split('/').next() != Some(top)
+    {
         return Err(InputError::invalid(
-            field,
-            "attachment url must be an http(s) URL",
+            format!("{source_field}.mimeType"),
+            format!("a {top} part needs a {top}/* mimeType, not {media_type}"),
         ));
     }
-    Ok(UserPart::Image {
-        source: ImageSource::Url {
-            value: url,
-            mime_type,
-        },
-    })
+    Ok(kind.part(attachment))
+}
+
+/// `data:<mimeType>;base64,<data>` into its media type and data.
+fn split_data_url(url: &str) -> Option<(&str, &str)> {
+    let (head, data) = url.strip_prefix("data:")?.split_once(',')?;
+    let mime_type = head.strip_suffix(";base64")?;
+    Some((mime_type, data))
+}
+
+fn inline_data(
+    value: String,
+    mime_type: String,
+    field: &str,
+    limits: &Limits,
+) -> Result<PartSource, InputError> {
+    check_media_type(&mime_type, &format!("{field}.mimeType"))?;
+    let limit = limits.max_inline_attachment_bytes;
+    let too_large = || {
+        InputError::invalid(
+            format!("{field}.value"),
+            format!("inline attachment data exceeds the limit of {limit} bytes"),
+        )
+    };
+    // Checked before decoding, so an oversized value costs no allocation.
+    if value.len() > limit.div_ceil(3).saturating_mul(4) {
+        return Err(too_large());
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(&value)
+        .map_err(|_| InputError::invalid(format!("{field}.value"), "must be standard base64"))?;
+    if bytes.is_empty() {
+        return Err(InputError::invalid(
+            format!("{field}.value"),
+            "inline data is empty",
+        ));
+    }
+    if bytes.len() > limit {
+        return Err(too_large());
+    }
+    Ok(PartSource::Data { value, mime_type })
+}
+
+/// A media type as RFC 6838 names them (`type/subtype`, parameters allowed after `;`): what
+/// providers are told the bytes are, so nothing else passes.
+fn check_media_type(mime_type: &str, field: &str) -> Result<(), InputError> {
+    let token = |text: &str| {
+        !text.is_empty()
+            && text
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "!#$&^_.+-".contains(c))
+    };
+    let (essence, parameters) = mime_type.split_once(';').unwrap_or((mime_type, ""));
+    let valid = mime_type.len() <= 255
+        && essence
+            .trim()
+            .split_once('/')
+            .is_some_and(|(top, sub)| token(top) && token(sub))
+        && parameters
+            .chars()
+            .all(|c| c.is_ascii() && !c.is_ascii_control());
+    if valid {
+        Ok(())
+    } else {
+        Err(InputError::invalid(
+            field,
+            "must be a media type such as image/png",
+        ))
+    }
 }
 
 #[cfg(test)]

@@ -67,14 +67,22 @@ fn accepts_legacy_binary_and_1_0_image_parts_by_url() {
 }
 
 #[test]
-fn drops_reasoning_and_activity_messages() {
+fn keeps_reasoning_messages_and_drops_activity_messages() {
     let input = parse(json!({"messages": [
-        {"id": "r", "role": "reasoning", "content": "thinking"},
+        {"id": "r", "role": "reasoning", "content": "thinking", "encryptedValue": "signature:abc"},
         {"id": "a", "role": "activity", "activityType": "x", "content": {}},
         {"id": "u", "role": "user", "content": "hi"}
     ]}))
     .unwrap();
-    assert_eq!(input.messages.len(), 1);
+    assert_eq!(input.messages.len(), 2);
+    assert_eq!(
+        input.messages[0],
+        Message::Reasoning {
+            id: MessageId::parse("r", 128).unwrap(),
+            content: "thinking".into(),
+            encrypted_value: Some("signature:abc".into()),
+        }
+    );
     assert!(
         input.thread_id.is_none(),
         "a missing threadId starts a new thread"
@@ -186,33 +194,186 @@ fn payload_run_id_and_message_limits_refuse_with_their_messages() {
     );
 }
 
-#[test]
-fn attachments_must_be_images_given_by_url() {
-    let with = |part: Value| {
-        parse(json!({"messages": [{"id": "u", "role": "user", "content": [part]}]}))
-            .unwrap_err()
-            .to_string()
+fn parts_of(input: &RunInput) -> &[UserPart] {
+    let Message::User {
+        content: UserContent::Parts(parts),
+        ..
+    } = &input.messages[0]
+    else {
+        panic!("expected parts")
     };
-    assert!(
-        with(
-            json!({"type": "binary", "mimeType": "application/pdf", "url": "https://e.com/a.pdf"})
-        )
-        .contains("requires image mimeType")
+    parts
+}
+
+fn one_part(part: Value) -> Result<RunInput, InputError> {
+    parse(json!({"messages": [{"id": "u", "role": "user", "content": [part]}]}))
+}
+
+#[test]
+fn accepts_every_media_part_by_url_or_inline_data_in_1_0_shape() {
+    let input = parse(json!({"messages": [{"id": "u", "role": "user", "content": [
+        {"type": "image", "source": {"type": "data", "value": "iVBORw0KGgo=", "mimeType": "image/png"}},
+        {"type": "audio", "source": {"type": "data", "value": "UklGRg==", "mimeType": "audio/wav"}},
+        {"type": "document", "source": {"type": "url", "value": "https://e.com/a.pdf"}, "metadata": {"filename": "a.pdf", "other": 1}},
+    ]}]}))
+    .unwrap();
+    let parts = parts_of(&input);
+    assert_eq!(
+        serde_json::to_value(parts).unwrap(),
+        json!([
+            {"type": "image", "source": {"type": "data", "value": "iVBORw0KGgo=", "mimeType": "image/png"}},
+            {"type": "audio", "source": {"type": "data", "value": "UklGRg==", "mimeType": "audio/wav"}},
+            {"type": "document", "source": {"type": "url", "value": "https://e.com/a.pdf"}, "metadata": {"filename": "a.pdf"}},
+        ])
     );
+    let video = one_part(json!({"type": "video", "source": {"type": "data", "value": "AAAA", "mimeType": "video/mp4"}})).unwrap();
+    assert!(matches!(parts_of(&video)[0], UserPart::Video(_)));
+}
+
+#[test]
+fn legacy_binary_parts_and_data_urls_become_1_0_parts() {
+    for (part, expected) in [
+        (
+            json!({"type": "binary", "mimeType": "application/pdf", "data": "JVBERi0=", "filename": "r.pdf"}),
+            json!({"type": "document", "source": {"type": "data", "value": "JVBERi0=", "mimeType": "application/pdf"}, "metadata": {"filename": "r.pdf"}}),
+        ),
+        (
+            json!({"type": "binary", "mimeType": "audio/mpeg", "url": "https://e.com/a.mp3"}),
+            json!({"type": "audio", "source": {"type": "url", "value": "https://e.com/a.mp3", "mimeType": "audio/mpeg"}}),
+        ),
+        (
+            json!({"type": "binary", "mimeType": "image/png", "data": "aGk=", "url": "https://e.com/a.png"}),
+            json!({"type": "image", "source": {"type": "data", "value": "aGk=", "mimeType": "image/png"}}),
+        ),
+        (
+            json!({"type": "image", "source": {"type": "url", "value": "data:image/gif;base64,R0lGOA=="}}),
+            json!({"type": "image", "source": {"type": "data", "value": "R0lGOA==", "mimeType": "image/gif"}}),
+        ),
+    ] {
+        let input = one_part(part.clone()).unwrap();
+        assert_eq!(
+            serde_json::to_value(&parts_of(&input)[0]).unwrap(),
+            expected,
+            "{part}"
+        );
+        // What the client gets back in a snapshot parses to the same message.
+        let again = parse(json!({"messages": &input.messages})).unwrap();
+        assert_eq!(again.messages, input.messages);
+    }
+}
+
+#[test]
+fn attachments_are_checked_and_refusals_name_the_field() {
+    let refused = |part: Value| {
+        let err = one_part(part).unwrap_err();
+        (err.field().unwrap_or("-").to_owned(), err.to_string())
+    };
+    let cases = [
+        (
+            json!({"type": "binary", "mimeType": "image/png"}),
+            "messages[0].content[0]",
+            "requires url or data",
+        ),
+        (
+            json!({"type": "binary", "mimeType": "image/png", "data": "not base64!"}),
+            "messages[0].content[0].source.value",
+            "standard base64",
+        ),
+        (
+            json!({"type": "binary", "mimeType": "image/png", "data": ""}),
+            "messages[0].content[0].source.value",
+            "empty",
+        ),
+        (
+            json!({"type": "binary", "mimeType": "image/png", "url": "file:///etc/passwd"}),
+            "messages[0].content[0]",
+            "http(s) URL",
+        ),
+        (
+            json!({"type": "binary", "mimeType": "image png", "data": "aGk="}),
+            "messages[0].content[0].source.mimeType",
+            "media type",
+        ),
+        (
+            json!({"type": "binary", "mimeType": "application/pdf", "data": "aGk=", "filename": "a\u{7}b"}),
+            "messages[0].content[0].filename",
+            "file name",
+        ),
+        (
+            json!({"type": "image", "source": {"type": "data", "value": "aGk="}}),
+            "messages[0].content[0].source.mimeType",
+            "needs its mimeType",
+        ),
+        (
+            json!({"type": "image", "source": {"type": "data", "value": "aGk=", "mimeType": "application/pdf"}}),
+            "messages[0].content[0].source.mimeType",
+            "image/*",
+        ),
+        (
+            json!({"type": "audio", "source": {"type": "url", "value": "https://e.com/a", "mimeType": "video/mp4"}}),
+            "messages[0].content[0].source.mimeType",
+            "audio/*",
+        ),
+        (
+            json!({"type": "image", "source": {"type": "file", "value": "file-abc"}}),
+            "messages[0].content[0].source.type",
+            "file sources",
+        ),
+        (
+            json!({"type": "image", "source": {"type": "url", "value": "data:image/png,rawbytes"}}),
+            "messages[0].content[0].source.value",
+            "base64",
+        ),
+        (
+            json!({"type": "image", "source": {"type": "url", "value": "data:text/html;base64,@@@@"}}),
+            "messages[0].content[0].source.value",
+            "standard base64",
+        ),
+        (
+            json!({"type": "document", "source": {"type": "url", "value": "https://e.com/a"}, "metadata": {"filename": 7}}),
+            "messages[0].content[0].metadata.filename",
+            "string",
+        ),
+        (
+            json!({"type": "hologram"}),
+            "messages[0].content[0]",
+            "unknown variant",
+        ),
+    ];
+    for (part, field, message) in cases {
+        let (got_field, got_message) = refused(part.clone());
+        assert_eq!(got_field, field, "{part}");
+        assert!(got_message.contains(message), "{part}: {got_message}");
+    }
+}
+
+#[test]
+fn inline_data_is_bounded_by_its_decoded_size() {
+    let limits = Limits {
+        max_inline_attachment_bytes: 3,
+        ..Limits::default()
+    };
+    let with = |data: &str| {
+        let body = json!({"messages": [{"id": "u", "role": "user", "content": [
+            {"type": "image", "source": {"type": "data", "value": data, "mimeType": "image/png"}}]}]});
+        parse_run_input(body.to_string().as_bytes(), &limits)
+    };
+    assert!(with("YWJj").is_ok(), "3 bytes");
+    let err = with("YWJjZA==").unwrap_err();
+    assert_eq!(err.field(), Some("messages[0].content[0].source.value"));
     assert!(
-        with(json!({"type": "binary", "mimeType": "image/png", "data": "aGk="}))
-            .contains("data is not allowed")
+        err.to_string().contains("exceeds the limit of 3 bytes"),
+        "{err}"
     );
-    assert!(with(json!({"type": "binary", "mimeType": "image/png"})).contains("requires url"));
-    assert!(with(json!({"type": "image", "source": {"type": "data", "value": "aGk=", "mimeType": "image/png"}})).contains("by url"));
-    assert!(
-        with(json!({"type": "binary", "mimeType": "image/png", "url": "file:///etc/passwd"}))
-            .contains("http(s) URL")
-    );
-    assert!(
-        with(json!({"type": "audio", "source": {"type": "url", "value": "https://e.com/a.mp3"}}))
-            .contains("only image")
-    );
+    let huge = "A".repeat(1_000_000);
+    assert!(with(&huge).unwrap_err().to_string().contains("exceeds"));
+    let none = Limits {
+        max_inline_attachment_bytes: 0,
+        ..Limits::default()
+    };
+    let body = json!({"messages": [{"id": "u", "role": "user", "content": [
+        {"type": "binary", "mimeType": "image/png", "data": "YWJj"}]}]});
+    assert!(parse_run_input(body.to_string().as_bytes(), &none).is_err());
 }
 
 #[test]

@@ -4,8 +4,8 @@
 use super::ids::{MessageId, ToolCallId};
 use serde::{Deserialize, Serialize};
 
-/// One message of a thread. Roles the agent does not feed to a model (`reasoning`, `activity`)
-/// are dropped at the edge and never reach this type.
+/// One message of a thread. `activity` messages (UI state, never fed to a model) are dropped at
+/// the edge and never reach this type.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     tag = "role",
@@ -47,6 +47,15 @@ pub enum Message {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+    /// AG-UI's `ReasoningMessage`: the model's reasoning, stored before the assistant message of
+    /// its turn. `encrypted_value` is the provider's opaque artefact (a signature, or redacted
+    /// reasoning) that some providers need back on the next turn.
+    Reasoning {
+        id: MessageId,
+        content: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        encrypted_value: Option<String>,
+    },
 }
 
 impl Message {
@@ -56,7 +65,8 @@ impl Message {
             | Message::Assistant { id, .. }
             | Message::System { id, .. }
             | Message::Developer { id, .. }
-            | Message::Tool { id, .. } => id,
+            | Message::Tool { id, .. }
+            | Message::Reasoning { id, .. } => id,
         }
     }
 
@@ -67,6 +77,7 @@ impl Message {
             Message::System { .. } => Role::System,
             Message::Developer { .. } => Role::Developer,
             Message::Tool { .. } => Role::Tool,
+            Message::Reasoning { .. } => Role::Reasoning,
         }
     }
 
@@ -87,6 +98,7 @@ pub enum Role {
     System,
     Developer,
     Tool,
+    Reasoning,
 }
 
 /// A user message's content: plain text, or text and attachment parts.
@@ -106,7 +118,7 @@ impl UserContent {
                 .iter()
                 .filter_map(|part| match part {
                     UserPart::Text { text } => Some(text.as_str()),
-                    UserPart::Image { .. } => None,
+                    _ => None,
                 })
                 .collect::<Vec<_>>()
                 .join("\n"),
@@ -114,22 +126,112 @@ impl UserContent {
     }
 }
 
-/// A content part. Attachments are kept as URLs only: the function never fetches them (no SSRF)
-/// and never stores their bytes.
+/// A content part, in AG-UI 1.0's shape (the legacy `binary` part is converted on input).
+/// Attachments come by URL, which the function never fetches (no SSRF), or inline as base64
+/// within `MAX_INLINE_ATTACHMENT_BYTES`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum UserPart {
     Text { text: String },
-    Image { source: ImageSource },
+    Image(Attachment),
+    Audio(Attachment),
+    Video(Attachment),
+    Document(Attachment),
 }
 
+impl UserPart {
+    /// The attachment of a media part; `None` for text.
+    pub fn attachment(&self) -> Option<&Attachment> {
+        match self {
+            UserPart::Text { .. } => None,
+            UserPart::Image(attachment)
+            | UserPart::Audio(attachment)
+            | UserPart::Video(attachment)
+            | UserPart::Document(attachment) => Some(attachment),
+        }
+    }
+
+    /// What the part is, with its article, for notes and refusals ("an image").
+    pub fn noun(&self) -> &'static str {
+        match self {
+            UserPart::Text { .. } => "a text",
+            UserPart::Image(_) => "an image",
+            UserPart::Audio(_) => "an audio clip",
+            UserPart::Video(_) => "a video",
+            UserPart::Document(_) => "a document",
+        }
+    }
+
+    /// The part's `type`, for messages that name it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            UserPart::Text { .. } => "text",
+            UserPart::Image(_) => "image",
+            UserPart::Audio(_) => "audio",
+            UserPart::Video(_) => "video",
+            UserPart::Document(_) => "document",
+        }
+    }
+}
+
+/// An image, audio, video or document part's body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attachment {
+    pub source: PartSource,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<PartMetadata>,
+}
+
+impl Attachment {
+    /// The media type without parameters, lowercased (`image/png`), where one is known.
+    pub fn media_type(&self) -> Option<String> {
+        let mime = match &self.source {
+            PartSource::Data { mime_type, .. } => Some(mime_type.as_str()),
+            PartSource::Url { mime_type, .. } => mime_type.as_deref(),
+        }?;
+        let essence = mime.split(';').next().unwrap_or(mime).trim();
+        (!essence.is_empty()).then(|| essence.to_ascii_lowercase())
+    }
+
+    /// The file name the client gave, if any.
+    pub fn filename(&self) -> Option<&str> {
+        self.metadata.as_ref()?.filename.as_deref()
+    }
+
+    /// The bytes of an inline attachment (checked as base64 when it was accepted); `None` for
+    /// a URL.
+    pub fn bytes(&self) -> Option<Vec<u8>> {
+        use base64::Engine;
+        match &self.source {
+            PartSource::Data { value, .. } => {
+                base64::engine::general_purpose::STANDARD.decode(value).ok()
+            }
+            PartSource::Url { .. } => None,
+        }
+    }
+}
+
+/// The part metadata the server keeps: the file name (a legacy `binary` part's `filename`),
+/// which Bedrock's document blocks need.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartMetadata {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filename: Option<String>,
+}
+
+/// Where an attachment's bytes are: inline (`value` is standard base64, already checked) or at
+/// an http(s) URL.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     tag = "type",
     rename_all = "lowercase",
     rename_all_fields = "camelCase"
 )]
-pub enum ImageSource {
+pub enum PartSource {
+    Data {
+        value: String,
+        mime_type: String,
+    },
     Url {
         value: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -211,12 +313,22 @@ mod tests {
                     UserPart::Text {
                         text: "look".into(),
                     },
-                    UserPart::Image {
-                        source: ImageSource::Url {
+                    UserPart::Image(Attachment {
+                        source: PartSource::Url {
                             value: "https://example.com/a.png".into(),
                             mime_type: Some("image/png".into()),
                         },
-                    },
+                        metadata: None,
+                    }),
+                    UserPart::Document(Attachment {
+                        source: PartSource::Data {
+                            value: "aGk=".into(),
+                            mime_type: "application/pdf".into(),
+                        },
+                        metadata: Some(PartMetadata {
+                            filename: Some("a.pdf".into()),
+                        }),
+                    }),
                 ]),
                 name: None,
             },
@@ -224,9 +336,40 @@ mod tests {
         let text = serde_json::to_string(&messages).unwrap();
         assert!(text.contains(r#""toolCallId":"c1""#));
         assert!(text.contains(
-            r#""source":{"type":"url","value":"https://example.com/a.png","mimeType":"image/png"}"#
+            r#"{"type":"image","source":{"type":"url","value":"https://example.com/a.png","mimeType":"image/png"}}"#
+        ));
+        assert!(text.contains(
+            r#"{"type":"document","source":{"type":"data","value":"aGk=","mimeType":"application/pdf"},"metadata":{"filename":"a.pdf"}}"#
         ));
         let back: Vec<Message> = serde_json::from_str(&text).unwrap();
         assert_eq!(back, messages);
+    }
+
+    #[test]
+    fn a_reasoning_message_is_agui_s_reasoning_message() {
+        let message = Message::Reasoning {
+            id: id("r1"),
+            content: "First, the time.".into(),
+            encrypted_value: Some("signature:abc".into()),
+        };
+        let value = serde_json::to_value(&message).unwrap();
+        assert_eq!(
+            value,
+            json!({"id":"r1","role":"reasoning","content":"First, the time.","encryptedValue":"signature:abc"})
+        );
+        assert_eq!(serde_json::from_value::<Message>(value).unwrap(), message);
+        assert_eq!(message.role(), Role::Reasoning);
+    }
+
+    #[test]
+    fn media_types_lose_parameters_and_case() {
+        let attachment = Attachment {
+            source: PartSource::Data {
+                value: String::new(),
+                mime_type: "Text/Plain; charset=utf-8".into(),
+            },
+            metadata: None,
+        };
+        assert_eq!(attachment.media_type().as_deref(), Some("text/plain"));
     }
 }

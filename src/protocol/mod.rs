@@ -7,7 +7,9 @@ pub mod dialect;
 pub mod events;
 pub mod ids;
 pub mod input;
+pub mod interrupt;
 pub mod message;
+pub mod sampling;
 pub mod sse;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod verify;
@@ -15,4 +17,4 @@ pub mod verify;
 pub use events::{Event, RunErrorCode};
 pub use ids::{MessageId, RunId, ThreadId, ToolCallId};
 pub use input::{ClientTool, ContextEntry, InputError, Limits, RunInput, parse_run_input};
-pub use message::{Message, Role, ToolCall, UserContent, UserPart};
+pub use message::{Attachment, Message, PartSource, Role, ToolCall, UserContent, UserPart};

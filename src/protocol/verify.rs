@@ -64,6 +64,8 @@ pub fn verify_run(events: &[Value]) -> Result<(), String> {
     let kind = |event: &Value| event["type"].as_str().unwrap_or_default().to_owned();
     match events.first().map(kind).as_deref() {
         Some("RUN_STARTED") => {}
+        // A run refused before it started (the interrupt rules): one RUN_ERROR, nothing else.
+        Some("RUN_ERROR") if events.len() == 1 => return Ok(()),
         other => return Err(format!("first event is {other:?}, not RUN_STARTED")),
     }
     let terminal: Vec<usize> = events

@@ -17,6 +17,7 @@ struct Record {
     owner: Principal,
     messages: Vec<Message>,
     state: Option<Value>,
+    interrupts: Option<Value>,
     version: u64,
     created_at_ms: i64,
     lease: Option<HeldLease>,
@@ -114,6 +115,7 @@ impl ThreadStore for MemoryStore {
                 version: record.version,
                 created_at_ms: record.created_at_ms,
                 active_run: record.live_lease().map(|lease| lease.run_id.clone()),
+                interrupts: record.interrupts.clone(),
             }))
     }
 
@@ -132,6 +134,7 @@ impl ThreadStore for MemoryStore {
                 owner: start.owner.clone(),
                 messages: start.new_messages.to_vec(),
                 state: start.state.cloned(),
+                interrupts: None,
                 version: 1,
                 created_at_ms: now,
                 lease: Some(held),
@@ -169,6 +172,7 @@ impl ThreadStore for MemoryStore {
         lease: &Lease,
         new_messages: &[Message],
         state: Option<&Value>,
+        interrupts: Option<&Value>,
     ) -> Result<(), StoreError> {
         super::check_sizes(new_messages, state)?;
         let mut threads = self.threads();
@@ -177,6 +181,7 @@ impl ThreadStore for MemoryStore {
         if let Some(state) = state {
             record.state = Some(state.clone());
         }
+        record.interrupts = interrupts.cloned();
         record.version += 1;
         record.lease = None;
         Ok(())

@@ -71,6 +71,9 @@ pub struct StoredThread {
     pub created_at_ms: i64,
     /// The run holding a live lease on the thread, if any.
     pub active_run: Option<RunId>,
+    /// The agent's record of the thread's interrupts (open and recently answered), opaque to
+    /// the store; written by `finish_run`.
+    pub interrupts: Option<Value>,
 }
 
 /// Whether a caller's thread has a run going.
@@ -224,13 +227,14 @@ pub trait ThreadStore: Send + Sync {
     /// Takes the run lease and stores the run's new input messages and state, atomically.
     async fn begin_run(&self, start: RunStart<'_>) -> Result<Lease, StoreError>;
 
-    /// Appends the run's output, stores the state and releases the lease, atomically; only while
-    /// the lease is still held.
+    /// Appends the run's output, stores the state, replaces the interrupt record (`None`
+    /// removes it) and releases the lease, atomically; only while the lease is still held.
     async fn finish_run(
         &self,
         lease: &Lease,
         new_messages: &[Message],
         state: Option<&Value>,
+        interrupts: Option<&Value>,
     ) -> Result<(), StoreError>;
 
     /// History for the history endpoint, `limit` messages from after the cursor `after`.

@@ -6,7 +6,7 @@
 use crate::helpers::*;
 use agui_lambda::protocol::agentscope::AgentScopeEncoder;
 use agui_lambda::protocol::dialect::Encoder;
-use agui_lambda::protocol::events::{TextRole, TokenUsage};
+use agui_lambda::protocol::events::{RunUsage, TextRole, TokenUsage};
 use agui_lambda::protocol::{Event, MessageId, RunId, ThreadId};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
@@ -187,6 +187,7 @@ fn seed_example_events() -> Vec<Event> {
             thread_id: thread.clone(),
             run_id: run.clone(),
             parent_run_id: None,
+            protocol_version: None,
         },
         Event::StepStarted {
             step_name: "model_turn_1".into(),
@@ -213,10 +214,12 @@ fn seed_example_events() -> Vec<Event> {
             outcome: None,
             thread_id: thread,
             run_id: run,
-            usage: TokenUsage {
+            usage: RunUsage(vec![TokenUsage {
                 input_tokens: 12,
                 output_tokens: 5,
-            },
+                total_tokens: 17,
+                ..TokenUsage::default()
+            }]),
         },
     ]
 }
@@ -732,9 +735,10 @@ async fn wire_a_thread_moves_between_dialects_with_its_whole_history() {
     let model_history = sent[0]["body"]["messages"].to_string();
     assert!(model_history.contains("think step by step"));
     assert!(model_history.contains("The answer is 42."));
+    // The AG-UI turn's reasoning is kept in the thread (AG-UI's reasoning message).
     assert_eq!(
         history_roles(&app, &thread).await,
-        ["user", "assistant", "user", "assistant"]
+        ["user", "reasoning", "assistant", "user", "assistant"]
     );
     validate_with_agentscope(&[("to-agui", &first.body), ("from-agui", &second.body)]);
 }

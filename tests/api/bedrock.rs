@@ -177,14 +177,24 @@ struct BedrockApp {
 }
 
 async fn spawn_bedrock_app(endpoint: &str, aimock_fix: bool) -> BedrockApp {
+    spawn_bedrock_app_with(endpoint, aimock_fix, &[]).await
+}
+
+/// [`spawn_bedrock_app`] with settings added or overridden.
+async fn spawn_bedrock_app_with(
+    endpoint: &str,
+    aimock_fix: bool,
+    overrides: &[(&str, &str)],
+) -> BedrockApp {
     let vars: HashMap<String, String> = [
         ("MODEL_PROVIDER", "bedrock"),
         ("AGENT_MODEL", MODEL_ID),
         ("MODEL_MAX_RETRIES", "2"),
         ("BEDROCK_MAX_TOKENS", "1024"),
     ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .iter()
+    .chain(overrides)
+    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
     .collect();
     let config = Config::from_map(&vars).unwrap();
     assert_eq!(config.model.provider, ModelChoice::Bedrock);
@@ -211,6 +221,7 @@ async fn spawn_bedrock_app(endpoint: &str, aimock_fix: bool) -> BedrockApp {
         BedrockSettings {
             model_id: config.model.name.clone(),
             max_tokens: config.model.bedrock_max_tokens,
+            reasoning_budget_tokens: config.model.bedrock_reasoning_budget_tokens,
             max_retries: config.model.max_retries,
         },
     ));
@@ -595,7 +606,8 @@ async fn wire_bedrock_a_connection_dropped_mid_stream_is_a_model_error_on_aimock
 // ---- Replayed Bedrock frames -------------------------------------------------------------
 
 /// A loopback server answering `converse-stream` with the frames of the fixture whose key the
-/// last user message contains; a fixture with several responses answers requests in turn.
+/// last user message with text contains; a fixture with several responses answers requests in
+/// turn.
 struct Replay {
     url: String,
     _task: tokio::task::JoinHandle<()>,
@@ -666,10 +678,17 @@ impl Replay {
                                 let body = request.into_body().collect().await.unwrap().to_bytes();
                                 let body: Value = serde_json::from_slice(&body).unwrap();
                                 let messages = body["messages"].as_array().unwrap();
+                                // The question, also after a tool round (whose user message
+                                // holds only tool results).
                                 let last_user = messages
                                     .iter()
                                     .rev()
-                                    .find(|m| m["role"] == "user")
+                                    .find(|m| {
+                                        m["role"] == "user"
+                                            && m["content"].as_array().is_some_and(|blocks| {
+                                                blocks.iter().any(|b| b.get("text").is_some())
+                                            })
+                                    })
                                     .unwrap()["content"]
                                     .to_string();
                                 let (key, responses) = fixtures
@@ -853,4 +872,278 @@ async fn bedrock_is_built_from_the_configuration() {
         .unwrap()
         .unwrap();
     assert!(model.describe().contains(MODEL_ID));
+}
+
+// ---- Extended thinking, attachments and sampling options ---------------------------------
+
+const SIGNATURE: &str = "EqoBCkgIBhABGAIiQLfTeStSignatureOverTheThinkingBlock0123456789+/==";
+const REDACTED: &str = "RXJUcmVkYWN0ZWRUaGlua2luZ0J5dGVz";
+
+async fn on_replay_with(overrides: &[(&str, &str)]) -> (Replay, BedrockApp) {
+    let replay = Replay::start().await;
+    let app = spawn_bedrock_app_with(&replay.url, false, overrides).await;
+    (replay, app)
+}
+
+fn v1_input(thread: &str, run: &str, messages: Value) -> Value {
+    let mut input = run_input(thread, run, messages);
+    input["protocolVersion"] = json!("1.0");
+    input
+}
+
+#[tokio::test]
+async fn bedrock_thinking_with_a_tool_call_sends_the_signed_reasoning_back() {
+    let (_replay, app) = on_replay_with(&[("BEDROCK_REASONING_BUDGET_TOKENS", "2048")]).await;
+    let thread = new_thread();
+    let question = "think then check the time";
+    let events = app
+        .run(&v1_input(
+            &thread,
+            "r",
+            json!([{"id": "u1", "role": "user", "content": question}]),
+        ))
+        .await
+        .events();
+
+    // Each reasoning block is one reasoning message; its artefact goes to the client on it.
+    let starts: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "REASONING_START")
+        .map(|e| &e["messageId"])
+        .collect();
+    let values: Vec<(&Value, &str)> = events
+        .iter()
+        .filter(|e| e["type"] == "REASONING_ENCRYPTED_VALUE")
+        .map(|e| {
+            assert_eq!(e["subtype"], "message");
+            (&e["entityId"], e["encryptedValue"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        values,
+        [
+            (starts[0], format!("signature:{SIGNATURE}").as_str()),
+            (starts[1], format!("redacted:{REDACTED}").as_str()),
+        ]
+    );
+    let result = events
+        .iter()
+        .find(|e| e["type"] == "TOOL_CALL_RESULT")
+        .unwrap();
+    assert_eq!(result["toolCallId"], "tooluse_clock_1");
+    assert_eq!(text_of(&events), "It is noon in UTC.");
+    let end = last(&events);
+    assert_eq!(end["type"], "RUN_FINISHED");
+    // Usage as Bedrock reported it over both turns, cache reads and writes in the input total.
+    assert_eq!(end["usage"][0]["provider"], "bedrock");
+    assert_eq!(end["usage"][0]["inputTokens"], 20 + 1000 + 500 + 40 + 1500);
+    assert_eq!(end["usage"][0]["outputTokens"], 60 + 8);
+    assert_eq!(end["usage"][0]["cachedInputTokens"], 1000 + 1500);
+
+    let sent = app.sent.about(question);
+    assert_eq!(sent.len(), 2);
+    let first = &sent[0].1;
+    assert_eq!(
+        first["additionalModelRequestFields"],
+        json!({"thinking": {"type": "enabled", "budget_tokens": 2048}})
+    );
+    assert_eq!(first["inferenceConfig"]["maxTokens"], 2048 + 1024);
+    // The second request: the turn's reasoning blocks, signature and redacted bytes as
+    // received, open the assistant message that made the call.
+    let second = &sent[1].1;
+    assert_eq!(roles(second), ["user", "assistant", "user"]);
+    let assistant = &second["messages"][1]["content"];
+    assert_eq!(
+        assistant[0],
+        json!({"reasoningContent": {"reasoningText": {
+            "text": "The user wants the time. I will ask the clock.",
+            "signature": SIGNATURE,
+        }}})
+    );
+    assert_eq!(
+        assistant[1],
+        json!({"reasoningContent": {"redactedContent": REDACTED}})
+    );
+    assert_eq!(assistant[2]["toolUse"]["toolUseId"], "tooluse_clock_1");
+    assert_eq!(
+        second["messages"][2]["content"][0]["toolResult"]["toolUseId"],
+        "tooluse_clock_1"
+    );
+
+    // Stored and shown in the history in AG-UI's reasoning message shape.
+    let history = app.get(&format!("/threads/{thread}")).await.json();
+    let messages = history["messages"].as_array().unwrap();
+    let stored: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        stored,
+        [
+            "user",
+            "reasoning",
+            "reasoning",
+            "assistant",
+            "tool",
+            "assistant"
+        ]
+    );
+    assert_eq!(
+        messages[1],
+        json!({"id": starts[0], "role": "reasoning",
+               "content": "The user wants the time. I will ask the clock.",
+               "encryptedValue": format!("signature:{SIGNATURE}")})
+    );
+    assert_eq!(
+        messages[2]["encryptedValue"],
+        format!("redacted:{REDACTED}")
+    );
+}
+
+#[tokio::test]
+async fn bedrock_reasoning_a_client_sends_back_reaches_the_request() {
+    let (_replay, app) = on_replay_with(&[("BEDROCK_REASONING_BUDGET_TOKENS", "2048")]).await;
+    // A client that keeps its own history, on a thread this server has never seen.
+    let events = app
+        .run(&v1_input(
+            &new_thread(),
+            "r",
+            json!([
+                {"id": "u1", "role": "user", "content": "recall the signed thought"},
+                {"id": "r1", "role": "reasoning", "content": "Ask the clock.", "encryptedValue": "signature:client-sig"},
+                {"id": "r2", "role": "reasoning", "content": "", "encryptedValue": "redacted:AAEC"},
+                {"id": "r3", "role": "reasoning", "content": "Unsigned, not sent."},
+                {"id": "a1", "role": "assistant", "toolCalls": [{"id": "c1", "type": "function", "function": {"name": "get_current_time", "arguments": "{}"}}]},
+                {"id": "t1", "role": "tool", "toolCallId": "c1", "content": "noon"},
+            ]),
+        ))
+        .await
+        .events();
+    assert_eq!(text_of(&events), "The clock said noon.");
+    let sent = app.sent.about("recall the signed thought");
+    let assistant = &sent[0].1["messages"][1]["content"];
+    assert_eq!(
+        assistant[0],
+        json!({"reasoningContent": {"reasoningText": {"text": "Ask the clock.", "signature": "client-sig"}}})
+    );
+    assert_eq!(
+        assistant[1],
+        json!({"reasoningContent": {"redactedContent": "AAEC"}})
+    );
+    assert_eq!(assistant[2]["toolUse"]["toolUseId"], "c1");
+    assert_eq!(assistant.as_array().unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn bedrock_without_thinking_sends_no_reasoning_back() {
+    let (_replay, app) = on_replay().await;
+    app.run(&run_input(
+        &new_thread(),
+        "r",
+        json!([
+            {"id": "u1", "role": "user", "content": "recall the signed thought"},
+            {"id": "r1", "role": "reasoning", "content": "Ask the clock.", "encryptedValue": "signature:client-sig"},
+            {"id": "a1", "role": "assistant", "toolCalls": [{"id": "c1", "type": "function", "function": {"name": "get_current_time", "arguments": "{}"}}]},
+            {"id": "t1", "role": "tool", "toolCallId": "c1", "content": "noon"},
+        ]),
+    ))
+    .await
+    .events();
+    let body = &app.sent.about("recall the signed thought")[0].1;
+    assert!(body.get("additionalModelRequestFields").is_none());
+    let assistant = &body["messages"][1]["content"];
+    assert_eq!(assistant.as_array().unwrap().len(), 1);
+    assert!(assistant[0]["toolUse"].is_object());
+}
+
+#[tokio::test]
+async fn bedrock_sampling_options_become_the_inference_config_capped_by_the_server() {
+    let (_replay, app) = on_replay_with(&[("MAX_OUTPUT_TOKENS", "150")]).await;
+    let mut input = run_input(
+        &new_thread(),
+        "r",
+        json!([{"id": "u1", "role": "user", "content": "hello"}]),
+    );
+    input["forwardedProps"] =
+        json!({"temperature": 0.5, "top_p": 0.75, "max_tokens": 200, "stop": ["END"], "seed": 5});
+    app.run(&input).await.events();
+    let body = &app.sent.about("hello")[0].1;
+    assert_eq!(
+        body["inferenceConfig"],
+        json!({"maxTokens": 150, "temperature": 0.5, "topP": 0.75, "stopSequences": ["END"]})
+    );
+    assert!(!body.to_string().contains("seed"), "Bedrock has no seed");
+
+    input["forwardedProps"] = json!({"top_p": 1.5});
+    let refused = app.run(&input).await;
+    assert_eq!(refused.status, 422);
+    assert_eq!(refused.json()["error"]["field"], "forwardedProps.top_p");
+}
+
+#[tokio::test]
+async fn bedrock_attachments_become_blocks_and_what_it_cannot_take_is_a_422() {
+    let (_replay, app) = on_replay().await;
+    let text = json!({"type": "text", "text": "describe the attachments"});
+    let events = app
+        .run(&run_input(
+            &new_thread(),
+            "r",
+            json!([{"id": "u1", "role": "user", "content": [
+                text,
+                {"type": "image", "source": {"type": "data", "value": "iVBORw0KGgo=", "mimeType": "image/png"}},
+                {"type": "binary", "mimeType": "application/pdf", "data": "JVBERi0=", "filename": "q3 report.pdf"},
+                {"type": "image", "source": {"type": "url", "value": "https://bucket.s3.us-east-1.amazonaws.com/cat.jpg"}},
+            ]}]),
+        ))
+        .await
+        .events();
+    assert_eq!(text_of(&events), "A cat and a report.");
+    let body = &app.sent.about("describe the attachments")[0].1;
+    assert_eq!(
+        body["messages"][0]["content"],
+        json!([
+            {"text": "describe the attachments"},
+            {"image": {"format": "png", "source": {"bytes": "iVBORw0KGgo="}}},
+            {"document": {"format": "pdf", "name": "q3 report", "source": {"bytes": "JVBERi0="}}},
+            {"image": {"format": "jpeg", "source": {"s3Location": {"uri": "s3://bucket/cat.jpg"}}}},
+        ])
+    );
+
+    let thread = new_thread();
+    for (part, says) in [
+        (
+            json!({"type": "image", "source": {"type": "url", "value": "https://example.com/cat.png"}}),
+            "never fetches",
+        ),
+        (
+            json!({"type": "audio", "source": {"type": "data", "value": "UklGRg==", "mimeType": "audio/wav"}}),
+            "no audio",
+        ),
+        (
+            json!({"type": "document", "source": {"type": "data", "value": "UEsDBA==", "mimeType": "application/zip"}}),
+            "PDF, CSV",
+        ),
+    ] {
+        let reply = app
+            .run(&run_input(
+                &thread,
+                "r",
+                json!([
+                    {"id": "u0", "role": "user", "content": "first"},
+                    {"id": "a0", "role": "assistant", "content": "ok"},
+                    {"id": "u1", "role": "user", "content": [text, part]},
+                ]),
+            ))
+            .await;
+        assert_eq!(reply.status, 422, "{}", reply.body);
+        let error = &reply.json()["error"];
+        assert_eq!(error["code"], "unsupported_content");
+        assert_eq!(error["field"], "messages[2].content[1]");
+        assert!(error["message"].as_str().unwrap().contains(says), "{error}");
+    }
+    assert_eq!(
+        app.get(&format!("/threads/{thread}")).await.status,
+        404,
+        "nothing was stored"
+    );
 }

@@ -102,6 +102,13 @@ fn chunks(text: &str, size: usize) -> Vec<String> {
 
 #[async_trait]
 impl ModelProvider for FixtureModel {
+    fn identity(&self) -> agui_lambda::model::ModelIdentity {
+        agui_lambda::model::ModelIdentity {
+            provider: "openai".to_owned(),
+            model: "aimock-fixture".to_owned(),
+        }
+    }
+
     async fn stream(&self, request: &ModelRequest) -> Result<DeltaStream, ModelError> {
         self.requests.lock().unwrap().push(request.clone());
         let fixture = self
@@ -155,6 +162,7 @@ impl ModelProvider for FixtureModel {
             deltas.push(ModelDelta::Usage(Usage {
                 input_tokens: usage["prompt_tokens"].as_u64().unwrap_or(0),
                 output_tokens: usage["completion_tokens"].as_u64().unwrap_or(0),
+                ..Default::default()
             }));
             deltas.push(ModelDelta::Finish(if calls.is_empty() {
                 FinishReason::Stop

@@ -4,6 +4,7 @@ use agui_lambda::model::{ModelProvider, ModelRequest};
 use agui_lambda::protocol::verify::{parse_sse, verify_run};
 use agui_lambda::startup;
 use agui_lambda::store::ThreadStore;
+use agui_lambda::tools::ToolRegistry;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -161,10 +162,32 @@ pub async fn spawn_wire_app_with(overrides: &[(&str, &str)]) -> TestApp {
     .await
 }
 
+/// An app on the in-process fixture model with `tools` (the built-ins plus a test's or an
+/// example's own); the MCP servers `overrides` name are listed as at a cold start.
+pub async fn spawn_app_with_tools(overrides: &[(&str, &str)], tools: ToolRegistry) -> TestApp {
+    let model = Arc::new(FixtureModel::load());
+    spawn_with_tools(overrides, None, TestModel::Fixture(model), tools).await
+}
+
 async fn spawn(
     overrides: &[(&str, &str)],
     store: Option<Arc<dyn ThreadStore>>,
     model: TestModel,
+) -> TestApp {
+    spawn_with_tools(
+        overrides,
+        store,
+        model,
+        ToolRegistry::with_builtins().unwrap(),
+    )
+    .await
+}
+
+async fn spawn_with_tools(
+    overrides: &[(&str, &str)],
+    store: Option<Arc<dyn ThreadStore>>,
+    model: TestModel,
+    mut tools: ToolRegistry,
 ) -> TestApp {
     let mut vars: HashMap<String, String> = HashMap::new();
     if let TestModel::Aimock(aimock) = &model {
@@ -190,11 +213,13 @@ async fn spawn(
         Some(store) => store,
         None => startup::store_from_config(&config).await.unwrap(),
     };
-    let app = startup::build_app(
+    startup::add_mcp_tools(&config, &mut tools).await.unwrap();
+    let app = startup::build_app_with_tools(
         &config,
         provider,
         store,
         startup::authenticator(&config.auth).await.unwrap(),
+        tools,
     )
     .unwrap();
     let (addr, server) =

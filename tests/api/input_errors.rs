@@ -14,7 +14,7 @@ async fn client_mistakes_get_a_clear_4xx_and_store_nothing() {
         ("unknown role", json!({"threadId": thread, "messages": [{"id": "a", "role": "robot", "content": "x"}]}).to_string(), 422, "invalid_request", "messages[0].role"),
         ("runId too long", json!({"threadId": thread, "runId": "r".repeat(129), "messages": user(json!("hi"))}).to_string(), 422, "invalid_request", "runId"),
         ("too much text", json!({"threadId": thread, "messages": user(json!("x".repeat(10_001)))}).to_string(), 422, "invalid_request", "messages[0].content"),
-        ("inline image data", json!({"threadId": thread, "messages": user(json!([{"type": "binary", "mimeType": "image/png", "data": "aGk="}]))}).to_string(), 422, "invalid_request", "messages[0].content[0]"),
+        ("inline data that is not base64", json!({"threadId": thread, "messages": user(json!([{"type": "binary", "mimeType": "image/png", "data": "not base64!"}]))}).to_string(), 422, "invalid_request", "messages[0].content[0].source.value"),
         ("tool result for no call", json!({"threadId": thread, "messages": [{"id": "t", "role": "tool", "toolCallId": "nope", "content": "x"}]}).to_string(), 422, "invalid_tool_result", "messages"),
         ("frontend tool named like a server tool", json!({"threadId": thread, "messages": user(json!("hi")), "tools": [{"name": "get_current_time"}]}).to_string(), 422, "invalid_request", "tools"),
         ("bad device timezone", json!({"threadId": thread, "messages": user(json!("hi")), "forwardedProps": {"client_time": {"device_timezone": "Nowhere/Land"}}}).to_string(), 422, "invalid_request", "forwardedProps.client_time.device_timezone"),

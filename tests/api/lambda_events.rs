@@ -62,6 +62,10 @@ async fn every_event_file_gets_its_documented_status() {
         }
     }
 
+    let (status, body) = answer(&app, "capabilities.json").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""interrupts":true"#), "{body}");
+
     let (status, body) = answer(&app, "invalid-input.json").await;
     assert_eq!(status, 422);
     assert!(body.contains("runId exceeds length limit"));

@@ -90,7 +90,7 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
         "one run at a time"
     );
     ctx.store
-        .finish_run(&lease, &[user("a1", "hello")], Some(&json!({"n": 2})))
+        .finish_run(&lease, &[user("a1", "hello")], Some(&json!({"n": 2})), None)
         .await
         .unwrap();
     let loaded = ctx
@@ -104,7 +104,7 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
     assert_eq!(loaded.state, Some(json!({"n": 2})));
     assert!(
         matches!(
-            ctx.store.finish_run(&lease, &[], None).await,
+            ctx.store.finish_run(&lease, &[], None, None).await,
             Err(StoreError::LeaseLost)
         ),
         "a released lease cannot write"
@@ -152,7 +152,7 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
     )
     .await
     .unwrap();
-    ctx.store.finish_run(&lease, &[], None).await.unwrap();
+    ctx.store.finish_run(&lease, &[], None, None).await.unwrap();
     let late = ctx
         .store
         .begin_run(RunStart {
@@ -199,12 +199,12 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
     .unwrap();
     assert!(matches!(
         ctx.store
-            .finish_run(&crashed, &[user("x", "zombie")], None)
+            .finish_run(&crashed, &[user("x", "zombie")], None, None)
             .await,
         Err(StoreError::LeaseLost)
     ));
     ctx.store
-        .finish_run(&taker, &[user("a6", "ok")], None)
+        .finish_run(&taker, &[user("a6", "ok")], None, None)
         .await
         .unwrap();
 
@@ -216,7 +216,24 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
         .await
         .unwrap();
     let output: Vec<Message> = (0..120).map(|i| user(&format!("out{i}"), "o")).collect();
-    ctx.store.finish_run(&lease, &output, None).await.unwrap();
+    // The interrupt record rides on the last write of a long output too.
+    let record = json!({"open": [{"interrupt": {"id": "int-1", "reason": "tool_call"}}]});
+    ctx.store
+        .finish_run(&lease, &output, None, Some(&record))
+        .await
+        .unwrap();
+    let held = ctx
+        .store
+        .load(&ctx.alice, &ctx.thread)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(held.interrupts, Some(record));
+    // The next run's finish replaces it; `None` removes it.
+    let lease = begin(&ctx, &ctx.alice, "r7b", &[], None, far_future())
+        .await
+        .unwrap();
+    ctx.store.finish_run(&lease, &[], None, None).await.unwrap();
     let loaded = ctx
         .store
         .load(&ctx.alice, &ctx.thread)
@@ -266,7 +283,9 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
         .unwrap();
     let huge_message = user("big", &"y".repeat(400_000));
     assert!(matches!(
-        ctx.store.finish_run(&lease, &[huge_message], None).await,
+        ctx.store
+            .finish_run(&lease, &[huge_message], None, None)
+            .await,
         Err(StoreError::MessageTooLarge(_))
     ));
     let after = ctx
@@ -313,7 +332,7 @@ async fn an_expired_dynamodb_thread_is_gone_and_its_id_starts_afresh() {
     )
     .await
     .unwrap();
-    ctx.store.finish_run(&lease, &[], None).await.unwrap();
+    ctx.store.finish_run(&lease, &[], None, None).await.unwrap();
     // Age the thread past its TTL, as DynamoDB's clock would (TTL deletion itself is lazy).
     client
         .update_item()
@@ -352,7 +371,7 @@ async fn an_expired_dynamodb_thread_is_gone_and_its_id_starts_afresh() {
     )
     .await
     .unwrap();
-    ctx.store.finish_run(&lease, &[], None).await.unwrap();
+    ctx.store.finish_run(&lease, &[], None, None).await.unwrap();
     let fresh = ctx
         .store
         .load(&ctx.alice, &ctx.thread)

@@ -6,20 +6,24 @@
 //! event is retried here; nothing is retried once output has been streamed.
 
 mod document;
+mod media;
 mod request;
 mod stream;
 
 pub use document::{from_document, to_document};
-pub use request::{ConverseInput, converse_input, s3_uri_for};
+pub use request::{
+    ConverseInput, THINKING_ANSWER_TOKENS, additional_fields, converse_input, inference_config,
+    s3_uri_for,
+};
 pub use stream::EventMapper;
 
 use super::{DeltaStream, ModelError, ModelProvider, ModelRequest, backoff_delay, truncate};
+use crate::protocol::UserPart;
 use async_trait::async_trait;
 use aws_sdk_bedrockruntime::config::retry::RetryConfig;
 use aws_sdk_bedrockruntime::config::{StalledStreamProtectionConfig, timeout::TimeoutConfig};
 use aws_sdk_bedrockruntime::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_bedrockruntime::operation::converse_stream::ConverseStreamError;
-use aws_sdk_bedrockruntime::types::InferenceConfiguration;
 use aws_sdk_bedrockruntime::types::error::ConverseStreamOutputError;
 use aws_smithy_runtime_api::client::interceptors::context::InterceptorContext;
 use aws_smithy_runtime_api::client::retries::classifiers::{ClassifyRetry, RetryAction};
@@ -30,8 +34,10 @@ use std::time::Duration;
 pub struct BedrockSettings {
     /// A model id (`anthropic.claude-…`) or an inference profile id or ARN (`us.anthropic.…`).
     pub model_id: String,
-    /// `inferenceConfig.maxTokens`; `None` leaves the model's default.
+    /// `inferenceConfig.maxTokens` when the request sets none; `None` leaves the model's default.
     pub max_tokens: Option<u32>,
+    /// Claude's extended thinking with this many tokens to think in; `None` is off.
+    pub reasoning_budget_tokens: Option<u32>,
     /// Retries of an exception that arrives as the stream's first event (the SDK retries
     /// HTTP-level throttling and service errors itself, up to the same number).
     pub max_retries: u32,
@@ -110,20 +116,14 @@ impl BedrockProvider {
     pub fn new(client: aws_sdk_bedrockruntime::Client, settings: BedrockSettings) -> Self {
         Self { client, settings }
     }
-
-    fn inference_config(&self) -> Option<InferenceConfiguration> {
-        self.settings.max_tokens.map(|max| {
-            InferenceConfiguration::builder()
-                .max_tokens(i32::try_from(max).unwrap_or(i32::MAX))
-                .build()
-        })
-    }
 }
 
 #[async_trait]
 impl ModelProvider for BedrockProvider {
     async fn stream(&self, request: &ModelRequest) -> Result<DeltaStream, ModelError> {
-        let input = converse_input(request)?;
+        let input = converse_input(request, self.settings.reasoning_budget_tokens.is_some())?;
+        let inference_config = inference_config(&self.settings, &request.sampling);
+        let additional_fields = additional_fields(&self.settings);
         let mut attempt = 0;
         loop {
             let output = self
@@ -133,7 +133,8 @@ impl ModelProvider for BedrockProvider {
                 .set_messages(Some(input.messages.clone()))
                 .set_system((!input.system.is_empty()).then(|| input.system.clone()))
                 .set_tool_config(input.tool_config.clone())
-                .set_inference_config(self.inference_config())
+                .set_inference_config(inference_config.clone())
+                .set_additional_model_request_fields(additional_fields.clone())
                 .send()
                 .await
                 .map_err(send_error)?;
@@ -154,6 +155,17 @@ impl ModelProvider for BedrockProvider {
 
     fn describe(&self) -> String {
         format!("amazon bedrock model {}", self.settings.model_id)
+    }
+
+    fn identity(&self) -> crate::model::ModelIdentity {
+        crate::model::ModelIdentity {
+            provider: "bedrock".to_owned(),
+            model: self.settings.model_id.clone(),
+        }
+    }
+
+    fn check_part(&self, part: &UserPart) -> Result<(), String> {
+        media::check_part(part)
     }
 }
 

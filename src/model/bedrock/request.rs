@@ -3,22 +3,24 @@
 //! the request offers tools or the history holds tool blocks (Bedrock rejects the latter
 //! without one).
 //!
-//! Images: Bedrock takes image bytes or an S3 location and this function never fetches a URL
-//! (no SSRF, no unbounded downloads). An `https` URL of an S3 object becomes an S3 location
-//! (Bedrock reads it with the caller's permissions, on models that support S3 sources); any
-//! other image is replaced by a short text note so the model can say it cannot see it, and the
-//! thread stays usable.
+//! Attachments: see [`super::media`]. Reasoning: a reasoning message's signed text or redacted
+//! bytes open the next assistant message (Claude's extended thinking requires them back with
+//! the tool results of that turn); reasoning without an artefact this server made is dropped,
+//! as a model cannot check it.
 
+use super::BedrockSettings;
 use super::document::to_document;
-use crate::model::{ModelError, ModelRequest, ToolSpec};
-use crate::protocol::message::ImageSource as WireImage;
+use super::media;
+use crate::model::reasoning::ReasoningArtefact;
+use crate::model::{ModelError, ModelRequest, Sampling, ToolSpec};
 use crate::protocol::{Message, UserContent, UserPart};
 use aws_sdk_bedrockruntime::types::{
-    ContentBlock, ConversationRole, ImageBlock, ImageFormat, ImageSource, S3Location,
-    SystemContentBlock, Tool, ToolConfiguration, ToolInputSchema, ToolResultBlock,
-    ToolResultContentBlock, ToolSpecification, ToolUseBlock,
+    ContentBlock, ConversationRole, InferenceConfiguration, ReasoningContentBlock,
+    ReasoningTextBlock, SystemContentBlock, Tool, ToolConfiguration, ToolInputSchema,
+    ToolResultBlock, ToolResultContentBlock, ToolSpecification, ToolUseBlock,
 };
 use serde_json::{Value, json};
+use std::collections::HashSet;
 
 /// The parts of a `ConverseStream` call that come from the request.
 #[derive(Debug, Clone)]
@@ -32,15 +34,44 @@ pub struct ConverseInput {
 /// message first).
 const OPENING: &str = "(The conversation continues.)";
 
-pub fn converse_input(request: &ModelRequest) -> Result<ConverseInput, ModelError> {
+/// The Converse input for `request`. `send_reasoning`: reasoning blocks go back to the model
+/// (only with extended thinking on: other models, and Claude without it, need none).
+pub fn converse_input(
+    request: &ModelRequest,
+    send_reasoning: bool,
+) -> Result<ConverseInput, ModelError> {
     let mut system = Vec::new();
     if let Some(text) = request.system.as_deref().filter(|t| !t.trim().is_empty()) {
         system.push(SystemContentBlock::Text(text.to_owned()));
     }
     let mut turns: Vec<(ConversationRole, Vec<ContentBlock>)> = Vec::new();
     let mut history_tools: Vec<String> = Vec::new();
+    let mut document_names = HashSet::new();
+    // Reasoning blocks waiting for the assistant message they open.
+    let mut reasoning: Vec<ContentBlock> = Vec::new();
     for message in &request.messages {
+        if !matches!(
+            message,
+            Message::Assistant { .. } | Message::Reasoning { .. }
+        ) {
+            reasoning.clear();
+        }
         match message {
+            Message::Reasoning {
+                content,
+                encrypted_value,
+                ..
+            } => {
+                if send_reasoning
+                    && let Some(block) = encrypted_value
+                        .as_deref()
+                        .and_then(ReasoningArtefact::decode)
+                        .map(|artefact| reasoning_block(content, artefact))
+                        .transpose()?
+                {
+                    reasoning.push(block);
+                }
+            }
             Message::System { content, .. } | Message::Developer { content, .. } => {
                 if !content.trim().is_empty() {
                     system.push(SystemContentBlock::Text(content.clone()));
@@ -53,7 +84,7 @@ pub fn converse_input(request: &ModelRequest) -> Result<ConverseInput, ModelErro
                         .iter()
                         .filter_map(|part| match part {
                             UserPart::Text { text } => text_block(text),
-                            UserPart::Image { source } => Some(image_block(source)),
+                            media => Some(media::part_block(media, &mut document_names)),
                         })
                         .collect(),
                 };
@@ -64,11 +95,8 @@ pub fn converse_input(request: &ModelRequest) -> Result<ConverseInput, ModelErro
                 tool_calls,
                 ..
             } => {
-                let mut blocks: Vec<ContentBlock> = content
-                    .as_deref()
-                    .and_then(text_block)
-                    .into_iter()
-                    .collect();
+                let mut blocks: Vec<ContentBlock> = std::mem::take(&mut reasoning);
+                blocks.extend(content.as_deref().and_then(text_block));
                 for call in tool_calls {
                     let input = serde_json::from_str::<Value>(&call.function.arguments)
                         .ok()
@@ -167,6 +195,57 @@ pub fn converse_input(request: &ModelRequest) -> Result<ConverseInput, ModelErro
     })
 }
 
+/// `inferenceConfig` from the request's sampling options; `None` when nothing is set.
+/// Bedrock's Converse API has no seed: a requested one is not sent.
+pub fn inference_config(
+    settings: &BedrockSettings,
+    sampling: &Sampling,
+) -> Option<InferenceConfiguration> {
+    let thinking = settings.reasoning_budget_tokens;
+    let answer = sampling.max_tokens.or(settings.max_tokens);
+    // The budget is part of maxTokens, which must exceed it: the answer gets its own
+    // allowance on top.
+    let max_tokens = match thinking {
+        Some(budget) => Some(budget.saturating_add(answer.unwrap_or(THINKING_ANSWER_TOKENS))),
+        None => answer,
+    };
+    // Claude refuses a temperature, and a top_p below 0.95, with extended thinking.
+    let temperature = sampling.temperature.filter(|_| thinking.is_none());
+    let top_p = sampling
+        .top_p
+        .filter(|top_p| thinking.is_none() || *top_p >= 0.95);
+    let stop = (!sampling.stop.is_empty()).then(|| sampling.stop.clone());
+    if max_tokens.is_none() && temperature.is_none() && top_p.is_none() && stop.is_none() {
+        return None;
+    }
+    Some(
+        InferenceConfiguration::builder()
+            .set_max_tokens(max_tokens.map(|max| i32::try_from(max).unwrap_or(i32::MAX)))
+            .set_temperature(temperature.map(narrow))
+            .set_top_p(top_p.map(narrow))
+            .set_stop_sequences(stop)
+            .build(),
+    )
+}
+
+/// `additionalModelRequestFields`: Claude's extended thinking, when configured.
+pub fn additional_fields(settings: &BedrockSettings) -> Option<aws_smithy_types::Document> {
+    settings.reasoning_budget_tokens.map(|budget| {
+        to_document(&json!({"thinking": {"type": "enabled", "budget_tokens": budget}}))
+    })
+}
+
+/// The answer's allowance on top of the thinking budget when neither the request nor
+/// `BEDROCK_MAX_TOKENS` sets one.
+pub const THINKING_ANSWER_TOKENS: u32 = 4_096;
+
+/// A sampling value as the SDK's `f32`: checked to 0–2 on input, so the precision lost does
+/// not matter.
+#[allow(clippy::cast_possible_truncation)]
+fn narrow(value: f64) -> f32 {
+    value as f32
+}
+
 /// Appends blocks to the last turn when it has the same role: Bedrock requires roles to
 /// alternate (several user messages in a row, or a turn's tool results, become one message).
 fn push(
@@ -205,56 +284,20 @@ fn tool(spec: &ToolSpec) -> Result<Tool, ModelError> {
     Ok(Tool::ToolSpec(builder.build().map_err(build_error)?))
 }
 
-fn image_block(source: &WireImage) -> ContentBlock {
-    let WireImage::Url { value, mime_type } = source;
-    let format = image_format(mime_type.as_deref(), value);
-    match (s3_uri_for(value), format) {
-        (Some(uri), Some(format)) => {
-            let image = S3Location::builder()
-                .uri(uri)
+fn reasoning_block(text: &str, artefact: ReasoningArtefact) -> Result<ContentBlock, ModelError> {
+    let block = match artefact {
+        ReasoningArtefact::Signature(signature) => ReasoningContentBlock::ReasoningText(
+            ReasoningTextBlock::builder()
+                .text(text)
+                .signature(signature)
                 .build()
-                .ok()
-                .and_then(|location| {
-                    ImageBlock::builder()
-                        .format(format)
-                        .source(ImageSource::S3Location(location))
-                        .build()
-                        .ok()
-                });
-            match image {
-                Some(image) => ContentBlock::Image(image),
-                None => image_note(value),
-            }
+                .map_err(build_error)?,
+        ),
+        ReasoningArtefact::Redacted(bytes) => {
+            ReasoningContentBlock::RedactedContent(aws_smithy_types::Blob::new(bytes))
         }
-        _ => image_note(value),
-    }
-}
-
-fn image_note(url: &str) -> ContentBlock {
-    ContentBlock::Text(format!(
-        "[The user attached an image the model cannot see ({url}): only images stored in Amazon S3 are passed to this model.]"
-    ))
-}
-
-fn image_format(mime_type: Option<&str>, url: &str) -> Option<ImageFormat> {
-    let from_mime = match mime_type.map(str::to_ascii_lowercase).as_deref() {
-        Some("image/png") => Some(ImageFormat::Png),
-        Some("image/jpeg" | "image/jpg") => Some(ImageFormat::Jpeg),
-        Some("image/gif") => Some(ImageFormat::Gif),
-        Some("image/webp") => Some(ImageFormat::Webp),
-        _ => None,
     };
-    from_mime.or_else(|| {
-        let path = url.split(['?', '#']).next().unwrap_or(url);
-        let extension = path.rsplit_once('.')?.1.to_ascii_lowercase();
-        match extension.as_str() {
-            "png" => Some(ImageFormat::Png),
-            "jpg" | "jpeg" => Some(ImageFormat::Jpeg),
-            "gif" => Some(ImageFormat::Gif),
-            "webp" => Some(ImageFormat::Webp),
-            _ => None,
-        }
-    })
+    Ok(ContentBlock::ReasoningContent(block))
 }
 
 /// `s3://bucket/key` for an `https` URL of an S3 object, virtual-hosted

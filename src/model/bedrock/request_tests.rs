@@ -1,6 +1,7 @@
 use super::*;
 use crate::protocol::ToolCall;
-use crate::protocol::{MessageId, ToolCallId};
+use crate::protocol::{Attachment, MessageId, PartSource, ToolCallId};
+use aws_sdk_bedrockruntime::types::{ImageFormat, ImageSource};
 
 fn id(text: &str) -> MessageId {
     MessageId::parse(text.to_owned(), 100).unwrap()
@@ -73,8 +74,9 @@ fn tool_results_of_one_turn_share_one_user_message_and_roles_alternate() {
             },
         ],
         tools: vec![spec("get_current_time")],
+        sampling: Default::default(),
     };
-    let input = converse_input(&request).unwrap();
+    let input = converse_input(&request, false).unwrap();
     assert_eq!(
         input.system,
         [
@@ -141,8 +143,9 @@ fn no_tools_and_no_tool_blocks_means_no_tool_config() {
         system: None,
         messages: vec![user("hello")],
         tools: vec![],
+        sampling: Default::default(),
     };
-    let input = converse_input(&request).unwrap();
+    let input = converse_input(&request, false).unwrap();
     assert!(input.tool_config.is_none());
     assert!(input.system.is_empty());
 }
@@ -162,8 +165,9 @@ fn a_history_starting_with_the_assistant_gets_a_user_opening_and_blank_text_is_d
             user("hello"),
         ],
         tools: vec![],
+        sampling: Default::default(),
     };
-    let input = converse_input(&request).unwrap();
+    let input = converse_input(&request, false).unwrap();
     assert_eq!(roles(&input), ["user", "assistant", "user"]);
     assert_eq!(
         input.messages[2].content(),
@@ -174,11 +178,14 @@ fn a_history_starting_with_the_assistant_gets_a_user_opening_and_blank_text_is_d
 
 #[test]
 fn s3_images_become_s3_locations_and_other_urls_a_note_never_a_fetch() {
-    let image = |url: &str, mime: Option<&str>| UserPart::Image {
-        source: WireImage::Url {
-            value: url.to_owned(),
-            mime_type: mime.map(str::to_owned),
-        },
+    let image = |url: &str, mime: Option<&str>| {
+        UserPart::Image(Attachment {
+            source: PartSource::Url {
+                value: url.to_owned(),
+                mime_type: mime.map(str::to_owned),
+            },
+            metadata: None,
+        })
     };
     let request = ModelRequest {
         system: None,
@@ -197,8 +204,9 @@ fn s3_images_become_s3_locations_and_other_urls_a_note_never_a_fetch() {
             name: None,
         }],
         tools: vec![],
+        sampling: Default::default(),
     };
-    let input = converse_input(&request).unwrap();
+    let input = converse_input(&request, false).unwrap();
     let blocks = input.messages[0].content();
     let ContentBlock::Image(s3) = &blocks[1] else {
         panic!("{:?}", blocks[1])
@@ -238,4 +246,204 @@ fn only_s3_hosts_map_to_s3_uris() {
         None
     );
     assert_eq!(s3_uri_for("https://bucket.s3.amazonaws.com/"), None);
+}
+
+fn reasoning(id_text: &str, text: &str, value: Option<&str>) -> Message {
+    Message::Reasoning {
+        id: id(id_text),
+        content: text.to_owned(),
+        encrypted_value: value.map(str::to_owned),
+    }
+}
+
+fn calling(id_text: &str, call: &str) -> Message {
+    Message::Assistant {
+        id: id(id_text),
+        content: None,
+        tool_calls: vec![ToolCall::new(
+            call_id(call),
+            "get_current_time".into(),
+            "{}".into(),
+        )],
+        name: None,
+    }
+}
+
+fn result(call: &str) -> Message {
+    Message::Tool {
+        id: id("t"),
+        tool_call_id: call_id(call),
+        content: "noon".into(),
+        error: None,
+    }
+}
+
+#[test]
+fn signed_and_redacted_reasoning_open_the_next_assistant_message() {
+    let request = ModelRequest {
+        messages: vec![
+            user("what time is it"),
+            reasoning("r1", "Check the clock.", Some("signature:sig-1")),
+            reasoning("r2", "", Some("redacted:AAEC")),
+            reasoning("r3", "Unsigned thoughts.", None),
+            reasoning("r4", "Another provider's.", Some("gAAAA-foreign")),
+            calling("a1", "c1"),
+            result("c1"),
+        ],
+        tools: vec![spec("get_current_time")],
+        ..ModelRequest::default()
+    };
+    let input = converse_input(&request, true).unwrap();
+    assert_eq!(roles(&input), ["user", "assistant", "user"]);
+    let assistant = input.messages[1].content();
+    assert_eq!(
+        assistant.len(),
+        3,
+        "two reasoning blocks, then the tool use"
+    );
+    let ContentBlock::ReasoningContent(ReasoningContentBlock::ReasoningText(signed)) =
+        &assistant[0]
+    else {
+        panic!("signed reasoning first")
+    };
+    assert_eq!(signed.text(), "Check the clock.");
+    assert_eq!(signed.signature(), Some("sig-1"));
+    assert_eq!(
+        assistant[1],
+        ContentBlock::ReasoningContent(ReasoningContentBlock::RedactedContent(
+            aws_smithy_types::Blob::new(vec![0, 1, 2])
+        ))
+    );
+    assert!(matches!(assistant[2], ContentBlock::ToolUse(_)));
+
+    // Without extended thinking nothing of the reasoning is sent.
+    let input = converse_input(&request, false).unwrap();
+    assert_eq!(input.messages[1].content().len(), 1);
+}
+
+#[test]
+fn reasoning_not_followed_by_an_assistant_message_is_dropped() {
+    let request = ModelRequest {
+        messages: vec![
+            user("a"),
+            reasoning("r1", "lost", Some("signature:s")),
+            user("b"),
+            calling("a1", "c1"),
+            result("c1"),
+        ],
+        ..ModelRequest::default()
+    };
+    let input = converse_input(&request, true).unwrap();
+    assert_eq!(roles(&input), ["user", "assistant", "user"]);
+    assert!(matches!(
+        input.messages[1].content()[0],
+        ContentBlock::ToolUse(_)
+    ));
+}
+
+fn settings(max_tokens: Option<u32>, budget: Option<u32>) -> BedrockSettings {
+    BedrockSettings {
+        model_id: "m".into(),
+        max_tokens,
+        reasoning_budget_tokens: budget,
+        max_retries: 0,
+    }
+}
+
+#[test]
+fn sampling_options_become_the_inference_config_and_seed_is_not_sent() {
+    let sampling = Sampling {
+        temperature: Some(0.5),
+        top_p: Some(0.8),
+        max_tokens: Some(300),
+        stop: vec!["END".into()],
+        seed: Some(7),
+    };
+    let config = inference_config(&settings(Some(1024), None), &sampling).unwrap();
+    assert_eq!(config.max_tokens(), Some(300));
+    assert_eq!(config.temperature(), Some(0.5));
+    assert_eq!(config.top_p(), Some(0.8));
+    assert_eq!(config.stop_sequences(), ["END"]);
+    assert!(additional_fields(&settings(None, None)).is_none());
+
+    let defaults = inference_config(&settings(Some(1024), None), &Sampling::default()).unwrap();
+    assert_eq!(defaults.max_tokens(), Some(1024));
+    assert_eq!(defaults.temperature(), None);
+    assert!(inference_config(&settings(None, None), &Sampling::default()).is_none());
+}
+
+#[test]
+fn extended_thinking_adds_its_budget_and_drops_what_claude_refuses_with_it() {
+    let thinking = settings(Some(1024), Some(2048));
+    let fields = additional_fields(&thinking).unwrap();
+    assert_eq!(
+        super::super::from_document(&fields),
+        json!({"thinking": {"type": "enabled", "budget_tokens": 2048}})
+    );
+    let sampling = Sampling {
+        temperature: Some(0.5),
+        top_p: Some(0.8),
+        max_tokens: Some(300),
+        ..Sampling::default()
+    };
+    let config = inference_config(&thinking, &sampling).unwrap();
+    assert_eq!(config.max_tokens(), Some(2048 + 300));
+    assert_eq!(config.temperature(), None);
+    assert_eq!(config.top_p(), None);
+    let high_top_p = Sampling {
+        top_p: Some(0.97),
+        ..Sampling::default()
+    };
+    let config = inference_config(&thinking, &high_top_p).unwrap();
+    assert_eq!(config.max_tokens(), Some(2048 + 1024));
+    assert_eq!(config.top_p(), Some(0.97));
+    let config = inference_config(&settings(None, Some(2048)), &Sampling::default()).unwrap();
+    assert_eq!(
+        config.max_tokens(),
+        Some(i32::try_from(2048 + THINKING_ANSWER_TOKENS).unwrap())
+    );
+}
+
+#[test]
+fn every_part_type_becomes_its_block_in_the_user_message() {
+    let data = |mime: &str| Attachment {
+        source: PartSource::Data {
+            value: "AAEC".into(),
+            mime_type: mime.into(),
+        },
+        metadata: None,
+    };
+    let request = ModelRequest {
+        messages: vec![Message::User {
+            id: id("u"),
+            content: UserContent::Parts(vec![
+                UserPart::Text {
+                    text: "look".into(),
+                },
+                UserPart::Image(data("image/webp")),
+                UserPart::Document(data("application/pdf")),
+                UserPart::Document(data("text/csv")),
+                UserPart::Video(data("video/mp4")),
+                UserPart::Audio(data("audio/wav")),
+            ]),
+            name: None,
+        }],
+        ..ModelRequest::default()
+    };
+    let input = converse_input(&request, false).unwrap();
+    let blocks = input.messages[0].content();
+    assert!(matches!(&blocks[0], ContentBlock::Text(text) if text == "look"));
+    assert!(
+        matches!(&blocks[1], ContentBlock::Image(image) if image.format() == &ImageFormat::Webp)
+    );
+    let names: Vec<&str> = blocks
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Document(document) => Some(document.name()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(names, ["document", "document (2)"], "distinct names");
+    assert!(matches!(&blocks[4], ContentBlock::Video(_)));
+    assert!(matches!(&blocks[5], ContentBlock::Text(note) if note.contains("audio")));
 }

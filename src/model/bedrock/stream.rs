@@ -51,6 +51,18 @@ impl EventMapper {
                     Some(ContentBlockDelta::ReasoningContent(
                         ReasoningContentBlockDelta::Text(text),
                     )) if !text.is_empty() => out.push(ModelDelta::Reasoning(text)),
+                    // Claude checks these when they come back with a tool result: they are
+                    // kept with the reasoning, never shown.
+                    Some(ContentBlockDelta::ReasoningContent(
+                        ReasoningContentBlockDelta::Signature(signature),
+                    )) if !signature.is_empty() => {
+                        out.push(ModelDelta::ReasoningSignature(signature));
+                    }
+                    Some(ContentBlockDelta::ReasoningContent(
+                        ReasoningContentBlockDelta::RedactedContent(blob),
+                    )) if !blob.as_ref().is_empty() => {
+                        out.push(ModelDelta::RedactedReasoning(blob.into_inner()));
+                    }
                     Some(ContentBlockDelta::ToolUse(fragment)) => {
                         if !self.tool_blocks.contains(&index) {
                             // Input without a start: still reported (unnamed), so the agent
@@ -69,7 +81,7 @@ impl EventMapper {
                             });
                         }
                     }
-                    // Citations, reasoning signatures and redacted reasoning are not shown.
+                    // Citations and image deltas are not shown.
                     _ => {}
                 }
             }
@@ -79,9 +91,20 @@ impl EventMapper {
             }
             ConverseStreamOutput::Metadata(event) => {
                 if let Some(usage) = event.usage {
+                    let count = |n: i32| u64::try_from(n).unwrap_or(0);
+                    let cached = usage.cache_read_input_tokens.map(count);
+                    let cache_written = usage.cache_write_input_tokens.map(count);
+                    // Bedrock's inputTokens leave out cache reads and writes; AG-UI's input is
+                    // every prompt token, the cached ones a part of it.
+                    let input_tokens = count(usage.input_tokens)
+                        .saturating_add(cached.unwrap_or(0))
+                        .saturating_add(cache_written.unwrap_or(0));
                     out.push(ModelDelta::Usage(Usage {
-                        input_tokens: u64::try_from(usage.input_tokens).unwrap_or(0),
-                        output_tokens: u64::try_from(usage.output_tokens).unwrap_or(0),
+                        input_tokens,
+                        output_tokens: count(usage.output_tokens),
+                        reasoning_tokens: None,
+                        cached_input_tokens: cached,
+                        cache_write_input_tokens: cache_written,
                     }));
                 }
             }

@@ -140,7 +140,8 @@ fn text_then_two_tool_calls_keyed_by_block_index() {
         deltas.last(),
         Some(&ModelDelta::Usage(Usage {
             input_tokens: 30,
-            output_tokens: 12
+            output_tokens: 12,
+            ..Default::default()
         }))
     );
 }
@@ -200,5 +201,73 @@ fn tool_input_without_a_start_is_still_reported() {
             id: None,
             name: String::new()
         }
+    );
+}
+
+fn reasoning(index: i32, delta: ReasoningContentBlockDelta) -> ConverseStreamOutput {
+    ConverseStreamOutput::ContentBlockDelta(
+        ContentBlockDeltaEvent::builder()
+            .content_block_index(index)
+            .delta(ContentBlockDelta::ReasoningContent(delta))
+            .build()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn reasoning_signatures_and_redacted_reasoning_are_kept() {
+    let (deltas, end) = run(vec![
+        reasoning(0, ReasoningContentBlockDelta::Text("Let me think.".into())),
+        reasoning(0, ReasoningContentBlockDelta::Signature("sig-1".into())),
+        stop_block(0),
+        reasoning(
+            1,
+            ReasoningContentBlockDelta::RedactedContent(aws_smithy_types::Blob::new(vec![1, 2, 3])),
+        ),
+        stop_block(1),
+        text(2, "Done."),
+        stop(StopReason::EndTurn),
+    ]);
+    assert_eq!(end, Ok(()));
+    assert_eq!(
+        deltas,
+        [
+            ModelDelta::Reasoning("Let me think.".into()),
+            ModelDelta::ReasoningSignature("sig-1".into()),
+            ModelDelta::RedactedReasoning(vec![1, 2, 3]),
+            ModelDelta::Text("Done.".into()),
+            ModelDelta::Finish(FinishReason::Stop),
+        ]
+    );
+}
+
+#[test]
+fn cache_reads_and_writes_are_added_to_the_input_total() {
+    let (deltas, _) = run(vec![
+        stop(StopReason::EndTurn),
+        ConverseStreamOutput::Metadata(
+            ConverseStreamMetadataEvent::builder()
+                .usage(
+                    TokenUsage::builder()
+                        .input_tokens(20)
+                        .output_tokens(12)
+                        .total_tokens(1532)
+                        .cache_read_input_tokens(1000)
+                        .cache_write_input_tokens(500)
+                        .build()
+                        .unwrap(),
+                )
+                .build(),
+        ),
+    ]);
+    assert_eq!(
+        deltas.last(),
+        Some(&ModelDelta::Usage(Usage {
+            input_tokens: 1520,
+            output_tokens: 12,
+            reasoning_tokens: None,
+            cached_input_tokens: Some(1000),
+            cache_write_input_tokens: Some(500),
+        }))
     );
 }

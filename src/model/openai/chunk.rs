@@ -61,6 +61,23 @@ struct WireUsage {
     prompt_tokens: Option<u64>,
     #[serde(default)]
     completion_tokens: Option<u64>,
+    /// Some compatible servers send `null` for the details objects.
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct CompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
 }
 
 /// A tool call being received. `started` is false while the name has not arrived yet; argument
@@ -135,9 +152,17 @@ impl ChunkParser {
             }
         }
         if let Some(usage) = chunk.usage {
+            // OpenAI's totals already include the cached and reasoning tokens they detail.
             out.push(ModelDelta::Usage(Usage {
                 input_tokens: usage.prompt_tokens.unwrap_or(0),
                 output_tokens: usage.completion_tokens.unwrap_or(0),
+                reasoning_tokens: usage
+                    .completion_tokens_details
+                    .and_then(|details| details.reasoning_tokens),
+                cached_input_tokens: usage
+                    .prompt_tokens_details
+                    .and_then(|details| details.cached_tokens),
+                cache_write_input_tokens: None,
             }));
         }
         Ok(())

@@ -44,7 +44,8 @@ fn text_reasoning_usage_and_finish() {
             ModelDelta::Finish(FinishReason::Stop),
             ModelDelta::Usage(Usage {
                 input_tokens: 3,
-                output_tokens: 2
+                output_tokens: 2,
+                ..Default::default()
             }),
         ]
     );
@@ -181,5 +182,39 @@ fn arguments_before_the_name_wait_for_it() {
             args(0, "{}"),
             ModelDelta::Finish(FinishReason::ToolCalls)
         ]
+    );
+}
+
+#[test]
+fn cached_and_reasoning_token_details_are_parts_of_the_totals() {
+    let out = parse_all(&[
+        r#"{"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop"}]}"#,
+        r#"{"choices":[],"usage":{"prompt_tokens":1200,"completion_tokens":300,"total_tokens":1500,"prompt_tokens_details":{"cached_tokens":1024,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":256,"audio_tokens":0}}}"#,
+        "[DONE]",
+    ])
+    .unwrap();
+    assert_eq!(
+        out.last(),
+        Some(&ModelDelta::Usage(Usage {
+            input_tokens: 1200,
+            output_tokens: 300,
+            reasoning_tokens: Some(256),
+            cached_input_tokens: Some(1024),
+            cache_write_input_tokens: None,
+        }))
+    );
+    // Servers that send the details as null, or without the counts, report none.
+    let out = parse_all(&[
+        r#"{"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop"}]}"#,
+        r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"prompt_tokens_details":null,"completion_tokens_details":{}}}"#,
+    ])
+    .unwrap();
+    assert_eq!(
+        out.last(),
+        Some(&ModelDelta::Usage(Usage {
+            input_tokens: 3,
+            output_tokens: 2,
+            ..Default::default()
+        }))
     );
 }

@@ -2,6 +2,7 @@
 //! 429/5xx/connect failures with backoff before the first token, never after.
 
 mod chunk;
+mod content;
 
 pub use chunk::ChunkParser;
 
@@ -53,13 +54,29 @@ impl OpenAiProvider {
         if let Some(system) = &request.system {
             messages.push(json!({"role": "system", "content": system}));
         }
-        messages.extend(request.messages.iter().map(to_openai_message));
+        messages.extend(request.messages.iter().filter_map(to_openai_message));
         let mut body = json!({
             "model": self.settings.model,
             "messages": messages,
             "stream": true,
             "stream_options": {"include_usage": true},
         });
+        let sampling = &request.sampling;
+        if let Some(temperature) = sampling.temperature {
+            body["temperature"] = json!(temperature);
+        }
+        if let Some(top_p) = sampling.top_p {
+            body["top_p"] = json!(top_p);
+        }
+        if let Some(max_tokens) = sampling.max_tokens {
+            body["max_tokens"] = json!(max_tokens);
+        }
+        if !sampling.stop.is_empty() {
+            body["stop"] = json!(sampling.stop);
+        }
+        if let Some(seed) = sampling.seed {
+            body["seed"] = json!(seed);
+        }
         if !request.tools.is_empty() {
             body["tools"] = request
                 .tools
@@ -139,6 +156,17 @@ impl ModelProvider for OpenAiProvider {
             "openai-compatible model {} at {}",
             self.settings.model, self.settings.base_url
         )
+    }
+
+    fn identity(&self) -> crate::model::ModelIdentity {
+        crate::model::ModelIdentity {
+            provider: "openai".to_owned(),
+            model: self.settings.model.clone(),
+        }
+    }
+
+    fn check_part(&self, part: &UserPart) -> Result<(), String> {
+        content::check_part(part)
     }
 }
 
@@ -228,8 +256,10 @@ where
     }
 }
 
-fn to_openai_message(message: &Message) -> Value {
-    match message {
+/// A message as Chat Completions takes it; `None` for reasoning, which compatible servers
+/// (DeepSeek, Qwen) refuse when sent back and OpenAI never needs.
+fn to_openai_message(message: &Message) -> Option<Value> {
+    Some(match message {
         // Compatible servers (vLLM, Ollama, older gateways) reject the newer `developer` role.
         Message::System { content, .. } | Message::Developer { content, .. } => {
             json!({"role": "system", "content": content})
@@ -237,16 +267,7 @@ fn to_openai_message(message: &Message) -> Value {
         Message::User { content, .. } => match content {
             UserContent::Text(text) => json!({"role": "user", "content": text}),
             UserContent::Parts(parts) => {
-                let parts: Vec<Value> = parts
-                    .iter()
-                    .map(|part| match part {
-                        UserPart::Text { text } => json!({"type": "text", "text": text}),
-                        UserPart::Image { source } => {
-                            let crate::protocol::message::ImageSource::Url { value, .. } = source;
-                            json!({"type": "image_url", "image_url": {"url": value}})
-                        }
-                    })
-                    .collect();
+                let parts: Vec<Value> = parts.iter().map(content::user_part).collect();
                 json!({"role": "user", "content": parts})
             }
         },
@@ -281,7 +302,8 @@ fn to_openai_message(message: &Message) -> Value {
             };
             json!({"role": "tool", "tool_call_id": tool_call_id, "content": content})
         }
-    }
+        Message::Reasoning { .. } => return None,
+    })
 }
 
 fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
@@ -345,7 +367,8 @@ mod tests {
         assert_eq!(calls[1].name, "search");
         assert!(deltas.contains(&ModelDelta::Usage(crate::model::Usage {
             input_tokens: 7,
-            output_tokens: 5
+            output_tokens: 5,
+            ..Default::default()
         })));
     }
 
@@ -420,6 +443,100 @@ mod tests {
         assert_eq!(
             results,
             vec![Ok(ModelDelta::Text("a".into())), Err(ModelError::Stream)]
+        );
+    }
+
+    fn provider() -> OpenAiProvider {
+        OpenAiProvider::new(
+            reqwest::Client::new(),
+            OpenAiSettings {
+                base_url: "http://127.0.0.1:9/v1".into(),
+                api_key: None,
+                model: "m".into(),
+                max_retries: 0,
+                max_backoff: Duration::from_secs(1),
+            },
+        )
+    }
+
+    fn mid(id: &str) -> crate::protocol::MessageId {
+        crate::protocol::MessageId::parse(id, 128).unwrap()
+    }
+
+    #[test]
+    fn the_body_carries_the_sampling_options_that_are_set() {
+        let request = ModelRequest {
+            messages: vec![Message::User {
+                id: mid("u"),
+                content: UserContent::Text("hi".into()),
+                name: None,
+            }],
+            sampling: crate::model::Sampling {
+                temperature: Some(0.2),
+                top_p: Some(0.9),
+                max_tokens: Some(300),
+                stop: vec!["END".into(), "STOP".into()],
+                seed: Some(7),
+            },
+            ..ModelRequest::default()
+        };
+        let body = provider().body(&request);
+        assert_eq!(body["temperature"], json!(0.2));
+        assert_eq!(body["top_p"], json!(0.9));
+        assert_eq!(body["max_tokens"], json!(300));
+        assert_eq!(body["stop"], json!(["END", "STOP"]));
+        assert_eq!(body["seed"], json!(7));
+        let plain = provider().body(&ModelRequest::default());
+        for key in ["temperature", "top_p", "max_tokens", "stop", "seed"] {
+            assert!(plain.get(key).is_none(), "{key} sent unset");
+        }
+    }
+
+    #[test]
+    fn reasoning_messages_are_not_sent_back_and_parts_are_mapped() {
+        let request = ModelRequest {
+            messages: vec![
+                Message::User {
+                    id: mid("u"),
+                    content: UserContent::Parts(vec![
+                        UserPart::Text {
+                            text: "read this".into(),
+                        },
+                        UserPart::Document(crate::protocol::Attachment {
+                            source: crate::protocol::PartSource::Data {
+                                value: "JVBERi0=".into(),
+                                mime_type: "application/pdf".into(),
+                            },
+                            metadata: None,
+                        }),
+                    ]),
+                    name: None,
+                },
+                Message::Reasoning {
+                    id: mid("r"),
+                    content: "thinking".into(),
+                    encrypted_value: Some("signature:x".into()),
+                },
+                Message::Assistant {
+                    id: mid("a"),
+                    content: Some("Done.".into()),
+                    tool_calls: Vec::new(),
+                    name: None,
+                },
+            ],
+            ..ModelRequest::default()
+        };
+        let body = provider().body(&request);
+        let roles: Vec<&str> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["user", "assistant"]);
+        assert_eq!(
+            body["messages"][0]["content"][1],
+            json!({"type": "file", "file": {"filename": "document.pdf", "file_data": "data:application/pdf;base64,JVBERi0="}})
         );
     }
 

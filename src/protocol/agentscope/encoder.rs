@@ -285,11 +285,12 @@ impl AgentScopeEncoder {
         }
     }
 
-    fn set_usage(&mut self, usage: &TokenUsage) {
+    fn set_usage(&mut self, usage: &RunUsage) {
+        let (input_tokens, output_tokens) = usage.totals();
         self.usage = Some(json!({
-            "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-            "total_tokens": usage.input_tokens.saturating_add(usage.output_tokens),
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "total_tokens": input_tokens.saturating_add(output_tokens),
         }));
     }
 }
@@ -357,7 +358,8 @@ impl Encoder for AgentScopeEncoder {
         }
         self.start(None, &mut out);
         match event {
-            Event::RunStarted { .. } => {}
+            // Opaque reasoning artefacts have no place in AgentScope's messages.
+            Event::RunStarted { .. } | Event::ReasoningEncryptedValue { .. } => {}
             Event::TextMessageStart { message_id, .. } => {
                 self.close_text("message", &mut out);
                 self.open_text(message_id.as_str(), "message", &mut out);

@@ -24,7 +24,7 @@
 //! `GET /threads/{id}` shows the history.
 
 use crate::protocol::dialect::{Encoder, data_frame};
-use crate::protocol::events::{Event, RunErrorCode, TokenUsage};
+use crate::protocol::events::{Event, RunErrorCode, RunUsage};
 use crate::protocol::input::{
     InputError, Limits, RunInput, from_value, parse_json, strip_position,
 };
@@ -46,9 +46,10 @@ pub struct AgentScopeRequest {
 /// Parses and validates an `AgentRequest`: the same limits and rules as `RunAgentInput`, with
 /// errors naming the `AgentRequest` field at fault.
 ///
-/// Sampling options (`model`, `temperature`, `top_p`, `max_tokens`, `stop`, `n`, `seed`,
-/// penalties) and `user_id` are accepted and ignored: the server's configuration picks the
-/// model, and authentication the owner.
+/// The sampling options `temperature`, `top_p`, `max_tokens`, `stop` and `seed` go to the model
+/// as `forwardedProps` would, with the same checks (an error names the request's own field).
+/// `model`, `n`, penalties and `user_id` are accepted and ignored: the server's configuration
+/// picks the model, and authentication the owner.
 pub fn parse_request(body: &[u8], limits: &Limits) -> Result<AgentScopeRequest, InputError> {
     from_json(parse_json(body, limits)?, limits)
 }
@@ -129,6 +130,16 @@ struct WireRequest {
     response_id: Option<String>,
     #[serde(default)]
     tools: Option<Vec<Value>>,
+    #[serde(default)]
+    temperature: Option<Value>,
+    #[serde(default)]
+    top_p: Option<Value>,
+    #[serde(default)]
+    max_tokens: Option<Value>,
+    #[serde(default)]
+    stop: Option<Value>,
+    #[serde(default)]
+    seed: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -177,6 +188,10 @@ impl Origins {
             "messages" => return "input".to_owned(),
             _ => {}
         }
+        // The request's own sampling fields travel as `forwardedProps`.
+        if let Some(own) = field.strip_prefix("forwardedProps.") {
+            return own.to_owned();
+        }
         if let Some((index, rest)) = indexed(field, "messages[") {
             let Some(origin) = self.messages.get(index) else {
                 return "input".to_owned();
@@ -195,7 +210,14 @@ impl Origins {
                 };
                 return format!("input[{input}].content[{part}].data{suffix}");
             }
-            return format!("{base}{rest}");
+            // An image part's AG-UI source is the request's `image_url`.
+            return match rest.find(".source") {
+                Some(at) if &rest[at..] == ".source.value" => {
+                    format!("{base}{}.image_url", &rest[..at])
+                }
+                Some(at) => format!("{base}{}", &rest[..at]),
+                None => format!("{base}{rest}"),
+            };
         }
         if let Some((index, rest)) = indexed(field, "tools[")
             && self.nested_tools.get(index).copied().unwrap_or(false)
@@ -482,11 +504,23 @@ impl WireRequest {
             builder.origins.nested_tools.push(nested);
         }
 
+        let mut forwarded = Map::new();
+        for (name, value) in [
+            ("temperature", self.temperature),
+            ("top_p", self.top_p),
+            ("max_tokens", self.max_tokens),
+            ("stop", self.stop),
+            ("seed", self.seed),
+        ] {
+            if let Some(value) = value.filter(|value| !value.is_null()) {
+                forwarded.insert(name.to_owned(), value);
+            }
+        }
         let mut agui = json!({
             "messages": builder.messages,
             "tools": tools,
             "context": [],
-            "forwardedProps": {},
+            "forwardedProps": forwarded,
         });
         if let Some(session) = self.session_id.filter(|id| !id.is_empty()) {
             agui["threadId"] = Value::String(session);

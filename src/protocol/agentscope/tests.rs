@@ -1,5 +1,5 @@
 use super::*;
-use crate::protocol::events::{ReasoningRole, TextRole, ToolRole};
+use crate::protocol::events::{ReasoningRole, RunUsage, TextRole, TokenUsage, ToolRole};
 use crate::protocol::ids::{MessageId, RunId, ThreadId, ToolCallId};
 
 fn mid(id: &str) -> MessageId {
@@ -39,6 +39,7 @@ fn started() -> Event {
         thread_id: ThreadId::parse("t1", 128).unwrap(),
         run_id: RunId::parse("r1", 128).unwrap(),
         parent_run_id: None,
+        protocol_version: None,
     }
 }
 
@@ -47,10 +48,12 @@ fn finished() -> Event {
         outcome: None,
         thread_id: ThreadId::parse("t1", 128).unwrap(),
         run_id: RunId::parse("r1", 128).unwrap(),
-        usage: TokenUsage {
+        usage: RunUsage(vec![TokenUsage {
             input_tokens: 3,
             output_tokens: 4,
-        },
+            total_tokens: 7,
+            ..TokenUsage::default()
+        }]),
     }
 }
 
@@ -229,7 +232,7 @@ fn reasoning_is_a_reasoning_message_and_errors_fail_the_response() {
         Event::RunError {
             message: "boom".into(),
             code: RunErrorCode::ModelError,
-            usage: TokenUsage::default(),
+            usage: RunUsage::default(),
         },
     ]);
     assert_eq!(frames[2]["type"], "reasoning");
@@ -281,6 +284,37 @@ fn a_request_becomes_the_equivalent_run_input() {
 }
 
 #[test]
+fn sampling_fields_are_checked_and_passed_on_as_forwarded_props() {
+    let limits = Limits::default();
+    let body = json!({
+        "input": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+        "temperature": 0.2, "top_p": 0.9, "max_tokens": 300, "stop": ["END"], "seed": 7,
+        "n": 1, "model": "anything"
+    });
+    let request = parse_request(body.to_string().as_bytes(), &limits).unwrap();
+    let sampling = request.input.forwarded_props.sampling;
+    assert_eq!(sampling.temperature, Some(0.2));
+    assert_eq!(sampling.top_p, Some(0.9));
+    assert_eq!(sampling.max_tokens, Some(300));
+    assert_eq!(sampling.stop, ["END"]);
+    assert_eq!(sampling.seed, Some(7));
+    for (body, field) in [
+        (json!({"temperature": 9}), "temperature"),
+        (json!({"top_p": 0}), "top_p"),
+        (json!({"max_tokens": -1}), "max_tokens"),
+        (json!({"stop": [""]}), "stop[0]"),
+        (json!({"seed": "x"}), "seed"),
+    ] {
+        let mut body = body;
+        body["input"] = json!([{"role": "user", "content": [{"type": "text", "text": "hi"}]}]);
+        match parse_request(body.to_string().as_bytes(), &limits) {
+            Err(InputError::Invalid { field: got, .. }) => assert_eq!(got, field, "{body}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
 fn errors_name_the_agent_request_field() {
     let limits = Limits::default();
     let field = |body: Value| match parse_request(body.to_string().as_bytes(), &limits) {
@@ -298,7 +332,7 @@ fn errors_name_the_agent_request_field() {
         field(
             json!({"input": [{"role": "user", "content": [{"type": "image", "image_url": "data:image/png;base64,AA"}]}]})
         ),
-        "input[0].content[0]"
+        "input[0].content[0].image_url"
     );
     assert_eq!(
         field(

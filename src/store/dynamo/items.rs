@@ -123,6 +123,7 @@ pub(super) struct Meta {
     pub(super) version: u64,
     pub(super) created_at_ms: i64,
     pub(super) state: Option<Value>,
+    pub(super) interrupts: Option<Value>,
     pub(super) expires_at: Option<i64>,
     /// The run holding the lease, while the lease is live.
     pub(super) active_run: Option<String>,
@@ -138,6 +139,10 @@ impl Meta {
                 .ok_or_else(corrupt)?,
             created_at_ms: get_n(item, "createdAt").ok_or_else(corrupt)?,
             state: get_s(item, "state")
+                .map(serde_json::from_str)
+                .transpose()
+                .map_err(|_| corrupt())?,
+            interrupts: get_s(item, "interrupts")
                 .map(serde_json::from_str)
                 .transpose()
                 .map_err(|_| corrupt())?,

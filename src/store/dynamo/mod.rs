@@ -238,7 +238,8 @@ impl DynamoStore {
     }
 
     /// Appends `messages` to a thread whose lease this run holds, in as many transactions as
-    /// needed; the last one also stores the state and, if `release`, frees the lease.
+    /// needed; the last one also stores the state and, when `release` is given, replaces the
+    /// interrupt record (`None` removes it) and frees the lease.
     async fn append_held(
         &self,
         lease: &Lease,
@@ -246,9 +247,10 @@ impl DynamoStore {
         first_seq: usize,
         messages: &[Message],
         state: Option<&Value>,
-        release: bool,
+        release: Option<Option<&Value>>,
     ) -> Result<u64, StoreError> {
         let state = state.map(Self::state_value).transpose()?;
+        let interrupts = release.flatten().map(|record| s(record.to_string()));
         let chunks = self.chunks(&lease.thread_id, created_at_ms, first_seq, messages)?;
         let last = chunks.len() - 1;
         let mut version = lease.version;
@@ -278,9 +280,20 @@ impl DynamoStore {
                     .expression_attribute_names("#s", "state")
                     .expression_attribute_values(":state", state.clone());
             }
+            let mut remove = Vec::new();
+            if index == last && release.is_some() {
+                remove.extend(["leaseRun", "leaseUntil", "cancelRun"]);
+                match &interrupts {
+                    Some(record) => {
+                        set.push("interrupts = :interrupts");
+                        update = update.expression_attribute_values(":interrupts", record.clone());
+                    }
+                    None => remove.push("interrupts"),
+                }
+            }
             let mut expression = format!("SET {}", set.join(", "));
-            if index == last && release {
-                expression.push_str(" REMOVE leaseRun, leaseUntil, cancelRun");
+            if !remove.is_empty() {
+                expression.push_str(&format!(" REMOVE {}", remove.join(", ")));
             }
             let update = update
                 .update_expression(expression)
@@ -567,6 +580,7 @@ impl ThreadStore for DynamoStore {
             active_run: meta
                 .active_run
                 .and_then(|run| RunId::parse(run, crate::protocol::ids::MAX_ID_LEN).ok()),
+            interrupts: meta.interrupts,
         }))
     }
 
@@ -692,7 +706,7 @@ impl ThreadStore for DynamoStore {
                     first_seq + written,
                     &rest,
                     None,
-                    false,
+                    None,
                 )
                 .await?;
         }
@@ -704,6 +718,7 @@ impl ThreadStore for DynamoStore {
         lease: &Lease,
         new_messages: &[Message],
         state: Option<&Value>,
+        interrupts: Option<&Value>,
     ) -> Result<(), StoreError> {
         self.append_held(
             lease,
@@ -711,7 +726,7 @@ impl ThreadStore for DynamoStore {
             lease.next_seq,
             new_messages,
             state,
-            true,
+            Some(interrupts),
         )
         .await
         .map(|_| ())

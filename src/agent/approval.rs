@@ -1,0 +1,610 @@
+//! Tool approvals. A server tool that needs approval does not run when the model calls it: the
+//! run ends asking (an AG-UI 1.0 interrupt, or for 0.0.x clients a call of their confirm tool),
+//! and the thread keeps an [`InterruptRecord`] until the next run brings the answer. This module
+//! turns that record and the answers into decisions; the run loop carries them out.
+
+use crate::protocol::interrupt::{Interrupt, ResumeEntry, ResumeStatus, TOOL_CALL_REASON};
+use crate::protocol::{Message, RunErrorCode, ToolCallId};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::collections::HashSet;
+
+/// Answered interrupts remembered per thread, so that a repeated resume is recognised.
+const ANSWERED_KEPT: usize = 32;
+
+/// The thread's interrupts, stored with the thread (opaque to the store).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct InterruptRecord {
+    #[serde(default)]
+    pub(crate) open: Vec<PendingApproval>,
+    #[serde(default)]
+    pub(crate) answered: Vec<Answered>,
+}
+
+/// A server tool call waiting for a person's decision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PendingApproval {
+    pub(crate) interrupt: Interrupt,
+    pub(crate) tool_name: String,
+    /// The arguments the model proposed, as JSON text.
+    pub(crate) arguments: String,
+    pub(crate) expires_at_ms: i64,
+    /// For a 0.0.x client: the id of the confirm-tool call that asks, which the client answers
+    /// with a `tool` message instead of a `resume` entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) confirm_call_id: Option<ToolCallId>,
+}
+
+/// An interrupt already answered, by a digest of the answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Answered {
+    pub(crate) interrupt_id: String,
+    pub(crate) digest: String,
+}
+
+/// What to do with one waiting tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Decision {
+    /// Run the tool with these arguments (the model's, or the person's edit).
+    Approve { arguments: String },
+    /// Do not run it; the model is told why.
+    Deny { reason: String },
+}
+
+/// A decided tool call, for the run to carry out before its first model turn.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Resolved {
+    pub(crate) tool_call_id: ToolCallId,
+    pub(crate) tool_name: String,
+    pub(crate) decision: Decision,
+}
+
+/// How an input answers the thread's interrupts.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct Resolution {
+    pub(crate) resolved: Vec<Resolved>,
+    /// The record to store when the run ends (before its own new interrupts are added).
+    pub(crate) record: InterruptRecord,
+    /// Every resume entry repeats an answer already acted on.
+    pub(crate) only_repeats: bool,
+}
+
+/// Why an input cannot continue the thread (AG-UI's interrupt rules); the client gets a stream
+/// that opens with `RUN_ERROR`, and nothing is stored.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InterruptError {
+    #[error(
+        "the thread has open interrupts that this input does not answer in resume: {0}; answer each one (status resolved or cancelled)"
+    )]
+    Pending(String),
+    #[error("interrupt {id} expired at {expires_at}; it can only be cancelled now")]
+    Expired { id: String, expires_at: String },
+    #[error("resume[{index}]: {message}")]
+    InvalidResume { index: usize, message: String },
+}
+
+impl InterruptError {
+    /// The `RUN_ERROR` code.
+    pub fn code(&self) -> RunErrorCode {
+        match self {
+            InterruptError::Pending(_) => RunErrorCode::InterruptPending,
+            InterruptError::Expired { .. } => RunErrorCode::InterruptExpired,
+            InterruptError::InvalidResume { .. } => RunErrorCode::InvalidResume,
+        }
+    }
+}
+
+/// What a tool approval asks, for the interrupt's `message` and the confirm tool's `action`.
+pub(crate) fn approval_prompt(tool_name: &str, arguments: &str) -> String {
+    let shown: String = arguments.chars().take(500).collect();
+    let cut = if shown.len() < arguments.len() {
+        "…"
+    } else {
+        ""
+    };
+    format!("Allow the agent to call {tool_name} with {shown}{cut}?")
+}
+
+impl InterruptRecord {
+    pub(crate) fn parse(value: Option<&Value>) -> Result<Self, serde_json::Error> {
+        match value {
+            None => Ok(Self::default()),
+            Some(value) => serde_json::from_value(value.clone()),
+        }
+    }
+
+    pub(crate) fn to_value(&self) -> Option<Value> {
+        if self.open.is_empty() && self.answered.is_empty() {
+            return None;
+        }
+        serde_json::to_value(self).ok()
+    }
+
+    /// Tool calls of the history that wait for a decision: the merge leaves them open.
+    pub(crate) fn waiting_calls(&self) -> HashSet<ToolCallId> {
+        self.open
+            .iter()
+            .filter_map(|pending| pending.interrupt.tool_call_id.clone())
+            .collect()
+    }
+
+    fn remember(&mut self, interrupt_id: &str, digest: String) {
+        self.answered
+            .retain(|answered| answered.interrupt_id != interrupt_id);
+        self.answered.push(Answered {
+            interrupt_id: interrupt_id.to_owned(),
+            digest,
+        });
+        let excess = self.answered.len().saturating_sub(ANSWERED_KEPT);
+        self.answered.drain(..excess);
+    }
+
+    /// Matches the input's answers against the open interrupts. `messages` is the input's
+    /// messages (a 0.0.x client answers its confirm tool with a `tool` message there);
+    /// `strict` is true for clients that speak AG-UI 1.0, which must answer in `resume`.
+    pub(crate) fn resolve(
+        mut self,
+        resume: &[ResumeEntry],
+        messages: &[Message],
+        strict: bool,
+        schema_of: impl Fn(&str) -> Option<Value>,
+        now_ms: i64,
+    ) -> Result<Resolution, InterruptError> {
+        let mut resolved = Vec::new();
+        let mut answered_now = HashSet::new();
+        for (index, entry) in resume.iter().enumerate() {
+            let digest = digest(entry);
+            let Some(pending) = self
+                .open
+                .iter()
+                .find(|pending| pending.interrupt.id == entry.interrupt_id)
+            else {
+                match self
+                    .answered
+                    .iter()
+                    .find(|answered| answered.interrupt_id == entry.interrupt_id)
+                {
+                    Some(answered) if answered.digest == digest => continue,
+                    Some(_) => {
+                        return Err(InterruptError::InvalidResume {
+                            index,
+                            message: format!(
+                                "interrupt {} was already answered differently",
+                                entry.interrupt_id
+                            ),
+                        });
+                    }
+                    None => {
+                        return Err(InterruptError::InvalidResume {
+                            index,
+                            message: format!(
+                                "interrupt {} is not an open interrupt of this thread",
+                                entry.interrupt_id
+                            ),
+                        });
+                    }
+                }
+            };
+            let decision = match entry.status {
+                ResumeStatus::Cancelled => Decision::Deny {
+                    reason: "The user dismissed the approval request.".to_owned(),
+                },
+                ResumeStatus::Resolved => {
+                    if pending.expires_at_ms <= now_ms {
+                        return Err(InterruptError::Expired {
+                            id: pending.interrupt.id.clone(),
+                            expires_at: pending.interrupt.expires_at.clone().unwrap_or_default(),
+                        });
+                    }
+                    approval_decision(
+                        entry.payload.as_ref(),
+                        &pending.arguments,
+                        schema_of(&pending.tool_name),
+                    )
+                    .map_err(|message| InterruptError::InvalidResume { index, message })?
+                }
+            };
+            if let Some(tool_call_id) = pending.interrupt.tool_call_id.clone() {
+                resolved.push(Resolved {
+                    tool_call_id,
+                    tool_name: pending.tool_name.clone(),
+                    decision,
+                });
+            }
+            answered_now.insert(entry.interrupt_id.clone());
+            self.remember(&entry.interrupt_id, digest);
+        }
+
+        // A 0.0.x client answers the confirm tool instead.
+        for pending in &self.open {
+            if answered_now.contains(&pending.interrupt.id) {
+                continue;
+            }
+            let answer = pending.confirm_call_id.as_ref().and_then(|confirm| {
+                messages.iter().find_map(|message| match message {
+                    Message::Tool {
+                        tool_call_id,
+                        content,
+                        ..
+                    } if tool_call_id == confirm => Some(content.as_str()),
+                    _ => None,
+                })
+            });
+            let decision = match answer {
+                Some(content) => confirm_decision(content, &pending.arguments),
+                None if strict => continue,
+                // Not answered: a new message moved on without a decision.
+                None => Decision::Deny {
+                    reason: "The user did not answer the approval request.".to_owned(),
+                },
+            };
+            if let Some(tool_call_id) = pending.interrupt.tool_call_id.clone() {
+                resolved.push(Resolved {
+                    tool_call_id,
+                    tool_name: pending.tool_name.clone(),
+                    decision,
+                });
+            }
+            answered_now.insert(pending.interrupt.id.clone());
+        }
+
+        let unanswered: Vec<String> = self
+            .open
+            .iter()
+            .filter(|pending| !answered_now.contains(&pending.interrupt.id))
+            .map(|pending| pending.interrupt.id.clone())
+            .collect();
+        if !unanswered.is_empty() {
+            return Err(InterruptError::Pending(unanswered.join(", ")));
+        }
+        let only_repeats = !resume.is_empty() && resolved.is_empty();
+        self.open.clear();
+        Ok(Resolution {
+            resolved,
+            record: self,
+            only_repeats,
+        })
+    }
+}
+
+/// A stable digest of an answer: a repeated resume carries the same one.
+fn digest(entry: &ResumeEntry) -> String {
+    let status = match entry.status {
+        ResumeStatus::Resolved => "resolved",
+        ResumeStatus::Cancelled => "cancelled",
+    };
+    let payload = entry
+        .payload
+        .as_ref()
+        .map(Value::to_string)
+        .unwrap_or_default();
+    let hash = Sha256::digest(format!("{status}\n{payload}").as_bytes());
+    hash.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// Reads an approval payload: `{approved, editedArgs?, reason?}`, checked against the schema
+/// the interrupt announced (its `editedArgs` is the tool's own argument schema).
+fn approval_decision(
+    payload: Option<&Value>,
+    proposed: &str,
+    tool_schema: Option<Value>,
+) -> Result<Decision, String> {
+    let payload = payload.ok_or("payload is required to resolve an approval")?;
+    let schema = crate::protocol::interrupt::approval_schema(
+        &tool_schema.unwrap_or_else(|| serde_json::json!({"type": "object"})),
+    );
+    let validator =
+        jsonschema::validator_for(&schema).map_err(|err| format!("approval schema: {err}"))?;
+    let problems: Vec<String> = validator
+        .iter_errors(payload)
+        .map(|error| {
+            let path = error.instance_path().to_string();
+            if path.is_empty() {
+                error.to_string()
+            } else {
+                format!("{path}: {error}")
+            }
+        })
+        .collect();
+    if !problems.is_empty() {
+        return Err(format!(
+            "payload does not match the interrupt's responseSchema: {}",
+            problems.join("; ")
+        ));
+    }
+    if payload.get("approved").and_then(Value::as_bool) == Some(true) {
+        let arguments = match payload.get("editedArgs") {
+            Some(edited) => edited.to_string(),
+            None => proposed.to_owned(),
+        };
+        Ok(Decision::Approve { arguments })
+    } else {
+        let reason = payload
+            .get("reason")
+            .and_then(Value::as_str)
+            .filter(|reason| !reason.trim().is_empty())
+            .map_or_else(
+                || "The user denied this tool call.".to_owned(),
+                |reason| format!("The user denied this tool call: {reason}"),
+            );
+        Ok(Decision::Deny { reason })
+    }
+}
+
+/// A confirm tool's answer, as 0.0.x clients give it: a word (`confirmed`, `yes`, `approve`,
+/// `true`…) or JSON with `approved`/`confirmed`. Anything else is a denial.
+fn confirm_decision(content: &str, proposed: &str) -> Decision {
+    let trimmed = content.trim();
+    let approved = match serde_json::from_str::<Value>(trimmed) {
+        Ok(Value::Bool(flag)) => flag,
+        Ok(Value::Object(fields)) => ["approved", "confirmed"]
+            .iter()
+            .any(|key| fields.get(*key).and_then(Value::as_bool) == Some(true)),
+        _ => matches!(
+            trimmed.to_ascii_lowercase().as_str(),
+            "confirmed" | "confirm" | "yes" | "y" | "ok" | "approve" | "approved" | "true"
+        ),
+    };
+    if approved {
+        Decision::Approve {
+            arguments: proposed.to_owned(),
+        }
+    } else {
+        Decision::Deny {
+            reason: format!("The user did not confirm this tool call (answer: {trimmed:.200})."),
+        }
+    }
+}
+
+/// The `Interrupt` for a tool call waiting for approval.
+pub(crate) fn tool_interrupt(
+    tool_call_id: &ToolCallId,
+    tool_name: &str,
+    arguments: &str,
+    tool_schema: &Value,
+    expires_at_ms: i64,
+) -> Interrupt {
+    Interrupt {
+        id: format!("int-{}", uuid::Uuid::new_v4()),
+        reason: TOOL_CALL_REASON.to_owned(),
+        message: Some(approval_prompt(tool_name, arguments)),
+        tool_call_id: Some(tool_call_id.clone()),
+        response_schema: Some(crate::protocol::interrupt::approval_schema(tool_schema)),
+        expires_at: chrono::DateTime::from_timestamp_millis(expires_at_ms)
+            .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::MessageId;
+    use serde_json::json;
+
+    fn call(id: &str) -> ToolCallId {
+        ToolCallId::parse(id, 128).unwrap()
+    }
+
+    fn record(expires_at_ms: i64, confirm: Option<&str>) -> InterruptRecord {
+        let schema = json!({"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]});
+        let mut interrupt = tool_interrupt(
+            &call("c1"),
+            "delete_order",
+            r#"{"id":1}"#,
+            &schema,
+            expires_at_ms,
+        );
+        interrupt.id = "int-1".into();
+        InterruptRecord {
+            open: vec![PendingApproval {
+                interrupt,
+                tool_name: "delete_order".into(),
+                arguments: r#"{"id":1}"#.into(),
+                expires_at_ms,
+                confirm_call_id: confirm.map(call),
+            }],
+            answered: Vec::new(),
+        }
+    }
+
+    fn schema(_: &str) -> Option<Value> {
+        Some(
+            json!({"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}),
+        )
+    }
+
+    fn entry(status: ResumeStatus, payload: Option<Value>) -> ResumeEntry {
+        ResumeEntry {
+            interrupt_id: "int-1".into(),
+            status,
+            payload,
+        }
+    }
+
+    #[test]
+    fn approve_deny_and_edit() {
+        let now = 1_000;
+        let approve = record(now + 10, None)
+            .resolve(
+                &[entry(
+                    ResumeStatus::Resolved,
+                    Some(json!({"approved": true})),
+                )],
+                &[],
+                true,
+                schema,
+                now,
+            )
+            .unwrap();
+        assert_eq!(
+            approve.resolved[0].decision,
+            Decision::Approve {
+                arguments: r#"{"id":1}"#.into()
+            }
+        );
+        assert!(approve.record.open.is_empty());
+        assert_eq!(approve.record.answered.len(), 1);
+
+        let edited = record(now + 10, None)
+            .resolve(
+                &[entry(
+                    ResumeStatus::Resolved,
+                    Some(json!({"approved": true, "editedArgs": {"id": 2}})),
+                )],
+                &[],
+                true,
+                schema,
+                now,
+            )
+            .unwrap();
+        assert_eq!(
+            edited.resolved[0].decision,
+            Decision::Approve {
+                arguments: r#"{"id":2}"#.into()
+            }
+        );
+
+        let denied = record(now + 10, None)
+            .resolve(
+                &[entry(
+                    ResumeStatus::Resolved,
+                    Some(json!({"approved": false, "reason": "not that one"})),
+                )],
+                &[],
+                true,
+                schema,
+                now,
+            )
+            .unwrap();
+        assert!(
+            matches!(&denied.resolved[0].decision, Decision::Deny { reason } if reason.contains("not that one"))
+        );
+    }
+
+    #[test]
+    fn edits_are_checked_against_the_tool_schema() {
+        let error = record(10, None)
+            .resolve(
+                &[entry(
+                    ResumeStatus::Resolved,
+                    Some(json!({"approved": true, "editedArgs": {"id": "two"}})),
+                )],
+                &[],
+                true,
+                schema,
+                0,
+            )
+            .unwrap_err();
+        assert!(
+            matches!(&error, InterruptError::InvalidResume { index: 0, message } if message.contains("editedArgs")),
+            "{error}"
+        );
+        assert_eq!(error.code(), RunErrorCode::InvalidResume);
+    }
+
+    #[test]
+    fn open_interrupts_must_be_answered_and_expired_ones_only_cancelled() {
+        let error = record(10, None)
+            .resolve(&[], &[], true, schema, 0)
+            .unwrap_err();
+        assert_eq!(error, InterruptError::Pending("int-1".into()));
+        let expired = record(10, None)
+            .resolve(
+                &[entry(
+                    ResumeStatus::Resolved,
+                    Some(json!({"approved": true})),
+                )],
+                &[],
+                true,
+                schema,
+                10,
+            )
+            .unwrap_err();
+        assert!(matches!(expired, InterruptError::Expired { .. }));
+        let cancelled = record(10, None)
+            .resolve(
+                &[entry(ResumeStatus::Cancelled, None)],
+                &[],
+                true,
+                schema,
+                10,
+            )
+            .unwrap();
+        assert!(matches!(
+            cancelled.resolved[0].decision,
+            Decision::Deny { .. }
+        ));
+    }
+
+    #[test]
+    fn a_repeated_resume_is_recognised_and_a_different_one_refused() {
+        let answer = entry(ResumeStatus::Resolved, Some(json!({"approved": true})));
+        let first = record(10, None)
+            .resolve(std::slice::from_ref(&answer), &[], true, schema, 0)
+            .unwrap();
+        let again = first
+            .record
+            .clone()
+            .resolve(std::slice::from_ref(&answer), &[], true, schema, 0)
+            .unwrap();
+        assert!(again.only_repeats);
+        assert!(again.resolved.is_empty());
+        let other = first
+            .record
+            .resolve(
+                &[entry(
+                    ResumeStatus::Resolved,
+                    Some(json!({"approved": false})),
+                )],
+                &[],
+                true,
+                schema,
+                0,
+            )
+            .unwrap_err();
+        assert!(matches!(other, InterruptError::InvalidResume { .. }));
+        let unknown = InterruptRecord::default()
+            .resolve(&[answer], &[], true, schema, 0)
+            .unwrap_err();
+        assert!(matches!(unknown, InterruptError::InvalidResume { .. }));
+    }
+
+    #[test]
+    fn a_legacy_client_answers_the_confirm_tool() {
+        let answer = |content: &str| Message::Tool {
+            id: MessageId::generate(),
+            tool_call_id: call("confirm-1"),
+            content: content.into(),
+            error: None,
+        };
+        for (content, approved) in [
+            ("confirmed", true),
+            ("Yes", true),
+            (r#"{"approved":true}"#, true),
+            ("true", true),
+            ("cancelled", false),
+            (r#"{"approved":false}"#, false),
+        ] {
+            let resolution = record(10, Some("confirm-1"))
+                .resolve(&[], &[answer(content)], false, schema, 0)
+                .unwrap();
+            assert_eq!(
+                matches!(resolution.resolved[0].decision, Decision::Approve { .. }),
+                approved,
+                "{content}"
+            );
+        }
+        // Moving on without answering is a denial, never an approval.
+        let moved_on = record(10, Some("confirm-1"))
+            .resolve(&[], &[], false, schema, 0)
+            .unwrap();
+        assert!(matches!(
+            moved_on.resolved[0].decision,
+            Decision::Deny { .. }
+        ));
+    }
+}

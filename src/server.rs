@@ -1,0 +1,149 @@
+//! What the binary runs: telemetry, configuration, the runtime, the app with its tools, then the
+//! Lambda runtime or the local server (and the `create-table` command). The default binary is
+//! [`main_with_tools`] with no extra tools; a binary of yours adds its own. Knows nothing of
+//! `lambda_http`: `api` does.
+
+use crate::agent::tools::{RegistryError, ToolRegistry};
+use crate::api;
+use crate::config::{Config, ConfigError, ModelChoice, RuntimeFlavor};
+use crate::startup::{self, StartupError};
+use crate::telemetry;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// Why the function could not start or stopped serving.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("your tools: {0}")]
+    Tools(#[from] RegistryError),
+    #[error(transparent)]
+    Startup(#[from] StartupError),
+    #[error("could not start the tokio runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error("could not listen on {addr}: {source}")]
+    Listen {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("the Lambda runtime stopped: {0}")]
+    Lambda(String),
+    #[error("create-table needs the `aws` cargo feature, which this build leaves out")]
+    NoAws,
+}
+
+/// The function's `main`: reads the configuration from the environment, builds the app with
+/// the built-in tools, the tools `register` adds and the MCP servers' tools, and serves it
+/// under Lambda (when `AWS_LAMBDA_RUNTIME_API` is set) or as a local HTTP server. The
+/// argument `create-table` creates `THREADS_TABLE` instead. Errors are printed for the person
+/// who started the binary; the exit code says whether it failed.
+///
+/// ```no_run
+/// use agui_lambda::tools::{ToolBuilder, ToolContext, ToolOutput};
+/// use serde_json::Value;
+///
+/// fn main() -> std::process::ExitCode {
+///     agui_lambda::main_with_tools(|tools| {
+///         tools.add(
+///             ToolBuilder::new("ping", "Answers pong")
+///                 .handler(|_: Value, _: ToolContext| async { Ok(ToolOutput::text("pong")) }),
+///         )
+///     })
+/// }
+/// ```
+pub fn main_with_tools<F>(register: F) -> ExitCode
+where
+    F: FnOnce(&mut ToolRegistry) -> Result<(), RegistryError>,
+{
+    telemetry::init();
+    let outcome = Config::from_env()
+        .map_err(ServeError::from)
+        .and_then(|config| {
+            let mut tools = ToolRegistry::with_builtins()?;
+            register(&mut tools)?;
+            let runtime = runtime(config.runtime).map_err(ServeError::Runtime)?;
+            runtime.block_on(serve(config, tools))
+        });
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            // Display, not Debug: the message is written for the person who started the binary.
+            eprintln!("Error: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn runtime(flavor: RuntimeFlavor) -> std::io::Result<tokio::runtime::Runtime> {
+    match flavor {
+        RuntimeFlavor::CurrentThread => tokio::runtime::Builder::new_current_thread(),
+        RuntimeFlavor::MultiThread => tokio::runtime::Builder::new_multi_thread(),
+    }
+    .enable_all()
+    .build()
+}
+
+/// Builds the app from `config` and `tools` (plus the MCP servers' tools) and serves it until
+/// the Lambda runtime or the local server stops (Ctrl-C locally). Runs `create-table` when the
+/// process's first argument is that.
+pub async fn serve(config: Config, tools: ToolRegistry) -> Result<(), ServeError> {
+    if std::env::args().nth(1).as_deref() == Some("create-table") {
+        return create_table(&config).await;
+    }
+    let under_lambda = std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some();
+    if !under_lambda {
+        startup::check_threads_table(&config).await?;
+    }
+    let app = Arc::new(startup::build_with_tools(&config, tools).await?);
+    tracing::info!(setup = %app.describe(), runtime = ?config.runtime, "agui-lambda ready to start");
+    if matches!(config.model.provider, ModelChoice::Demo) {
+        tracing::warn!(
+            "no OPENAI_API_KEY or OPENAI_BASE_URL: answering with the scripted demo model"
+        );
+    }
+    match app.auth_mode() {
+        "none" => tracing::warn!(
+            "AUTH_MODE=none: every caller is `anonymous` and can read and continue every thread; \
+             use AUTH_MODE=api-key, jwt or iam for anything but local development"
+        ),
+        "iam" if !under_lambda => tracing::warn!(
+            "AUTH_MODE=iam only works behind an AWS_IAM Function URL: every local request gets 401"
+        ),
+        _ => {}
+    }
+    if under_lambda {
+        return api::lambda::run(app)
+            .await
+            .map_err(|err| ServeError::Lambda(err.to_string()));
+    }
+    let addr = config.http.listen;
+    let (addr, server) = api::local::bind(app, addr)
+        .await
+        .map_err(|source| ServeError::Listen { addr, source })?;
+    tracing::info!("listening on http://{addr} (POST /agent, GET /threads/{{id}})");
+    tokio::select! {
+        _ = server => {}
+        _ = tokio::signal::ctrl_c() => tracing::info!("shutting down"),
+    }
+    Ok(())
+}
+
+/// `create-table`: creates `THREADS_TABLE` as template.yaml declares it, for DynamoDB Local
+/// during development (on AWS the template creates it). Safe to run again: an existing table
+/// with the same key schema is fine, one with another is an error.
+#[cfg(feature = "aws")]
+async fn create_table(config: &Config) -> Result<(), ServeError> {
+    use crate::store::dynamo::TableSetup;
+    let table = config.store.threads_table.as_deref().unwrap_or_default();
+    match startup::create_threads_table(config).await? {
+        TableSetup::Created => tracing::info!(table, "table created"),
+        TableSetup::Existed => tracing::info!(table, "table exists, with the expected key schema"),
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "aws"))]
+async fn create_table(_config: &Config) -> Result<(), ServeError> {
+    Err(ServeError::NoAws)
+}
