@@ -145,6 +145,9 @@ fn check_invariants(outcome: &Outcome) {
                     }
                     ModelDelta::Finish(_) => finishes += 1,
                     ModelDelta::Usage(_) => {}
+                    ModelDelta::ReasoningSignature(_) | ModelDelta::RedactedReasoning(_) => {
+                        panic!("Chat Completions carries no signed or redacted reasoning")
+                    }
                 }
                 accumulator.apply(delta);
             }
