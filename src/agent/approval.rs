@@ -299,17 +299,7 @@ fn approval_decision(
     );
     let validator =
         jsonschema::validator_for(&schema).map_err(|err| format!("approval schema: {err}"))?;
-    let problems: Vec<String> = validator
-        .iter_errors(payload)
-        .map(|error| {
-            let path = error.instance_path().to_string();
-            if path.is_empty() {
-                error.to_string()
-            } else {
-                format!("{path}: {error}")
-            }
-        })
-        .collect();
+    let problems = super::tools::schema_problems(&validator, payload);
     if !problems.is_empty() {
         return Err(format!(
             "payload does not match the interrupt's responseSchema: {}",

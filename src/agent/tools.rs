@@ -276,6 +276,21 @@ struct Registered {
     parallel: bool,
 }
 
+/// What `value` breaks of a schema, each problem prefixed by where it is in the value.
+pub(crate) fn schema_problems(validator: &jsonschema::Validator, value: &Value) -> Vec<String> {
+    validator
+        .iter_errors(value)
+        .map(|error| {
+            let path = error.instance_path().to_string();
+            if path.is_empty() {
+                error.to_string()
+            } else {
+                format!("{path}: {error}")
+            }
+        })
+        .collect()
+}
+
 /// Server tools by name. Schemas are compiled once, at start-up.
 pub struct ToolRegistry {
     tools: BTreeMap<String, Registered>,
@@ -422,18 +437,7 @@ impl ToolRegistry {
                 ))));
             }
         };
-        let problems: Vec<String> = registered
-            .validator
-            .iter_errors(&value)
-            .map(|error| {
-                let path = error.instance_path().to_string();
-                if path.is_empty() {
-                    error.to_string()
-                } else {
-                    format!("{path}: {error}")
-                }
-            })
-            .collect();
+        let problems = schema_problems(&registered.validator, &value);
         if !problems.is_empty() {
             return Some(Err(ToolError::Failed(format!(
                 "arguments do not match the tool's schema: {}",

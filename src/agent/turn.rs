@@ -92,13 +92,7 @@ impl TurnAssembler {
             ModelDelta::Reasoning(piece) if !piece.is_empty() => {
                 self.close_text(out);
                 // Text after a signature is the next reasoning block.
-                if self
-                    .reasoning
-                    .as_ref()
-                    .is_some_and(|open| open.artefact.is_some())
-                {
-                    self.close_reasoning(out);
-                }
+                self.close_signed_reasoning(out);
                 let open = self.open_reasoning(out);
                 open.text.push_str(&piece);
                 let message_id = open.id.clone();
@@ -109,13 +103,7 @@ impl TurnAssembler {
             }
             ModelDelta::ReasoningSignature(signature) if !signature.is_empty() => {
                 self.close_text(out);
-                if self
-                    .reasoning
-                    .as_ref()
-                    .is_some_and(|open| open.artefact.is_some())
-                {
-                    self.close_reasoning(out);
-                }
+                self.close_signed_reasoning(out);
                 self.open_reasoning(out).artefact = Some(ReasoningArtefact::Signature(signature));
             }
             ModelDelta::RedactedReasoning(bytes) if !bytes.is_empty() => {
@@ -227,6 +215,17 @@ impl TurnAssembler {
             out.push(Event::TextMessageEnd {
                 message_id: self.message_id.clone(),
             });
+        }
+    }
+
+    /// Closes the open reasoning block if its signature came: it is complete.
+    fn close_signed_reasoning(&mut self, out: &mut Vec<Event>) {
+        if self
+            .reasoning
+            .as_ref()
+            .is_some_and(|open| open.artefact.is_some())
+        {
+            self.close_reasoning(out);
         }
     }
 
