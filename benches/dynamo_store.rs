@@ -66,7 +66,10 @@ async fn run(agent: &Agent, input: RunInput) -> Vec<Event> {
         )
         .await
         .unwrap();
-    run.into_events().collect().await
+    let events = run.into_events().collect().await;
+    // The usage write and the event log's last batch follow the terminal event: count them.
+    agent.live_runs().idle().await;
+    events
 }
 
 #[tokio::main]
@@ -250,6 +253,7 @@ async fn main() {
                 lease_expires_at_ms: chrono::Utc::now().timestamp_millis() + 60_000,
                 new_messages: &messages,
                 state: None,
+                title: None,
             })
             .await
             .unwrap();
@@ -275,4 +279,196 @@ async fn main() {
             (after.read_capacity_units - before.read_capacity_units) / 15.0
         );
     }
+
+    threads_and_quotas(&store, &model).await;
+}
+
+/// Creates `owner`'s thread holding `count` ~200-byte messages, in one run with `events`
+/// recorded event batches.
+async fn seed_thread(
+    store: &DynamoStore,
+    owner: &Principal,
+    count: usize,
+    events: u64,
+) -> ThreadId {
+    let thread = ThreadId::new_uuid();
+    let messages: Vec<Message> = (0..count)
+        .map(|i| user(&format!("m{i}"), &format!("{i} {}", "y".repeat(200))))
+        .collect();
+    let lease = store
+        .begin_run(RunStart {
+            owner,
+            thread_id: &thread,
+            run_id: &RunId::parse("seed", 128).unwrap(),
+            loaded: None,
+            lease_expires_at_ms: chrono::Utc::now().timestamp_millis() + 60_000,
+            new_messages: &messages,
+            state: None,
+            title: Some("seeded"),
+        })
+        .await
+        .unwrap();
+    for batch in 0..events {
+        let frame =
+            bytes::Bytes::from(format!(r#"{{"type":"CUSTOM","name":"n","value":{batch}}}"#));
+        store
+            .append_events(&lease, batch * 10 + 1, &vec![frame; 10])
+            .await
+            .unwrap();
+    }
+    store.finish_run(&lease, &[], None, None).await.unwrap();
+    thread
+}
+
+/// DynamoDB cost of the thread list, delete, fork and the quota check.
+async fn threads_and_quotas(store: &Arc<DynamoStore>, model: &ScriptedModel) {
+    use agui_lambda::agent::Quotas;
+    use agui_lambda::store::QuotaLimits;
+    println!("Threads, usage and quotas:");
+    let owner = Principal::new("bench-list");
+    for _ in 0..250 {
+        seed_thread(store, &owner, 2, 0).await;
+    }
+    let mut cursor: Option<String> = None;
+    let mut page = 0;
+    loop {
+        let before = store.usage();
+        let began = Instant::now();
+        let list = store
+            .list_threads(&owner, 100, cursor.as_deref())
+            .await
+            .unwrap();
+        page += 1;
+        println!(
+            "  list, page {page} of 100 ({} threads): {:.1} ms, {}",
+            list.threads.len(),
+            began.elapsed().as_secs_f64() * 1000.0,
+            delta(before, store.usage())
+        );
+        match list.next {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+
+    let deleter = Principal::new("bench-delete");
+    for count in [100usize, 1000] {
+        let thread = seed_thread(store, &deleter, count, count as u64 / 10).await;
+        let before = store.usage();
+        let began = Instant::now();
+        store.delete_thread(&deleter, &thread).await.unwrap();
+        let after = store.usage();
+        println!(
+            "  delete, {count} messages + {} event batches: {:.1} ms, {} (per 100 messages: {:.1} write calls, {:.1} WCU)",
+            count / 10,
+            began.elapsed().as_secs_f64() * 1000.0,
+            delta(before, after),
+            (after.write_calls - before.write_calls) as f64 * 100.0 / count as f64,
+            (after.write_capacity_units - before.write_capacity_units) * 100.0 / count as f64,
+        );
+    }
+
+    let forker = Principal::new("bench-fork");
+    for count in [100usize, 1000] {
+        let source = seed_thread(store, &forker, count, 0).await;
+        let loaded = store.load(&forker, &source).await.unwrap().unwrap();
+        let before = store.usage();
+        let began = Instant::now();
+        store
+            .create_thread(agui_lambda::store::NewThread {
+                owner: &forker,
+                thread_id: &ThreadId::new_uuid(),
+                messages: &loaded.messages,
+                state: None,
+                title: Some("fork"),
+            })
+            .await
+            .unwrap();
+        println!(
+            "  fork of {count} messages (copy; the source's one load not counted): {:.1} ms, {}",
+            began.elapsed().as_secs_f64() * 1000.0,
+            delta(before, store.usage())
+        );
+    }
+
+    // The same one-turn chat with and without quotas: the difference is the quota check.
+    for (label, default) in [
+        ("no quota", QuotaLimits::default()),
+        (
+            "tokens/day + runs/minute",
+            QuotaLimits {
+                tokens_per_day: Some(1_000_000),
+                runs_per_minute: Some(1_000),
+                reserve_tokens: 1_000,
+            },
+        ),
+        (
+            "runs/minute only",
+            QuotaLimits {
+                tokens_per_day: None,
+                runs_per_minute: Some(1_000),
+                reserve_tokens: 0,
+            },
+        ),
+    ] {
+        let agent = Agent::new(
+            Arc::new(model.clone()),
+            Arc::new(ToolRegistry::with_builtins().unwrap()),
+            store.clone(),
+            AgentSettings {
+                quotas: Quotas {
+                    default,
+                    ..Quotas::default()
+                },
+                ..AgentSettings::default()
+            },
+        );
+        model.push(ScriptedTurn::text("Hello! How can I help you today?"));
+        let before = store.usage();
+        run(
+            &agent,
+            input(
+                &ThreadId::new_uuid(),
+                "quota",
+                vec![user("u1", "hello")],
+                &[],
+            ),
+        )
+        .await;
+        println!(
+            "  one-turn chat, new thread, {label:<24} {}",
+            delta(before, store.usage())
+        );
+    }
+    let limits = QuotaLimits {
+        tokens_per_day: Some(1_000_000),
+        runs_per_minute: Some(1_000),
+        reserve_tokens: 1_000,
+    };
+    let before = store.usage();
+    let reservation = store
+        .reserve(&owner, &limits, chrono::Utc::now())
+        .await
+        .unwrap();
+    let reserved = delta(before, store.usage());
+    let before = store.usage();
+    store
+        .settle(agui_lambda::store::Settlement {
+            reservation: &reservation,
+            run: Some(agui_lambda::store::RunTokens {
+                provider: "openai",
+                model: "gpt-4o-mini",
+                input: 20,
+                output: 12,
+                reasoning: 0,
+                cached_input: 0,
+            }),
+        })
+        .await
+        .unwrap();
+    println!("  quota check at the start (both quotas): {reserved}");
+    println!(
+        "  usage settled at the end:               {}",
+        delta(before, store.usage())
+    );
 }

@@ -359,6 +359,7 @@ impl Config {
                         });
                     }
                 },
+                quotas: quotas(vars)?,
                 busy_thread_policy: match get("BUSY_THREAD_POLICY") {
                     None => agent_defaults.busy_thread_policy,
                     Some(value) => value.parse().map_err(|()| ConfigError::Invalid {
@@ -467,6 +468,61 @@ where
             value: format!("{value} (allowed {}..={})", range.start(), range.end()),
         })
     }
+}
+
+/// `QUOTA_*`: the default quotas and `QUOTA_OVERRIDES`, a JSON object of principal to
+/// `{"tokensPerDay": n | null, "runsPerMinute": n | null}` (a key left out keeps the default;
+/// `null` lifts that quota for the principal).
+fn quotas(vars: &HashMap<String, String>) -> Result<crate::agent::Quotas, ConfigError> {
+    use crate::agent::QuotaOverride;
+    const TOKENS: std::ops::RangeInclusive<u64> = 1..=1_000_000_000_000;
+    const RUNS: std::ops::RangeInclusive<u32> = 1..=100_000;
+    let default = crate::agent::QuotaLimits {
+        tokens_per_day: optional_bounded(vars, "QUOTA_TOKENS_PER_DAY", TOKENS)?,
+        runs_per_minute: optional_bounded(vars, "QUOTA_RUNS_PER_MINUTE", RUNS)?,
+        reserve_tokens: bounded(vars, "QUOTA_RESERVE_TOKENS", 0, 0..=10_000_000)?,
+    };
+    let mut overrides = HashMap::new();
+    let Some(text) = vars
+        .get("QUOTA_OVERRIDES")
+        .filter(|text| !text.trim().is_empty())
+    else {
+        return Ok(crate::agent::Quotas { default, overrides });
+    };
+    let invalid = || ConfigError::Invalid {
+        name: "QUOTA_OVERRIDES",
+        expected: "a JSON object of principal to {\"tokensPerDay\": 1..10^12 or null, \"runsPerMinute\": 1..100000 or null}",
+        value: text.clone(),
+    };
+    let parsed: HashMap<String, serde_json::Map<String, serde_json::Value>> =
+        serde_json::from_str(text).map_err(|_| invalid())?;
+    for (principal, fields) in parsed {
+        let mut custom = QuotaOverride::default();
+        for (key, value) in fields {
+            let number = match &value {
+                serde_json::Value::Null => None,
+                other => Some(other.as_u64().ok_or_else(invalid)?),
+            };
+            match key.as_str() {
+                "tokensPerDay" => {
+                    if number.is_some_and(|n| !TOKENS.contains(&n)) {
+                        return Err(invalid());
+                    }
+                    custom.tokens_per_day = Some(number);
+                }
+                "runsPerMinute" => {
+                    let runs = number
+                        .map(|n| u32::try_from(n).ok().filter(|n| RUNS.contains(n)))
+                        .map(|runs| runs.ok_or_else(invalid))
+                        .transpose()?;
+                    custom.runs_per_minute = Some(runs);
+                }
+                _ => return Err(invalid()),
+            }
+        }
+        overrides.insert(principal, custom);
+    }
+    Ok(crate::agent::Quotas { default, overrides })
 }
 
 /// A whole number within `range`, or `None` when the variable is unset.
@@ -662,6 +718,45 @@ mod tests {
     }
 
     #[test]
+    fn quotas_have_per_principal_overrides() {
+        use crate::agent::QuotaLimits;
+        use crate::store::Principal;
+        let quotas = config(&[
+            ("QUOTA_TOKENS_PER_DAY", "1000"),
+            ("QUOTA_RUNS_PER_MINUTE", "5"),
+            (
+                "QUOTA_OVERRIDES",
+                r#"{"vip": {"tokensPerDay": null}, "bot": {"runsPerMinute": 1}}"#,
+            ),
+        ])
+        .unwrap()
+        .agent
+        .quotas;
+        let limits = |who: &str| quotas.for_principal(&Principal::new(who));
+        let default = QuotaLimits {
+            tokens_per_day: Some(1000),
+            runs_per_minute: Some(5),
+            reserve_tokens: 0,
+        };
+        assert_eq!(limits("alice"), default);
+        assert_eq!(
+            limits("vip"),
+            QuotaLimits {
+                tokens_per_day: None,
+                ..default
+            }
+        );
+        assert_eq!(
+            limits("bot"),
+            QuotaLimits {
+                runs_per_minute: Some(1),
+                ..default
+            }
+        );
+        assert!(config(&[]).unwrap().agent.quotas.default.is_unlimited());
+    }
+
+    #[test]
     fn every_number_is_bounded() {
         for (name, value) in [
             ("MODEL_MAX_RETRIES", "4294967295"),
@@ -688,6 +783,12 @@ mod tests {
             ("TOOL_RESULT_MAX_BYTES", "1048577"),
             ("MCP_CONNECT_TIMEOUT_MS", "99"),
             ("MCP_SERVERS", "[{\"name\":\"a b\",\"url\":\"http://x\"}]"),
+            ("QUOTA_TOKENS_PER_DAY", "0"),
+            ("QUOTA_RUNS_PER_MINUTE", "100001"),
+            ("QUOTA_RESERVE_TOKENS", "10000001"),
+            ("QUOTA_OVERRIDES", "{\"alice\": {\"runsPerMinute\": 0}}"),
+            ("QUOTA_OVERRIDES", "{\"alice\": {\"tokens\": 5}}"),
+            ("QUOTA_OVERRIDES", "[1]"),
         ] {
             let err = config(&[(name, value)]).unwrap_err();
             assert!(err.to_string().starts_with(name), "{err}");

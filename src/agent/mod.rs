@@ -8,6 +8,7 @@ mod background;
 pub mod live;
 mod run;
 pub mod thread;
+mod threads;
 pub mod tools;
 mod turn;
 
@@ -24,9 +25,11 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+pub use crate::store::QuotaLimits;
 pub use approval::InterruptError;
 pub use run::{RunOutcomeKind, RunSummary};
 pub use thread::MergeError;
+pub use threads::{ForkError, Forked, QuotaOverride, Quotas};
 pub use tools::{ServerTool, ToolContext, ToolError, ToolOutput, ToolRegistry};
 
 #[derive(Debug, Clone)]
@@ -58,6 +61,8 @@ pub struct AgentSettings {
     pub confirm_tool: String,
     /// The most output tokens a model turn may ask for (`MAX_OUTPUT_TOKENS`).
     pub max_output_tokens: Option<u32>,
+    /// Token and run quotas per principal.
+    pub quotas: Quotas,
 }
 
 impl Default for AgentSettings {
@@ -76,6 +81,7 @@ impl Default for AgentSettings {
             interrupt_ttl: Duration::from_secs(3_600),
             confirm_tool: "confirmAction".to_owned(),
             max_output_tokens: None,
+            quotas: Quotas::default(),
         }
     }
 }
@@ -119,12 +125,18 @@ pub enum StartError {
     /// `RUN_ERROR`, as the spec names.
     #[error(transparent)]
     Interrupt(#[from] InterruptError),
+    #[error("{0}")]
+    QuotaExceeded(crate::store::QuotaExceeded),
+    /// `parentRunId` on a new thread names no finished run of the caller's.
+    #[error("parentRunId names no finished run of yours to fork from")]
+    UnknownParentRun,
 }
 
 impl From<StoreError> for StartError {
     fn from(error: StoreError) -> Self {
         match error {
             StoreError::Conflict | StoreError::LeaseLost => StartError::Busy,
+            StoreError::QuotaExceeded(exceeded) => StartError::QuotaExceeded(exceeded),
             StoreError::NotFound | StoreError::BadCursor => StartError::NotFound,
             StoreError::StateTooLarge(_) | StoreError::MessageTooLarge(_) => {
                 StartError::TooLarge(error.to_string())
@@ -168,6 +180,8 @@ pub struct PreparedRun {
     repeat_only: bool,
     /// Approvals this run asked of a 0.0.x client through its confirm tool.
     fallback_approvals: Vec<approval::PendingApproval>,
+    /// What the run took from its caller's quota; settled with its real usage at its end.
+    reservation: crate::store::Reservation,
     /// The run's span: its task and companions log inside it.
     span: tracing::Span,
 }
@@ -335,66 +349,120 @@ impl Agent {
             .busy_thread_policy
             .unwrap_or(self.settings.busy_thread_policy);
         let give_up = Instant::now() + self.settings.interrupt_wait;
-        let (loaded, merged, lease, resolution) = loop {
-            let loaded = self.store.load(&owner, &thread_id).await?;
-            if let Some(active) = loaded.as_ref().and_then(|thread| thread.active_run.clone()) {
-                if policy == BusyThreadPolicy::Reject {
-                    return Err(StartError::Busy);
+        let mut reservation = None;
+        let taken = async {
+            // A new thread whose input names `parentRunId` starts as a copy of where that run
+            // left its thread (AG-UI's branching); read once.
+            let mut parent: Option<crate::store::StoredThread> = None;
+            loop {
+                let loaded = self.store.load(&owner, &thread_id).await?;
+                if let Some(active) = loaded.as_ref().and_then(|thread| thread.active_run.clone()) {
+                    if policy == BusyThreadPolicy::Reject {
+                        return Err(StartError::Busy);
+                    }
+                    self.interrupt(&owner, &thread_id, &active, give_up).await?;
+                    continue;
                 }
-                self.interrupt(&owner, &thread_id, &active, give_up).await?;
-                continue;
-            }
-            let record = approval::InterruptRecord::parse(
-                loaded
-                    .as_ref()
-                    .and_then(|thread| thread.interrupts.as_ref()),
-            )
-            .map_err(|error| {
-                tracing::error!(%error, "a thread's interrupt record does not parse");
-                StartError::StoreCorrupt
-            })?;
-            let waiting = record.waiting_calls();
-            let resolution = record.resolve(
-                &input.resume,
-                &input.messages,
-                input.speaks_v1(),
-                |name| self.tools.parameters_of(name).cloned(),
-                chrono::Utc::now().timestamp_millis(),
-            )?;
-            let merged = thread::merge_keeping_open(
-                loaded.as_ref().map_or(&[], |thread| &thread.messages[..]),
-                input.messages.clone(),
-                &waiting,
-            )?;
-            self.check_parts(&input.messages, &merged.new_messages)?;
-            let begun = self
-                .store
-                .begin_run(RunStart {
-                    owner: &owner,
-                    thread_id: &thread_id,
-                    run_id: &input.run_id,
-                    loaded: loaded.as_ref(),
-                    lease_expires_at_ms: lease_expiry(self.settings.lease),
-                    new_messages: &merged.new_messages,
-                    state: input.state.as_ref(),
-                })
-                .await;
-            match begun {
-                Ok(lease) => break (loaded, merged, lease, resolution),
-                // Another run took the thread between our read and our write.
-                Err(StoreError::Conflict)
-                    if policy == BusyThreadPolicy::Interrupt && Instant::now() < give_up =>
+                if loaded.is_none()
+                    && parent.is_none()
+                    && let Some(parent_run) = &input.parent_run_id
                 {
-                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    parent = Some(self.parent_history(&owner, parent_run).await?);
                 }
-                Err(error) => return Err(error.into()),
+                let forked = if loaded.is_none() {
+                    parent.as_ref()
+                } else {
+                    None
+                };
+                let record = approval::InterruptRecord::parse(
+                    loaded
+                        .as_ref()
+                        .and_then(|thread| thread.interrupts.as_ref()),
+                )
+                .map_err(|error| {
+                    tracing::error!(%error, "a thread's interrupt record does not parse");
+                    StartError::StoreCorrupt
+                })?;
+                let waiting = record.waiting_calls();
+                let resolution = record.resolve(
+                    &input.resume,
+                    &input.messages,
+                    input.speaks_v1(),
+                    |name| self.tools.parameters_of(name).cloned(),
+                    chrono::Utc::now().timestamp_millis(),
+                )?;
+                let base = loaded.as_ref().or(forked);
+                let merged = thread::merge_keeping_open(
+                    base.map_or(&[], |thread| &thread.messages[..]),
+                    input.messages.clone(),
+                    &waiting,
+                )?;
+                self.check_parts(&input.messages, &merged.new_messages)?;
+                if reservation.is_none() {
+                    reservation = Some(self.reserve(&owner).await?);
+                }
+                // A fork stores the copied history with the run's input, in the same writes.
+                let copied: Vec<Message>;
+                let new_messages = match forked {
+                    Some(parent) => {
+                        copied = parent
+                            .messages
+                            .iter()
+                            .chain(&merged.new_messages)
+                            .cloned()
+                            .collect();
+                        &copied[..]
+                    }
+                    None => &merged.new_messages[..],
+                };
+                let title = forked
+                    .and_then(|parent| parent.title.clone())
+                    .or_else(|| thread::derive_title(&merged.history));
+                let begun = self
+                    .store
+                    .begin_run(RunStart {
+                        owner: &owner,
+                        thread_id: &thread_id,
+                        run_id: &input.run_id,
+                        loaded: loaded.as_ref(),
+                        lease_expires_at_ms: lease_expiry(self.settings.lease),
+                        new_messages,
+                        state: input
+                            .state
+                            .as_ref()
+                            .or(forked.and_then(|parent| parent.state.as_ref())),
+                        title: title.as_deref(),
+                    })
+                    .await;
+                match begun {
+                    Ok(lease) => {
+                        let base_state = base.and_then(|thread| thread.state.clone());
+                        break Ok((base_state, merged, lease, resolution));
+                    }
+                    // Another run took the thread between our read and our write.
+                    Err(StoreError::Conflict)
+                        if policy == BusyThreadPolicy::Interrupt && Instant::now() < give_up =>
+                    {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    Err(error) => break Err(error.into()),
+                }
+            }
+        }
+        .await;
+        let (base_state, merged, lease, resolution) = match taken {
+            Ok(taken) => taken,
+            Err(error) => {
+                if let Some(reservation) = &reservation {
+                    self.settle(reservation, None).await;
+                }
+                return Err(error);
             }
         };
+        let reservation = reservation.ok_or(StartError::StoreCorrupt)?;
         let speaks_v1 = input.speaks_v1();
         let repeat_only = resolution.only_repeats && merged.new_messages.is_empty();
-        let state = input
-            .state
-            .or_else(|| loaded.as_ref().and_then(|thread| thread.state.clone()));
+        let state = input.state.or(base_state);
 
         Ok(PreparedRun {
             agent: self.clone(),
@@ -417,6 +485,7 @@ impl Agent {
             interrupts: resolution.record,
             repeat_only,
             fallback_approvals: Vec::new(),
+            reservation,
             span,
         })
     }

@@ -309,6 +309,23 @@ impl PreparedRun {
             "run ended"
         );
         live.push(terminal);
+        // Usage is recorded after the terminal event, off the streaming path; the run is still
+        // in flight (so a Lambda invocation does not end) until it is.
+        let identity = self.agent.model.identity();
+        let used = summary.usage;
+        self.agent
+            .settle(
+                &self.reservation,
+                Some(crate::store::RunTokens {
+                    provider: &identity.provider,
+                    model: &identity.model,
+                    input: used.input_tokens,
+                    output: used.output_tokens,
+                    reasoning: used.reasoning_tokens.unwrap_or(0),
+                    cached_input: used.cached_input_tokens.unwrap_or(0),
+                }),
+            )
+            .await;
         // The run counts as in flight until its log is written: under Lambda the invocation
         // ends (and the environment may freeze) only after that.
         if let Some(recorder) = recorder {

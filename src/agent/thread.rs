@@ -33,6 +33,30 @@ pub enum MergeError {
     },
 }
 
+/// The longest title derived from a message, in characters.
+pub const DERIVED_TITLE_CHARS: usize = 80;
+
+/// A thread's title from its first user message with text: whitespace collapsed, cut at
+/// [`DERIVED_TITLE_CHARS`] characters with an ellipsis.
+pub fn derive_title(history: &[Message]) -> Option<String> {
+    history.iter().find_map(|message| {
+        let Message::User { content, .. } = message else {
+            return None;
+        };
+        let text = content.text();
+        let words: Vec<&str> = text.split_whitespace().collect();
+        if words.is_empty() {
+            return None;
+        }
+        let collapsed = words.join(" ");
+        if collapsed.chars().count() <= DERIVED_TITLE_CHARS {
+            return Some(collapsed);
+        }
+        let cut: String = collapsed.chars().take(DERIVED_TITLE_CHARS - 1).collect();
+        Some(format!("{}…", cut.trim_end()))
+    })
+}
+
 /// Tool calls of the history still waiting for a result, in the order they were made.
 pub fn open_tool_calls(history: &[Message]) -> Vec<ToolCallId> {
     let mut open: Vec<ToolCallId> = Vec::new();
@@ -273,6 +297,24 @@ mod tests {
             name: None,
         }
     }
+    #[test]
+    fn a_title_is_the_first_user_text_collapsed_and_cut() {
+        let said = |text: &str| Message::User {
+            id: mid("u"),
+            content: UserContent::Text(text.into()),
+            name: None,
+        };
+        assert_eq!(derive_title(&[asst("a", &[])]), None);
+        assert_eq!(derive_title(&[said("  \n ")]), None);
+        assert_eq!(
+            derive_title(&[asst("a", &[]), said("  Plan   my\ntrip "), said("later")]).as_deref(),
+            Some("Plan my trip")
+        );
+        let long = derive_title(&[said(&"é".repeat(200))]).unwrap();
+        assert_eq!(long.chars().count(), DERIVED_TITLE_CHARS);
+        assert!(long.ends_with('…'));
+    }
+
     fn tool(id: &str, call: &str) -> Message {
         Message::Tool {
             id: mid(id),

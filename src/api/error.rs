@@ -45,6 +45,16 @@ impl ApiError {
 }
 
 impl ApiError {
+    /// Seconds a refused caller should wait (`Retry-After`), for refusals that pass.
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        match self {
+            ApiError::Start(StartError::QuotaExceeded(exceeded)) => {
+                Some(exceeded.retry_after_secs())
+            }
+            _ => None,
+        }
+    }
+
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::Input(InputError::Syntax(_))
@@ -57,8 +67,10 @@ impl ApiError {
             | ApiError::Start(
                 StartError::Merge(_)
                 | StartError::ToolNameClash(_)
-                | StartError::UnsupportedPart { .. },
+                | StartError::UnsupportedPart { .. }
+                | StartError::UnknownParentRun,
             ) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Start(StartError::QuotaExceeded(_)) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Start(StartError::Busy | StartError::Interrupt(_)) => StatusCode::CONFLICT,
             ApiError::Start(StartError::NotFound)
             | ApiError::NotFound(_)
@@ -77,7 +89,10 @@ impl ApiError {
             ApiError::Input(InputError::TooLarge { .. })
             | ApiError::Start(StartError::TooLarge(_)) => "payload_too_large",
             ApiError::Input(InputError::Invalid { .. })
-            | ApiError::Start(StartError::ToolNameClash(_)) => "invalid_request",
+            | ApiError::Start(StartError::ToolNameClash(_) | StartError::UnknownParentRun) => {
+                "invalid_request"
+            }
+            ApiError::Start(StartError::QuotaExceeded(_)) => "quota_exceeded",
             ApiError::Start(StartError::Merge(_)) => "invalid_tool_result",
             ApiError::Start(StartError::UnsupportedPart { .. }) => "unsupported_content",
             ApiError::Start(StartError::Busy) => "thread_busy",
@@ -102,6 +117,7 @@ impl ApiError {
             ApiError::Input(input) => input.field().map(str::to_owned),
             ApiError::Start(StartError::Merge(_)) => Some("messages".to_owned()),
             ApiError::Start(StartError::ToolNameClash(_)) => Some("tools".to_owned()),
+            ApiError::Start(StartError::UnknownParentRun) => Some("parentRunId".to_owned()),
             ApiError::Start(StartError::UnsupportedPart { message, part, .. }) => {
                 Some(format!("messages[{message}].content[{part}]"))
             }
@@ -109,6 +125,9 @@ impl ApiError {
         };
         if let Some(field) = field {
             error["field"] = json!(field);
+        }
+        if let Some(secs) = self.retry_after_secs() {
+            error["retryAfter"] = json!(secs);
         }
         Bytes::from(json!({ "error": error }).to_string())
     }

@@ -7,6 +7,7 @@ mod error;
 pub mod lambda;
 pub mod local;
 pub mod stream;
+mod threads;
 
 pub use body::ResponseBody;
 pub use error::ApiError;
@@ -119,12 +120,7 @@ impl App {
                             agentscope::error_response_body(error.code(), &error.to_string());
                         let mut response =
                             json_response(error.status(), Bytes::from(body.to_string()));
-                        if matches!(error, ApiError::Unauthorized(_)) {
-                            response.headers_mut().insert(
-                                header::WWW_AUTHENTICATE,
-                                HeaderValue::from_static("Bearer"),
-                            );
-                        }
+                        refusal_headers(&mut response, &error);
                         response
                     } else {
                         error_response(&error)
@@ -187,6 +183,17 @@ impl App {
                 StatusCode::OK,
                 Bytes::from(self.agent.capabilities(self.run_timeout).to_string()),
             )),
+            Route::ListThreads => self.list_threads(&principal, request.uri().query()).await,
+            Route::RenameThread(thread) => {
+                self.rename_thread(&principal, &thread, request.headers(), request.body())
+                    .await
+            }
+            Route::DeleteThread(thread) => self.delete_thread(&principal, &thread).await,
+            Route::ForkThread(thread) => {
+                self.fork_thread(&principal, &thread, request.headers(), request.body())
+                    .await
+            }
+            Route::Usage => self.usage(&principal, request.uri().query()).await,
         }
     }
 
@@ -317,6 +324,7 @@ impl App {
             "threadId": thread_id,
             "messages": page.messages,
             "state": page.state,
+            "title": page.title,
             "activeRunId": page.active_run,
         });
         if let Some(next) = page.next {
@@ -473,40 +481,62 @@ enum Route {
     },
     /// `GET /capabilities`: AG-UI's `AgentCapabilities` for this deployment.
     Capabilities,
+    /// `GET /threads`: the caller's threads, newest first.
+    ListThreads,
+    /// `PATCH /threads/{threadId}`
+    RenameThread(String),
+    /// `DELETE /threads/{threadId}`
+    DeleteThread(String),
+    /// `POST /threads/{threadId}/fork`
+    ForkThread(String),
+    /// `GET /usage`: the caller's token usage by day and model.
+    Usage,
 }
 
 impl Route {
     fn parse(method: &Method, path: &str) -> Result<Self, ApiError> {
         let path = normalise_path(path);
         let segments: Vec<&str> = path.split('/').skip(1).collect();
-        let (route, allowed): (Option<Route>, &[Method]) = match segments.as_slice() {
-            [""] | ["agent"] => (Some(Route::Run(Dialect::AgUi)), &[Method::POST]),
-            ["send-message"] => (Some(Route::Run(Dialect::SniffAgKit)), &[Method::POST]),
-            ["ag-kit", "send-message"] => (Some(Route::Run(Dialect::AgKit)), &[Method::POST]),
-            ["process"] => (Some(Route::Run(Dialect::AgentScope)), &[Method::POST]),
-            ["capabilities"] => (Some(Route::Capabilities), &[Method::GET]),
-            ["threads", thread] => (Some(Route::Thread((*thread).to_owned())), &[Method::GET]),
-            ["threads", thread, "runs", run, "events"] => (
-                Some(Route::RunEvents {
-                    thread: (*thread).to_owned(),
-                    run: (*run).to_owned(),
-                }),
-                &[Method::GET],
-            ),
-            ["threads", thread, "runs", run, "cancel"] => (
-                Some(Route::CancelRun {
-                    thread: (*thread).to_owned(),
-                    run: (*run).to_owned(),
-                }),
-                &[Method::POST],
-            ),
-            _ => (None, &[]),
+        let owned = |segment: &&str| (*segment).to_owned();
+        // Each path's routes by method; a path with none is 404, a method not listed 405.
+        let routes: Vec<(Method, Route)> = match segments.as_slice() {
+            [""] | ["agent"] => vec![(Method::POST, Route::Run(Dialect::AgUi))],
+            ["send-message"] => vec![(Method::POST, Route::Run(Dialect::SniffAgKit))],
+            ["ag-kit", "send-message"] => vec![(Method::POST, Route::Run(Dialect::AgKit))],
+            ["process"] => vec![(Method::POST, Route::Run(Dialect::AgentScope))],
+            ["capabilities"] => vec![(Method::GET, Route::Capabilities)],
+            ["usage"] => vec![(Method::GET, Route::Usage)],
+            ["threads"] => vec![(Method::GET, Route::ListThreads)],
+            ["threads", thread] => vec![
+                (Method::GET, Route::Thread(owned(thread))),
+                (Method::PATCH, Route::RenameThread(owned(thread))),
+                (Method::DELETE, Route::DeleteThread(owned(thread))),
+            ],
+            ["threads", thread, "fork"] => vec![(Method::POST, Route::ForkThread(owned(thread)))],
+            ["threads", thread, "runs", run, "events"] => vec![(
+                Method::GET,
+                Route::RunEvents {
+                    thread: owned(thread),
+                    run: owned(run),
+                },
+            )],
+            ["threads", thread, "runs", run, "cancel"] => vec![(
+                Method::POST,
+                Route::CancelRun {
+                    thread: owned(thread),
+                    run: owned(run),
+                },
+            )],
+            _ => vec![],
         };
-        match route {
-            Some(route) if allowed.contains(method) => Ok(route),
-            Some(_) => Err(ApiError::MethodNotAllowed),
-            None => Err(ApiError::NotFound(path)),
+        if routes.is_empty() {
+            return Err(ApiError::NotFound(path));
         }
+        routes
+            .into_iter()
+            .find(|(allowed, _)| allowed == method)
+            .map(|(_, route)| route)
+            .ok_or(ApiError::MethodNotAllowed)
     }
 
     fn is_agentscope(&self) -> bool {
@@ -520,7 +550,7 @@ fn add_cors(response: &mut Response<ResponseBody>, origin: Option<HeaderValue>) 
         headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
         headers.insert(
             header::ACCESS_CONTROL_EXPOSE_HEADERS,
-            HeaderValue::from_static("x-thread-id, x-run-id"),
+            HeaderValue::from_static("x-thread-id, x-run-id, retry-after"),
         );
         headers.append(header::VARY, HeaderValue::from_static("origin"));
     }
@@ -528,12 +558,22 @@ fn add_cors(response: &mut Response<ResponseBody>, origin: Option<HeaderValue>) 
 
 pub(crate) fn error_response(error: &ApiError) -> Response<ResponseBody> {
     let mut response = json_response(error.status(), error.body());
+    refusal_headers(&mut response, error);
+    response
+}
+
+/// The headers a refusal carries whatever its body's shape.
+fn refusal_headers(response: &mut Response<ResponseBody>, error: &ApiError) {
     if matches!(error, ApiError::Unauthorized(_)) {
         response
             .headers_mut()
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     }
-    response
+    if let Some(secs) = error.retry_after_secs() {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
 }
 
 fn preflight(allowed: bool) -> Response<ResponseBody> {
@@ -546,7 +586,7 @@ fn preflight(allowed: bool) -> Response<ResponseBody> {
     let headers = response.headers_mut();
     headers.insert(
         header::ACCESS_CONTROL_ALLOW_METHODS,
-        HeaderValue::from_static("GET, POST, OPTIONS"),
+        HeaderValue::from_static("GET, POST, PATCH, DELETE, OPTIONS"),
     );
     headers.insert(
         header::ACCESS_CONTROL_ALLOW_HEADERS,

@@ -2,8 +2,9 @@
 //! restart.
 
 use super::{
-    CancelState, EventCursor, EventPage, HistoryPage, Lease, Principal, Pulse, RunRef, RunStart,
-    StoreError, StoredThread, ThreadActivity, ThreadStore,
+    CancelState, DayUsage, Deletion, EventCursor, EventPage, HistoryPage, Lease, ModelUsage,
+    NewThread, Principal, Pulse, QuotaExceeded, QuotaLimits, Reservation, RunEnd, RunRef, RunStart,
+    Settlement, StoreError, StoredThread, ThreadActivity, ThreadList, ThreadStore, ThreadSummary,
 };
 use crate::protocol::events::RecordedEvent;
 use crate::protocol::{Message, RunId, ThreadId};
@@ -20,6 +21,8 @@ struct Record {
     interrupts: Option<Value>,
     version: u64,
     created_at_ms: i64,
+    updated_at_ms: i64,
+    title: Option<String>,
     lease: Option<HeldLease>,
     /// Event logs by run id: each attempt's start time and its events in order.
     runs: HashMap<RunId, Vec<(i64, Vec<Bytes>)>>,
@@ -39,8 +42,26 @@ impl Record {
     }
 }
 
+/// A caller's usage on one day: tokens counted against the quota (settled and reserved), and
+/// per (provider, model) counters.
+#[derive(Default)]
+struct UsageDay {
+    spent: i64,
+    models: std::collections::BTreeMap<(String, String), ModelUsage>,
+}
+
+#[derive(Default)]
+struct Accounts {
+    days: HashMap<(Principal, String), UsageDay>,
+    /// Runs admitted per caller in the current minute (`YYYY-MM-DDTHH:MM`).
+    minutes: HashMap<Principal, (String, u32)>,
+    /// Where each caller's runs left their threads.
+    run_ends: HashMap<(Principal, RunId), RunEnd>,
+}
+
 pub struct MemoryStore {
     threads: Mutex<HashMap<ThreadId, Record>>,
+    accounts: Mutex<Accounts>,
     /// Run event logs are dropped this long after their run started (DynamoDB's TTL, here), so
     /// a long-lived local server does not keep every run's events.
     events_ttl_ms: i64,
@@ -50,6 +71,7 @@ impl Default for MemoryStore {
     fn default() -> Self {
         Self {
             threads: Mutex::new(HashMap::new()),
+            accounts: Mutex::new(Accounts::default()),
             events_ttl_ms: 24 * 3_600_000,
         }
     }
@@ -75,6 +97,25 @@ impl MemoryStore {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+
+    fn accounts(&self) -> MutexGuard<'_, Accounts> {
+        self.accounts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A list cursor: the last entry's update time and id; the list continues after it.
+fn list_cursor(summary: &ThreadSummary) -> String {
+    format!("{}.{}", summary.updated_at_ms, summary.thread_id)
+}
+
+fn parse_list_cursor(cursor: &str) -> Result<(i64, ThreadId), StoreError> {
+    let (updated, id) = cursor.split_once('.').ok_or(StoreError::BadCursor)?;
+    let updated = updated.parse().map_err(|_| StoreError::BadCursor)?;
+    let id =
+        ThreadId::parse(id, crate::protocol::ids::MAX_ID_LEN).map_err(|_| StoreError::BadCursor)?;
+    Ok((updated, id))
 }
 
 fn now_ms() -> i64 {
@@ -116,6 +157,7 @@ impl ThreadStore for MemoryStore {
                 created_at_ms: record.created_at_ms,
                 active_run: record.live_lease().map(|lease| lease.run_id.clone()),
                 interrupts: record.interrupts.clone(),
+                title: record.title.clone(),
             }))
     }
 
@@ -137,6 +179,8 @@ impl ThreadStore for MemoryStore {
                 interrupts: None,
                 version: 1,
                 created_at_ms: now,
+                updated_at_ms: now,
+                title: start.title.map(str::to_owned),
                 lease: Some(held),
                 runs: HashMap::new(),
             }),
@@ -151,6 +195,10 @@ impl ThreadStore for MemoryStore {
                 }
                 record.version += 1;
                 record.lease = Some(held);
+                record.updated_at_ms = now;
+                if record.title.is_none() {
+                    record.title = start.title.map(str::to_owned);
+                }
                 record
             }
             // Created or changed by someone else since our load.
@@ -164,6 +212,7 @@ impl ThreadStore for MemoryStore {
             created_at_ms: record.created_at_ms,
             next_seq: record.messages.len(),
             started_at_ms: now,
+            input_messages: start.new_messages.len(),
         })
     }
 
@@ -184,6 +233,18 @@ impl ThreadStore for MemoryStore {
         record.interrupts = interrupts.cloned();
         record.version += 1;
         record.lease = None;
+        record.updated_at_ms = now_ms();
+        let end = RunEnd {
+            thread_id: lease.thread_id.clone(),
+            created_at_ms: record.created_at_ms,
+            message_count: record.messages.len(),
+        };
+        drop(threads);
+        if lease.input_messages + new_messages.len() > 0 {
+            self.accounts()
+                .run_ends
+                .insert((lease.owner.clone(), lease.run_id.clone()), end);
+        }
         Ok(())
     }
 
@@ -211,6 +272,7 @@ impl ThreadStore for MemoryStore {
             state: record.state.clone(),
             next: (end < record.messages.len()).then(|| end.to_string()),
             active_run: record.live_lease().map(|lease| lease.run_id.clone()),
+            title: record.title.clone(),
         })
     }
 
@@ -354,6 +416,233 @@ impl ThreadStore for MemoryStore {
         })
     }
 
+    async fn list_threads(
+        &self,
+        owner: &Principal,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<ThreadList, StoreError> {
+        let after = cursor.map(parse_list_cursor).transpose()?;
+        let threads = self.threads();
+        let mut mine: Vec<ThreadSummary> = threads
+            .iter()
+            .filter(|(_, record)| &record.owner == owner)
+            .map(|(thread_id, record)| ThreadSummary {
+                thread_id: thread_id.clone(),
+                title: record.title.clone(),
+                created_at_ms: record.created_at_ms,
+                updated_at_ms: record.updated_at_ms,
+                message_count: record.messages.len() as u64,
+                active_run: record.live_lease().map(|lease| lease.run_id.clone()),
+            })
+            .collect();
+        drop(threads);
+        // Newest first; the id breaks ties, as DynamoDB's index does.
+        let order = |summary: &ThreadSummary| {
+            (
+                std::cmp::Reverse(summary.updated_at_ms),
+                std::cmp::Reverse(summary.thread_id.as_str().to_owned()),
+            )
+        };
+        mine.sort_by_key(order);
+        if let Some((updated, id)) = after {
+            let position = (
+                std::cmp::Reverse(updated),
+                std::cmp::Reverse(id.as_str().to_owned()),
+            );
+            mine.retain(|summary| order(summary) > position);
+        }
+        let more = mine.len() > limit;
+        mine.truncate(limit);
+        Ok(ThreadList {
+            next: more.then(|| mine.last().map(list_cursor)).flatten(),
+            threads: mine,
+        })
+    }
+
+    async fn set_title(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        title: &str,
+    ) -> Result<(), StoreError> {
+        let mut threads = self.threads();
+        let record = threads
+            .get_mut(thread_id)
+            .filter(|record| &record.owner == owner)
+            .ok_or(StoreError::NotFound)?;
+        record.title = Some(title.to_owned());
+        Ok(())
+    }
+
+    async fn delete_thread(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+    ) -> Result<Deletion, StoreError> {
+        let mut threads = self.threads();
+        let Some(record) = threads.get(thread_id) else {
+            return Ok(Deletion::Absent);
+        };
+        if &record.owner != owner {
+            return Err(StoreError::NotFound);
+        }
+        if record.live_lease().is_some() {
+            return Err(StoreError::Conflict);
+        }
+        let created_at_ms = record.created_at_ms;
+        threads.remove(thread_id);
+        drop(threads);
+        self.accounts().run_ends.retain(|(run_owner, _), end| {
+            !(run_owner == owner
+                && &end.thread_id == thread_id
+                && end.created_at_ms == created_at_ms)
+        });
+        Ok(Deletion::Deleted)
+    }
+
+    async fn create_thread(&self, thread: NewThread<'_>) -> Result<(), StoreError> {
+        super::check_sizes(thread.messages, thread.state)?;
+        let mut threads = self.threads();
+        if threads.contains_key(thread.thread_id) {
+            return Err(StoreError::Conflict);
+        }
+        let now = now_ms();
+        threads.insert(
+            thread.thread_id.clone(),
+            Record {
+                owner: thread.owner.clone(),
+                messages: thread.messages.to_vec(),
+                state: thread.state.cloned(),
+                interrupts: None,
+                version: 1,
+                created_at_ms: now,
+                updated_at_ms: now,
+                title: thread.title.map(str::to_owned),
+                lease: None,
+                runs: HashMap::new(),
+            },
+        );
+        Ok(())
+    }
+
+    async fn run_end(
+        &self,
+        owner: &Principal,
+        run_id: &RunId,
+    ) -> Result<Option<RunEnd>, StoreError> {
+        Ok(self
+            .accounts()
+            .run_ends
+            .get(&(owner.clone(), run_id.clone()))
+            .cloned())
+    }
+
+    async fn reserve(
+        &self,
+        owner: &Principal,
+        limits: &QuotaLimits,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Reservation, StoreError> {
+        let day = super::usage_day(now);
+        let reserved_tokens = limits.reservation();
+        let reservation = Reservation {
+            owner: owner.clone(),
+            day: day.clone(),
+            reserved_tokens,
+        };
+        if limits.is_unlimited() {
+            return Ok(reservation);
+        }
+        let mut accounts = self.accounts();
+        let spent = accounts
+            .days
+            .get(&(owner.clone(), day.clone()))
+            .map_or(0, |usage| usage.spent);
+        if let Some(limit) = limits.tokens_per_day {
+            let cap = i64::try_from(limit).unwrap_or(i64::MAX)
+                - i64::try_from(reserved_tokens.max(1)).unwrap_or(i64::MAX);
+            if cap < 0 || spent > cap {
+                return Err(StoreError::QuotaExceeded(QuotaExceeded::TokensPerDay {
+                    limit,
+                    retry_after_secs: super::secs_to_next_day(now),
+                }));
+            }
+        }
+        let minute = now.format("%Y-%m-%dT%H:%M").to_string();
+        if let Some(limit) = limits.runs_per_minute {
+            let admitted = match accounts.minutes.get(owner) {
+                Some((current, runs)) if current == &minute => *runs,
+                _ => 0,
+            };
+            if admitted >= limit {
+                return Err(StoreError::QuotaExceeded(QuotaExceeded::RunsPerMinute {
+                    limit,
+                    retry_after_secs: super::secs_to_next_minute(now),
+                }));
+            }
+            accounts
+                .minutes
+                .insert(owner.clone(), (minute, admitted + 1));
+        }
+        accounts.days.entry((owner.clone(), day)).or_default().spent +=
+            i64::try_from(reserved_tokens).unwrap_or(i64::MAX);
+        Ok(reservation)
+    }
+
+    async fn settle(&self, settlement: Settlement<'_>) -> Result<(), StoreError> {
+        let reservation = settlement.reservation;
+        let mut accounts = self.accounts();
+        let usage = accounts
+            .days
+            .entry((reservation.owner.clone(), reservation.day.clone()))
+            .or_default();
+        let used = settlement.run.map_or(0, |run| run.input + run.output);
+        usage.spent += i64::try_from(used).unwrap_or(i64::MAX)
+            - i64::try_from(reservation.reserved_tokens).unwrap_or(i64::MAX);
+        if let Some(run) = settlement.run {
+            let model = usage
+                .models
+                .entry((run.provider.to_owned(), run.model.to_owned()))
+                .or_insert_with(|| ModelUsage {
+                    provider: run.provider.to_owned(),
+                    model: run.model.to_owned(),
+                    ..ModelUsage::default()
+                });
+            model.runs += 1;
+            model.input_tokens += run.input;
+            model.output_tokens += run.output;
+            model.reasoning_tokens += run.reasoning;
+            model.cached_input_tokens += run.cached_input;
+        }
+        Ok(())
+    }
+
+    async fn usage(
+        &self,
+        owner: &Principal,
+        from: &str,
+        to: &str,
+    ) -> Result<Vec<DayUsage>, StoreError> {
+        let accounts = self.accounts();
+        let mut days: Vec<DayUsage> = accounts
+            .days
+            .iter()
+            .filter(|((who, day), usage)| {
+                who == owner
+                    && day.as_str() >= from
+                    && day.as_str() <= to
+                    && !usage.models.is_empty()
+            })
+            .map(|((_, day), usage)| DayUsage {
+                day: day.clone(),
+                models: usage.models.values().cloned().collect(),
+            })
+            .collect();
+        days.sort_by(|a, b| a.day.cmp(&b.day));
+        Ok(days)
+    }
+
     fn describe(&self) -> String {
         "in-memory thread store (lost on restart; set THREADS_TABLE for DynamoDB)".to_owned()
     }
@@ -375,6 +664,7 @@ mod tests {
                 lease_expires_at_ms: now_ms() + 60_000,
                 new_messages: &[],
                 state: None,
+                title: None,
             })
             .await
             .unwrap();

@@ -1,6 +1,8 @@
 //! Thread persistence: the [`ThreadStore`] trait and its in-memory implementation. A run costs
 //! one consistent read ([`ThreadStore::load`]) and two writes ([`ThreadStore::begin_run`] takes
-//! the lease and stores the input; [`ThreadStore::finish_run`] stores the output and releases it).
+//! the lease and stores the input; [`ThreadStore::finish_run`] stores the output and releases it),
+//! plus its usage ([`ThreadStore::settle`]) and, under a quota, [`ThreadStore::reserve`]. Also
+//! here: the caller's thread list, deletion and forks.
 
 #[cfg(feature = "aws")]
 pub mod dynamo;
@@ -74,6 +76,7 @@ pub struct StoredThread {
     /// The agent's record of the thread's interrupts (open and recently answered), opaque to
     /// the store; written by `finish_run`.
     pub interrupts: Option<Value>,
+    pub title: Option<String>,
 }
 
 /// Whether a caller's thread has a run going.
@@ -141,6 +144,9 @@ pub struct Lease {
     pub next_seq: usize,
     /// When this attempt of the run took the lease; keys its event log.
     pub started_at_ms: i64,
+    /// How many input messages `begin_run` stored: with the output, whether `finish_run`
+    /// records where the run ended (for forks from `parentRunId`).
+    pub input_messages: usize,
 }
 
 impl Lease {
@@ -166,6 +172,175 @@ pub struct RunStart<'a> {
     pub new_messages: &'a [Message],
     /// `Some` replaces the stored state.
     pub state: Option<&'a Value>,
+    /// The thread's title, stored unless it has one already.
+    pub title: Option<&'a str>,
+}
+
+/// A thread created whole, with no run: a fork.
+#[derive(Debug, Clone)]
+pub struct NewThread<'a> {
+    pub owner: &'a Principal,
+    pub thread_id: &'a ThreadId,
+    pub messages: &'a [Message],
+    pub state: Option<&'a Value>,
+    pub title: Option<&'a str>,
+}
+
+/// One entry of a caller's thread list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadSummary {
+    pub thread_id: ThreadId,
+    pub title: Option<String>,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    pub message_count: u64,
+    /// The run holding a live lease on the thread, if any.
+    pub active_run: Option<RunId>,
+}
+
+/// A page of a caller's threads, most recently updated first.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ThreadList {
+    pub threads: Vec<ThreadSummary>,
+    /// Pass back as `cursor` for the next page; `None` on the last page.
+    pub next: Option<String>,
+}
+
+/// Where a finished run left its thread: a new thread forked from the run copies this much.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunEnd {
+    pub thread_id: ThreadId,
+    /// The incarnation of the thread id the run belonged to.
+    pub created_at_ms: i64,
+    pub message_count: usize,
+}
+
+/// What `delete_thread` found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deletion {
+    Deleted,
+    /// There was nothing to delete (never created, expired, or deleted before).
+    Absent,
+}
+
+/// A caller's quotas, as configured for them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QuotaLimits {
+    pub tokens_per_day: Option<u64>,
+    pub runs_per_minute: Option<u32>,
+    /// Tokens counted against the daily quota while a run is in flight, settled at its end.
+    pub reserve_tokens: u64,
+}
+
+impl QuotaLimits {
+    pub fn is_unlimited(&self) -> bool {
+        self.tokens_per_day.is_none() && self.runs_per_minute.is_none()
+    }
+
+    /// The tokens a run reserves: never more than the quota, so a fresh day admits a run.
+    pub fn reservation(&self) -> u64 {
+        self.tokens_per_day
+            .map_or(0, |limit| self.reserve_tokens.min(limit))
+    }
+}
+
+/// Which quota refused a run, and when to retry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuotaExceeded {
+    TokensPerDay { limit: u64, retry_after_secs: u64 },
+    RunsPerMinute { limit: u32, retry_after_secs: u64 },
+}
+
+impl QuotaExceeded {
+    pub fn retry_after_secs(&self) -> u64 {
+        match self {
+            QuotaExceeded::TokensPerDay {
+                retry_after_secs, ..
+            }
+            | QuotaExceeded::RunsPerMinute {
+                retry_after_secs, ..
+            } => *retry_after_secs,
+        }
+    }
+}
+
+impl std::fmt::Display for QuotaExceeded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            QuotaExceeded::TokensPerDay { limit, .. } => {
+                write!(f, "the daily quota of {limit} tokens is used up")
+            }
+            QuotaExceeded::RunsPerMinute { limit, .. } => {
+                write!(f, "the quota of {limit} runs per minute is reached")
+            }
+        }
+    }
+}
+
+/// The UTC day (`YYYY-MM-DD`) a usage record belongs to.
+pub fn usage_day(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.format("%Y-%m-%d").to_string()
+}
+
+/// Seconds from `at` to the next UTC midnight (at least 1).
+pub fn secs_to_next_day(at: chrono::DateTime<chrono::Utc>) -> u64 {
+    use chrono::Timelike;
+    86_400 - u64::from(at.num_seconds_from_midnight()).min(86_399)
+}
+
+/// Seconds from `at` to the next UTC minute (at least 1).
+pub fn secs_to_next_minute(at: chrono::DateTime<chrono::Utc>) -> u64 {
+    use chrono::Timelike;
+    60 - u64::from(at.second()).min(59)
+}
+
+/// What a run took from its caller's quota before it started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reservation {
+    pub owner: Principal,
+    /// The UTC day the run is accounted to: the day it started.
+    pub day: String,
+    pub reserved_tokens: u64,
+}
+
+/// One run's tokens, in AG-UI's accounting (reasoning and cached counts are parts of the
+/// input and output totals).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RunTokens<'a> {
+    pub provider: &'a str,
+    pub model: &'a str,
+    pub input: u64,
+    pub output: u64,
+    pub reasoning: u64,
+    pub cached_input: u64,
+}
+
+/// A run's usage for the day's record: its real tokens replace what it reserved.
+#[derive(Debug, Clone)]
+pub struct Settlement<'a> {
+    pub reservation: &'a Reservation,
+    /// `None` for a run that never started: only the reservation is given back.
+    pub run: Option<RunTokens<'a>>,
+}
+
+/// A model's usage on one day.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelUsage {
+    pub provider: String,
+    pub model: String,
+    pub runs: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub reasoning_tokens: u64,
+    pub cached_input_tokens: u64,
+}
+
+/// A caller's usage on one UTC day, by model.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+pub struct DayUsage {
+    pub day: String,
+    pub models: Vec<ModelUsage>,
 }
 
 /// One page of a thread's history.
@@ -177,6 +352,7 @@ pub struct HistoryPage {
     pub next: Option<String>,
     /// The run holding a live lease on the thread, if any.
     pub active_run: Option<RunId>,
+    pub title: Option<String>,
 }
 
 /// What made a store call fail, kept as the error's source.
@@ -200,6 +376,9 @@ pub enum StoreError {
     /// A history cursor that this store never handed out.
     #[error("the cursor is not valid for this thread")]
     BadCursor,
+    /// A quota refused the run before it started.
+    #[error("{0}")]
+    QuotaExceeded(QuotaExceeded),
     /// A stored item does not parse: written by something else, or by a bug. Never a client's
     /// mistake, and retrying will not help.
     #[error("a stored item is corrupt: {0}")]
@@ -281,6 +460,61 @@ pub trait ThreadStore: Send + Sync {
         run: &RunRef,
         from: Option<EventCursor>,
     ) -> Result<EventPage, StoreError>;
+
+    /// The caller's threads, most recently updated first, `limit` per page.
+    async fn list_threads(
+        &self,
+        owner: &Principal,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<ThreadList, StoreError>;
+
+    /// Sets the title of `owner`'s thread; `NotFound` for another's or a missing thread.
+    async fn set_title(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        title: &str,
+    ) -> Result<(), StoreError>;
+
+    /// Removes `owner`'s thread and everything under it (messages, run event logs, interrupts,
+    /// where its runs ended). `NotFound` for another principal's thread, `Conflict` while a run
+    /// holds a live lease on it. After it returns, the id is free.
+    async fn delete_thread(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+    ) -> Result<Deletion, StoreError>;
+
+    /// Creates a thread holding `messages`, with no run; `Conflict` if the id is taken.
+    async fn create_thread(&self, thread: NewThread<'_>) -> Result<(), StoreError>;
+
+    /// Where `owner`'s run `run_id` left its thread, if the store recorded it.
+    async fn run_end(
+        &self,
+        owner: &Principal,
+        run_id: &RunId,
+    ) -> Result<Option<RunEnd>, StoreError>;
+
+    /// Checks the caller's quotas and takes a run from them, in one conditional write:
+    /// `QuotaExceeded` when a quota refuses, and then nothing is taken.
+    async fn reserve(
+        &self,
+        owner: &Principal,
+        limits: &QuotaLimits,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Reservation, StoreError>;
+
+    /// Adds a run's tokens to its day and gives back its reservation, atomically.
+    async fn settle(&self, settlement: Settlement<'_>) -> Result<(), StoreError>;
+
+    /// The caller's usage by day (`YYYY-MM-DD`, both ends included), oldest first.
+    async fn usage(
+        &self,
+        owner: &Principal,
+        from: &str,
+        to: &str,
+    ) -> Result<Vec<DayUsage>, StoreError>;
 
     fn describe(&self) -> String;
 }

@@ -85,3 +85,26 @@ pub async fn new_table() -> (Client, String) {
     DynamoStore::create_table(&client, &table).await.unwrap();
     (client, table)
 }
+
+/// Every item of the table, all pages.
+pub async fn scan(
+    client: &Client,
+    table: &str,
+) -> Vec<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
+    let mut items = Vec::new();
+    let mut start = None;
+    loop {
+        let page = client
+            .scan()
+            .table_name(table)
+            .set_exclusive_start_key(start.take())
+            .send()
+            .await
+            .unwrap();
+        items.extend(page.items.unwrap_or_default());
+        match page.last_evaluated_key {
+            Some(key) if !key.is_empty() => start = Some(key),
+            _ => return items,
+        }
+    }
+}

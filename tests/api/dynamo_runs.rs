@@ -125,6 +125,7 @@ async fn a_thousand_message_thread_over_two_megabytes_loads_and_continues() {
             lease_expires_at_ms: chrono::Utc::now().timestamp_millis() + 60_000,
             new_messages: &history,
             state: None,
+            title: None,
         })
         .await
         .unwrap();

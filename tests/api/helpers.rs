@@ -162,6 +162,16 @@ pub async fn spawn_wire_app_with(overrides: &[(&str, &str)]) -> TestApp {
     .await
 }
 
+/// An app whose model is aimock over HTTP, on the given store.
+pub async fn spawn_wire_app_on(overrides: &[(&str, &str)], store: Arc<dyn ThreadStore>) -> TestApp {
+    spawn(
+        overrides,
+        Some(store),
+        TestModel::Aimock(Box::new(Aimock::start().await)),
+    )
+    .await
+}
+
 /// An app on the in-process fixture model with `tools` (the built-ins plus a test's or an
 /// example's own); the MCP servers `overrides` name are listed as at a cold start.
 pub async fn spawn_app_with_tools(overrides: &[(&str, &str)], tools: ToolRegistry) -> TestApp {

@@ -1,11 +1,15 @@
 use agui_lambda::config::Config;
 use agui_lambda::protocol::verify::{parse_sse, verify_run};
 use http_body_util::BodyExt;
+use serde_json::Value;
 use std::collections::HashMap;
 
 use crate::helpers::repo_path;
 
 async fn answer(app: &agui_lambda::api::App, file: &str) -> (u16, String) {
+    // A run goes on after its stream ends (it records its usage last): let it finish, so each
+    // answer sees what the previous event did.
+    app.live_runs().idle().await;
     let text = std::fs::read_to_string(repo_path(&format!("events/{file}"))).unwrap();
     let request =
         lambda_http::request::from_str(&text).unwrap_or_else(|err| panic!("{file}: {err}"));
@@ -15,16 +19,27 @@ async fn answer(app: &agui_lambda::api::App, file: &str) -> (u16, String) {
     (status, String::from_utf8(body.to_vec()).unwrap())
 }
 
-/// Every event file parses as a Function URL request and gets its documented answer, with the
-/// offline demo model (the files must work with no model configured).
-#[tokio::test]
-async fn every_event_file_gets_its_documented_status() {
+/// The app `cargo lambda watch` runs with nothing configured: the offline demo model (the files
+/// must work with no model configured) and in-memory threads.
+async fn demo_app() -> agui_lambda::api::App {
     let config = Config::from_map(&HashMap::from([(
         "MODEL_PROVIDER".to_owned(),
         "demo".to_owned(),
     )]))
     .unwrap();
-    let app = agui_lambda::startup::build(&config).await.unwrap();
+    agui_lambda::startup::build(&config).await.unwrap()
+}
+
+fn json(file: &str, body: &str) -> Value {
+    serde_json::from_str(body).unwrap_or_else(|err| panic!("{file}: {err}: {body}"))
+}
+
+const PLAIN_CHAT_THREAD: &str = "5f0c6a1e-2b7d-4c39-9d1e-8a4b2f6c7e10";
+
+/// Every event file parses as a Function URL request and gets its documented answer.
+#[tokio::test]
+async fn every_event_file_gets_its_documented_status() {
+    let app = demo_app().await;
 
     for file in ["history-read.json", "run-events.json", "run-cancel.json"] {
         let (status, _) = answer(&app, file).await;
@@ -84,4 +99,120 @@ async fn every_event_file_gets_its_documented_status() {
     let (status, body) = answer(&app, "run-cancel.json").await;
     assert_eq!(status, 200, "{body}");
     assert!(body.contains(r#""status":"ended""#), "{body}");
+}
+
+/// The thread and usage routes' events: on a fresh process, then on the plain chat's thread.
+#[tokio::test]
+async fn thread_and_usage_events_get_their_documented_status() {
+    let app = demo_app().await;
+
+    let (status, body) = answer(&app, "threads-list.json").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        json("threads-list.json", &body),
+        serde_json::json!({"threads": [], "next": null})
+    );
+    for file in ["thread-rename.json", "thread-fork.json"] {
+        let (status, body) = answer(&app, file).await;
+        assert_eq!(status, 404, "{file}: no thread yet: {body}");
+        assert!(body.contains("thread_not_found"), "{file}: {body}");
+    }
+    let (status, body) = answer(&app, "thread-delete.json").await;
+    assert_eq!(status, 204, "deleting what is not there is done: {body}");
+    let (status, body) = answer(&app, "usage.json").await;
+    assert_eq!(status, 200, "{body}");
+    let usage = json("usage.json", &body);
+    assert_eq!(usage["days"], serde_json::json!([]), "{body}");
+    assert_eq!(usage["totals"]["runs"], 0, "{body}");
+
+    let (status, body) = answer(&app, "plain-chat.json").await;
+    assert_eq!(status, 200, "{body}");
+
+    let (status, body) = answer(&app, "threads-list.json").await;
+    assert_eq!(status, 200, "{body}");
+    let list = json("threads-list.json", &body);
+    assert_eq!(list["next"], Value::Null, "{body}");
+    let threads = list["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), 1, "{body}");
+    assert_eq!(threads[0]["threadId"], PLAIN_CHAT_THREAD);
+    assert_eq!(
+        threads[0]["title"], "hello",
+        "derived from the first user message"
+    );
+    assert_eq!(threads[0]["messageCount"], 2, "{body}");
+    assert_eq!(threads[0]["activeRunId"], Value::Null, "{body}");
+    assert!(
+        threads[0]["updatedAt"].as_str().unwrap().ends_with('Z'),
+        "{body}"
+    );
+
+    let (status, body) = answer(&app, "usage.json").await;
+    assert_eq!(status, 200, "{body}");
+    let usage = json("usage.json", &body);
+    assert_eq!(usage["totals"]["runs"], 1, "{body}");
+    assert_eq!(usage["days"][0]["models"][0]["provider"], "demo", "{body}");
+
+    let (status, body) = answer(&app, "thread-rename.json").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        json("thread-rename.json", &body),
+        serde_json::json!({"threadId": PLAIN_CHAT_THREAD, "title": "Greetings"})
+    );
+    let (status, body) = answer(&app, "history-read.json").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(json("history-read.json", &body)["title"], "Greetings");
+
+    let (status, body) = answer(&app, "thread-fork.json").await;
+    assert_eq!(status, 201, "{body}");
+    let fork = json("thread-fork.json", &body);
+    assert_eq!(fork["parentThreadId"], PLAIN_CHAT_THREAD);
+    assert_eq!(fork["messageId"], "msg-user-1");
+    assert_eq!(
+        fork["messageCount"], 1,
+        "up to and including the user message"
+    );
+    assert_eq!(fork["title"], "Greetings");
+    let fork_id = fork["threadId"].as_str().unwrap().to_owned();
+    assert_ne!(fork_id, PLAIN_CHAT_THREAD);
+
+    let (status, body) = answer(&app, "thread-delete.json").await;
+    assert_eq!(status, 204, "{body}");
+    assert!(body.is_empty(), "{body}");
+    let (status, _) = answer(&app, "history-read.json").await;
+    assert_eq!(status, 404, "the thread is gone");
+    let (status, _) = answer(&app, "thread-delete.json").await;
+    assert_eq!(status, 204, "idempotent");
+
+    // The fork outlives its source; the usage record outlives the thread.
+    let (status, body) = answer(&app, "threads-list.json").await;
+    assert_eq!(status, 200, "{body}");
+    let list = json("threads-list.json", &body);
+    let ids: Vec<&str> = list["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|thread| thread["threadId"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [fork_id.as_str()], "{body}");
+    let (status, body) = answer(&app, "usage.json").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(json("usage.json", &body)["totals"]["runs"], 1, "{body}");
+}
+
+/// events/README.md's table names every event file, and only those.
+#[test]
+fn every_event_file_is_in_the_events_readme() {
+    let readme = std::fs::read_to_string(repo_path("events/README.md")).unwrap();
+    let listed: std::collections::BTreeSet<String> = readme
+        .lines()
+        .filter_map(|line| line.strip_prefix("| `"))
+        .filter_map(|rest| rest.split_once('`'))
+        .map(|(file, _)| file.to_owned())
+        .collect();
+    let files: std::collections::BTreeSet<String> = std::fs::read_dir(repo_path("events"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.ends_with(".json"))
+        .collect();
+    assert_eq!(listed, files);
 }

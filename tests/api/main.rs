@@ -30,3 +30,5 @@ mod lifecycle;
 mod mcp;
 mod multimodal;
 mod store_contract;
+mod store_threads;
+mod threads;

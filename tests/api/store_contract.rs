@@ -44,6 +44,7 @@ async fn begin(
             lease_expires_at_ms: lease_until,
             new_messages: messages,
             state,
+            title: None,
         })
         .await
 }
@@ -163,6 +164,7 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
             lease_expires_at_ms: far_future(),
             new_messages: &[user("u4", "late")],
             state: None,
+            title: None,
         })
         .await;
     assert!(matches!(late, Err(StoreError::Conflict)));

@@ -4,16 +4,53 @@
 use super::super::StoreError;
 use crate::protocol::{Message, ThreadId};
 use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::batch_write_item::BatchWriteItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{AttributeValue, ConsumedCapacity};
+use aws_sdk_dynamodb::types::{AttributeValue, ConsumedCapacity, DeleteRequest, WriteRequest};
 use serde_json::Value;
 use std::collections::HashMap;
+use std::time::Duration;
 
 pub(super) type Item = HashMap<String, AttributeValue>;
 
 pub(super) const META: &str = "META";
-/// DynamoDB allows 100 items per transaction; one place is the META update.
-pub(super) const MESSAGES_PER_WRITE: usize = 99;
+/// DynamoDB allows 100 items per transaction; one place is the META update and one the record of
+/// where the run ended (written by the last transaction of `finish_run`).
+pub(super) const MESSAGES_PER_WRITE: usize = 98;
+/// BatchWriteItem takes at most 25 requests.
+pub(super) const BATCH_WRITE_ITEMS: usize = 25;
+/// BatchWriteItem calls in flight at once while deleting or forking a thread.
+pub(super) const BATCH_WRITES_IN_FLIGHT: usize = 4;
+
+/// The caller's thread list: META items by owner, most recently updated first. Sparse: only META
+/// items carry both `owner` and `updatedAt`, and nothing else may.
+pub(super) const OWNER_INDEX: &str = "byOwner";
+pub(super) const OWNER: &str = "owner";
+pub(super) const UPDATED_AT: &str = "updatedAt";
+pub(super) const TITLE: &str = "title";
+/// Messages in the thread (the next sequence number), kept on META for the list.
+pub(super) const MSG_COUNT: &str = "msgCount";
+/// A delete in progress: the thread counts as absent from the moment it is set.
+pub(super) const DELETED_AT: &str = "deletedAt";
+/// On a message item: the run that stored it, so deleting the thread finds its run-end records.
+pub(super) const RUN: &str = "run";
+/// What the list reads besides the keys; `template.yaml` projects the same attributes.
+pub(super) const OWNER_INDEX_ATTRIBUTES: [&str; 7] = [
+    TITLE,
+    "createdAt",
+    MSG_COUNT,
+    "leaseRun",
+    "leaseUntil",
+    "expiresAt",
+    DELETED_AT,
+];
+
+/// Usage items are kept this long after their day, for the usage endpoint.
+pub(super) const USAGE_RETENTION_SECS: i64 = 400 * 86_400;
+/// Minute counters outlive their minute a little, then TTL removes them.
+pub(super) const MINUTE_RETENTION_SECS: i64 = 120;
+/// The per-model counters of a usage day item, `<metric>:<provider>/<model>`.
+pub(super) const USAGE_METRICS: [&str; 5] = ["runs", "in", "out", "rsn", "cch"];
 /// Transactions are limited to 4 MB; stay well below.
 pub(super) const BYTES_PER_WRITE: usize = 3_500_000;
 
@@ -48,12 +85,67 @@ pub(super) fn run_prefix(created_at_ms: i64, run_id: &str) -> String {
     format!("RUN#{created_at_ms:013}#{run_id}#")
 }
 
+/// Every event log item of one incarnation of a thread.
+pub(super) fn runs_prefix(created_at_ms: i64) -> String {
+    format!("RUN#{created_at_ms:013}#")
+}
+
 pub(super) fn attempt_prefix(created_at_ms: i64, run_id: &str, started_at_ms: i64) -> String {
     format!("{}{started_at_ms:013}#", run_prefix(created_at_ms, run_id))
 }
 
 pub(super) fn batch_sk(prefix: &str, first_seq: u64, part: usize) -> AttributeValue {
     AttributeValue::S(format!("{prefix}{first_seq:010}.{part:03}"))
+}
+
+/// The partition of a principal's run-end records.
+pub(super) fn owner_pk(owner: &str) -> AttributeValue {
+    AttributeValue::S(format!("OWNER#{owner}"))
+}
+
+/// A run-end record's sort key. Keyed by run id alone (a fork names only the run); a run id
+/// reused on another thread of the same principal replaces the record.
+pub(super) fn run_end_sk(run_id: &str) -> AttributeValue {
+    AttributeValue::S(format!("RUN#{run_id}"))
+}
+
+/// The partition of a principal's usage: one item per UTC day, one per minute with runs.
+pub(super) fn usage_pk(owner: &str) -> AttributeValue {
+    AttributeValue::S(format!("USAGE#{owner}"))
+}
+
+pub(super) fn day_sk(day: &str) -> String {
+    format!("DAY#{day}")
+}
+
+pub(super) fn minute_sk(minute: &str) -> String {
+    format!("MIN#{minute}")
+}
+
+/// A list cursor: the page's last key as `<updatedAt>.<thread id>`. Thread ids may contain `.`,
+/// the number never does, so the first `.` separates them.
+pub(super) fn encode_list_cursor(key: &Item) -> Option<String> {
+    let thread = get_s(key, "pk")?.strip_prefix("THREAD#")?;
+    let updated = get_n(key, UPDATED_AT)?;
+    Some(format!("{updated}.{thread}"))
+}
+
+/// The index key a list cursor stands for; `BadCursor` for anything this store never made.
+pub(super) fn decode_list_cursor(cursor: &str, owner: &str) -> Result<Item, StoreError> {
+    let (updated, thread) = cursor.split_once('.').ok_or(StoreError::BadCursor)?;
+    let updated: i64 = updated
+        .parse()
+        .ok()
+        .filter(|updated| *updated >= 0)
+        .ok_or(StoreError::BadCursor)?;
+    let thread = ThreadId::parse(thread, crate::protocol::ids::MAX_ID_LEN)
+        .map_err(|_| StoreError::BadCursor)?;
+    Ok(Item::from([
+        ("pk".to_owned(), pk(&thread)),
+        ("sk".to_owned(), s(META)),
+        (OWNER.to_owned(), s(owner)),
+        (UPDATED_AT.to_owned(), n(updated)),
+    ]))
 }
 
 pub(super) fn n(value: i64) -> AttributeValue {
@@ -76,6 +168,42 @@ pub(super) fn get_s<'a>(item: &'a Item, key: &str) -> Option<&'a str> {
         Some(AttributeValue::S(value)) => Some(value),
         _ => None,
     }
+}
+
+/// A number attribute from anything that prints as one (token counts are `u64`).
+pub(super) fn num(value: impl std::fmt::Display) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+/// Delete requests for BatchWriteItem, one per `(pk, sk)`.
+pub(super) fn delete_requests(
+    keys: Vec<(AttributeValue, AttributeValue)>,
+) -> Result<Vec<WriteRequest>, StoreError> {
+    keys.into_iter()
+        .map(|(pk, sk)| {
+            let delete = DeleteRequest::builder()
+                .key("pk", pk)
+                .key("sk", sk)
+                .build()
+                .map_err(unavailable)?;
+            Ok(WriteRequest::builder().delete_request(delete).build())
+        })
+        .collect()
+}
+
+/// Whether a BatchWriteItem was refused for capacity, so sending it again later may work.
+pub(super) fn throttled(error: &BatchWriteItemError) -> bool {
+    error.is_provisioned_throughput_exceeded_exception()
+        || error.is_throttling_exception()
+        || error.is_request_limit_exceeded()
+}
+
+/// Between half of `delay` and all of it, at random: retries of concurrent writers spread out.
+pub(super) fn jittered(delay: Duration) -> Duration {
+    let nanos = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
+    let half = nanos / 2;
+    let random = uuid::Uuid::new_v4().as_u64_pair().0;
+    Duration::from_nanos(half + random % (nanos - half + 1))
 }
 
 pub(super) fn now_ms() -> i64 {
@@ -127,6 +255,9 @@ pub(super) struct Meta {
     pub(super) expires_at: Option<i64>,
     /// The run holding the lease, while the lease is live.
     pub(super) active_run: Option<String>,
+    pub(super) title: Option<String>,
+    /// A delete has begun; the thread counts as absent.
+    pub(super) deleted: bool,
 }
 
 impl Meta {
@@ -150,14 +281,26 @@ impl Meta {
             active_run: get_s(item, "leaseRun")
                 .filter(|_| get_n(item, "leaseUntil").is_some_and(|until| until > now_ms()))
                 .map(str::to_owned),
+            title: get_s(item, TITLE).map(str::to_owned),
+            deleted: item.contains_key(DELETED_AT),
         })
     }
 
-    /// TTL deletion is lazy: an expired thread counts as gone the moment it expires.
+    /// TTL deletion is lazy: an expired thread counts as gone the moment it expires; a thread
+    /// being deleted counts as gone from the moment the delete began.
     pub(super) fn is_live(&self) -> bool {
-        self.expires_at
-            .is_none_or(|expires| expires * 1000 > now_ms())
+        !self.deleted
+            && self
+                .expires_at
+                .is_none_or(|expires| expires * 1000 > now_ms())
     }
+}
+
+/// Whether a META item (whole or projected) stands for a thread that exists, not being deleted
+/// and not expired; for a run-end record, whether its thread may still exist.
+pub(super) fn is_present(item: &Item) -> bool {
+    !item.contains_key(DELETED_AT)
+        && get_n(item, "expiresAt").is_none_or(|expires| expires * 1000 > now_ms())
 }
 
 pub(super) fn parse_message(item: &Item) -> Result<Message, StoreError> {

@@ -1,26 +1,41 @@
 //! The DynamoDB store. One partition per thread: a `META` item (owner, version, state, lease,
-//! TTL) and one item per message, sorted by sequence number. A run reads the partition with one
-//! consistent Query and writes with two transactions; each write is conditional on the version
-//! it read, so concurrent runs can never interleave their messages.
+//! title, message count, TTL) and one item per message, sorted by sequence number. A run reads the
+//! partition with one consistent Query and writes with two transactions; each write is conditional
+//! on the version it read, so concurrent runs can never interleave their messages.
+//!
+//! Per principal, two more partitions: `OWNER#<principal>` holds where each run ended (for forks),
+//! `USAGE#<principal>` the tokens per day and the runs per minute (for quotas). The caller's thread
+//! list is the sparse index `byOwner` over the META items.
 
 use super::{
-    CancelState, EventCursor, EventPage, HistoryPage, Lease, MAX_MESSAGE_BYTES, MAX_STATE_BYTES,
-    Principal, Pulse, RunRef, RunStart, StoreError, StoredThread, ThreadActivity, ThreadStore,
+    CancelState, DayUsage, Deletion, EventCursor, EventPage, HistoryPage, Lease, MAX_MESSAGE_BYTES,
+    MAX_STATE_BYTES, ModelUsage, NewThread, Principal, Pulse, QuotaExceeded, QuotaLimits,
+    Reservation, RunEnd, RunRef, RunStart, Settlement, StoreError, StoredThread, ThreadActivity,
+    ThreadList, ThreadStore, ThreadSummary, secs_to_next_day, secs_to_next_minute, usage_day,
 };
 use crate::protocol::events::RecordedEvent;
 use crate::protocol::{Message, RunId, ThreadId};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, ConsumedCapacity, KeySchemaElement, KeyType,
-    Put, ReturnConsumedCapacity, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
-    TimeToLiveSpecification, TransactWriteItem, Update,
+    AttributeValue, ConsumedCapacity, Put, PutRequest, ReturnConsumedCapacity, ReturnValue,
+    ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update, WriteRequest,
 };
 use bytes::Bytes;
+use futures_util::{StreamExt, TryStreamExt};
 use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 mod items;
+mod table;
+
+pub use table::{TableError, TableSetup};
 
 use items::*;
 
@@ -32,6 +47,20 @@ pub struct DynamoStore {
     /// Run event logs are deleted this long after they were written.
     events_ttl_seconds: i64,
     usage: Usage,
+}
+
+/// Before a retry (any try but the first): waits about `delay`, then doubles it, up to 1 s.
+async fn back_off(attempt: u32, delay: &mut Duration) {
+    if attempt > 0 {
+        tokio::time::sleep(jittered(*delay)).await;
+        *delay = (*delay * 2).min(Duration::from_secs(1));
+    }
+}
+
+/// Which sort keys of a partition a query reads.
+enum SortKeys {
+    Between(String, String),
+    Prefix(String),
 }
 
 /// Event log items stay well under DynamoDB's 400 KB item limit; a larger batch (one huge
@@ -84,7 +113,9 @@ impl DynamoStore {
             .get_item()
             .table_name(&self.table)
             .set_key(Some(self.meta_key(thread_id).into_iter().collect()))
-            .projection_expression("#o, createdAt, expiresAt, leaseRun, leaseUntil, cancelRun, #v")
+            .projection_expression(
+                "#o, createdAt, expiresAt, leaseRun, leaseUntil, cancelRun, #v, deletedAt",
+            )
             .expression_attribute_names("#o", "owner")
             .expression_attribute_names("#v", "version")
             .consistent_read(true)
@@ -96,25 +127,37 @@ impl DynamoStore {
         Ok(output.item)
     }
 
-    /// Every item of the thread's partition with a sort key from `from_sk` to `to_sk`, all pages,
-    /// read consistently.
+    /// Every item of the thread's partition in `range`, all pages, read consistently; only the
+    /// attributes `projection` names when it is given.
     async fn query_range(
         &self,
         thread_id: &ThreadId,
-        from_sk: String,
-        to_sk: String,
+        range: SortKeys,
+        projection: Option<&str>,
     ) -> Result<Vec<Item>, StoreError> {
         let mut items = Vec::new();
         let mut start: Option<Item> = None;
         loop {
-            let page = self
+            let mut query = self
                 .client
                 .query()
                 .table_name(&self.table)
-                .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
-                .expression_attribute_values(":pk", pk(thread_id))
-                .expression_attribute_values(":from", s(from_sk.clone()))
-                .expression_attribute_values(":to", s(to_sk.clone()))
+                .expression_attribute_values(":pk", pk(thread_id));
+            query = match &range {
+                SortKeys::Between(from, to) => query
+                    .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+                    .expression_attribute_values(":from", s(from.clone()))
+                    .expression_attribute_values(":to", s(to.clone())),
+                SortKeys::Prefix(prefix) => query
+                    .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+                    .expression_attribute_values(":prefix", s(prefix.clone())),
+            };
+            if let Some(projection) = projection {
+                query = query
+                    .projection_expression(projection)
+                    .expression_attribute_names("#run", RUN);
+            }
+            let page = query
                 .consistent_read(true)
                 .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .set_exclusive_start_key(start.take())
@@ -148,16 +191,29 @@ impl DynamoStore {
             .fetch_add(milli(capacity), Ordering::Relaxed);
     }
 
+    /// Counts a write call; its capacity once it answered (a failed call reports none).
+    fn count_write(&self) {
+        self.usage.writes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn count_write_capacity<'a>(&self, capacity: impl IntoIterator<Item = &'a ConsumedCapacity>) {
+        self.usage
+            .write_milli_units
+            .fetch_add(milli(capacity), Ordering::Relaxed);
+    }
+
     fn expires_at(&self, created_at_ms: i64) -> Option<AttributeValue> {
         self.ttl_seconds.map(|ttl| n(created_at_ms / 1000 + ttl))
     }
 
+    /// A message item; `run` names the run that stores it (a fork's copies have none).
     fn message_put(
         &self,
         thread_id: &ThreadId,
         created_at_ms: i64,
         seq: usize,
         message: &Message,
+        run: Option<&RunId>,
     ) -> Result<(Put, usize), StoreError> {
         let body = serde_json::to_string(message)
             .map_err(|err| StoreError::Corrupt(format!("a message does not serialise: {err}")))?;
@@ -172,6 +228,9 @@ impl DynamoStore {
             .item("id", s(message.id().as_str()))
             .item("body", s(body))
             .condition_expression("attribute_not_exists(pk)");
+        if let Some(run) = run {
+            put = put.item(RUN, s(run.as_str()));
+        }
         if let Some(expires) = self.expires_at(created_at_ms) {
             put = put.item("expiresAt", expires);
         }
@@ -187,12 +246,18 @@ impl DynamoStore {
         created_at_ms: i64,
         first_seq: usize,
         messages: &[Message],
+        run: &RunId,
     ) -> Result<Vec<Vec<Put>>, StoreError> {
         let mut chunks = vec![Vec::new()];
         let mut bytes = 0;
         for (offset, message) in messages.iter().enumerate() {
-            let (put, size) =
-                self.message_put(thread_id, created_at_ms, first_seq + offset, message)?;
+            let (put, size) = self.message_put(
+                thread_id,
+                created_at_ms,
+                first_seq + offset,
+                message,
+                Some(run),
+            )?;
             let full = chunks.last().is_some_and(|chunk| {
                 chunk.len() >= MESSAGES_PER_WRITE || bytes + size > BYTES_PER_WRITE
             });
@@ -239,7 +304,8 @@ impl DynamoStore {
 
     /// Appends `messages` to a thread whose lease this run holds, in as many transactions as
     /// needed; the last one also stores the state and, when `release` is given, replaces the
-    /// interrupt record (`None` removes it) and frees the lease.
+    /// interrupt record (`None` removes it), frees the lease and records where the run ended
+    /// (when the run stored any message: a fork from it has something to copy).
     async fn append_held(
         &self,
         lease: &Lease,
@@ -251,11 +317,26 @@ impl DynamoStore {
     ) -> Result<u64, StoreError> {
         let state = state.map(Self::state_value).transpose()?;
         let interrupts = release.flatten().map(|record| s(record.to_string()));
-        let chunks = self.chunks(&lease.thread_id, created_at_ms, first_seq, messages)?;
+        let chunks = self.chunks(
+            &lease.thread_id,
+            created_at_ms,
+            first_seq,
+            messages,
+            &lease.run_id,
+        )?;
         let last = chunks.len() - 1;
+        let end_seq = first_seq + messages.len();
+        let mut run_end = match release {
+            Some(_) if lease.input_messages + messages.len() > 0 => {
+                Some(self.run_end_put(lease, created_at_ms, end_seq)?)
+            }
+            _ => None,
+        };
         let mut version = lease.version;
-        for (index, puts) in chunks.into_iter().enumerate() {
-            let mut set = vec!["#v = :next", "updatedAt = :now"];
+        let mut seq = first_seq;
+        for (index, mut puts) in chunks.into_iter().enumerate() {
+            seq += puts.len();
+            let mut set = vec!["#v = :next", "updatedAt = :now", "msgCount = :count"];
             let mut update = Update::builder()
                 .table_name(&self.table)
                 .key("pk", pk(&lease.thread_id))
@@ -271,7 +352,14 @@ impl DynamoStore {
                     n(i64::try_from(version + 1).unwrap_or(i64::MAX)),
                 )
                 .expression_attribute_values(":run", s(lease.run_id.as_str()))
-                .expression_attribute_values(":now", n(now_ms()));
+                .expression_attribute_values(":now", n(now_ms()))
+                .expression_attribute_values(":count", n(i64::try_from(seq).unwrap_or(i64::MAX)));
+            if index == last
+                && let Some(record) = run_end.take()
+            {
+                // Chunks hold at most MESSAGES_PER_WRITE messages, which leaves it room.
+                puts.push(record);
+            }
             if index == last
                 && let Some(state) = &state
             {
@@ -317,234 +405,216 @@ impl DynamoStore {
         Ok(version)
     }
 
-    /// Creates `table` as `template.yaml` declares it (on demand; `pk` HASH and `sk` RANGE, both
-    /// strings; TTL on `expiresAt`), for tests and DynamoDB Local (`agui-lambda create-table`).
-    /// Idempotent: a table that already has that key schema is kept as it is (its TTL switched on
-    /// if it was off) and reported as [`TableSetup::Existed`]; a table with another key schema is
-    /// [`TableError::Mismatch`]. Secondary indexes are not compared, only the primary key.
-    pub async fn create_table(client: &Client, table: &str) -> Result<TableSetup, TableError> {
-        let setup = match Self::check_table(client, table).await {
-            Ok(()) => TableSetup::Existed,
-            Err(TableError::Missing { .. }) => {
-                let failed =
-                    |err: &dyn std::fmt::Display| TableError::call("CreateTable", table, err);
-                let key = |name: &str, kind: KeyType| {
-                    KeySchemaElement::builder()
-                        .attribute_name(name)
-                        .key_type(kind)
-                        .build()
-                        .map_err(|err| failed(&err))
-                };
-                let attribute = |name: &str| {
-                    AttributeDefinition::builder()
-                        .attribute_name(name)
-                        .attribute_type(ScalarAttributeType::S)
-                        .build()
-                        .map_err(|err| failed(&err))
-                };
-                let created = client
-                    .create_table()
-                    .table_name(table)
-                    .billing_mode(BillingMode::PayPerRequest)
-                    .key_schema(key("pk", KeyType::Hash)?)
-                    .key_schema(key("sk", KeyType::Range)?)
-                    .attribute_definitions(attribute("pk")?)
-                    .attribute_definitions(attribute("sk")?)
-                    .send()
-                    .await;
-                match created {
-                    Ok(_) => TableSetup::Created,
-                    // Created by someone else since the check: fine if it is the same table.
-                    Err(err)
-                        if err
-                            .as_service_error()
-                            .is_some_and(|err| err.is_resource_in_use_exception()) =>
-                    {
-                        Self::check_table(client, table).await?;
-                        TableSetup::Existed
-                    }
-                    Err(err) => {
-                        return Err(failed(&error_chain(&err)));
+    /// Writes `requests` with BatchWriteItem, [`BATCH_WRITE_ITEMS`] per call and
+    /// [`BATCH_WRITES_IN_FLIGHT`] calls at once. Not atomic: callers make the writes visible (or
+    /// harmless) through a META write of their own.
+    async fn batch_write(&self, requests: Vec<WriteRequest>) -> Result<(), StoreError> {
+        let mut batches = Vec::with_capacity(requests.len().div_ceil(BATCH_WRITE_ITEMS));
+        let mut requests = requests.into_iter().peekable();
+        while requests.peek().is_some() {
+            batches.push(
+                requests
+                    .by_ref()
+                    .take(BATCH_WRITE_ITEMS)
+                    .collect::<Vec<_>>(),
+            );
+        }
+        futures_util::stream::iter(batches)
+            .map(|batch| self.write_batch(batch))
+            .buffer_unordered(BATCH_WRITES_IN_FLIGHT)
+            .try_for_each(|()| std::future::ready(Ok(())))
+            .await
+    }
+
+    /// One BatchWriteItem call, and its retries: what DynamoDB leaves unprocessed, or refuses
+    /// whole when throttled, is sent again after an exponential backoff with jitter.
+    async fn write_batch(&self, mut pending: Vec<WriteRequest>) -> Result<(), StoreError> {
+        const TRIES: u32 = 10;
+        let mut delay = Duration::from_millis(25);
+        for attempt in 0..TRIES {
+            back_off(attempt, &mut delay).await;
+            self.count_write();
+            // Cloned: a throttled call does not give its requests back.
+            let result = self
+                .client
+                .batch_write_item()
+                .request_items(&self.table, pending.clone())
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .send()
+                .await;
+            match result {
+                Ok(output) => {
+                    self.count_write_capacity(output.consumed_capacity());
+                    pending = output
+                        .unprocessed_items
+                        .and_then(|mut left| left.remove(&self.table))
+                        .unwrap_or_default();
+                    if pending.is_empty() {
+                        return Ok(());
                     }
                 }
+                Err(error) if error.as_service_error().is_some_and(throttled) => {}
+                Err(error) => return Err(unavailable(error)),
             }
-            Err(other) => return Err(other),
-        };
-        Self::wait_until_active(client, table).await?;
-        Self::ensure_ttl(client, table).await?;
-        Ok(setup)
+        }
+        Err(StoreError::unavailable(format!(
+            "DynamoDB left {} writes unprocessed after {TRIES} tries",
+            pending.len()
+        )))
     }
 
-    /// Checks with one `DescribeTable` call that `table` exists with the key schema
-    /// `template.yaml` declares (`pk` HASH, `sk` RANGE, both strings). Secondary indexes are
-    /// not compared.
-    pub async fn check_table(client: &Client, table: &str) -> Result<(), TableError> {
-        let Some(described) = Self::describe_table(client, table).await? else {
-            return Err(TableError::Missing {
-                table: table.to_owned(),
-            });
-        };
-        let type_of = |name: &str| {
-            described
-                .attribute_definitions()
-                .iter()
-                .find(|attribute| attribute.attribute_name() == name)
-                .map_or("?", |attribute| attribute.attribute_type().as_str())
-        };
-        let found = described
-            .key_schema()
+    /// Deletes the items of one incarnation of a thread: its messages, its runs' event logs and
+    /// the records of where its runs ended.
+    async fn sweep(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        created_at_ms: i64,
+    ) -> Result<(), StoreError> {
+        let (messages, events) = futures_util::future::try_join(
+            self.query_range(
+                thread_id,
+                SortKeys::Prefix(message_prefix(created_at_ms)),
+                Some("sk, #run"),
+            ),
+            self.query_range(
+                thread_id,
+                SortKeys::Prefix(runs_prefix(created_at_ms)),
+                Some("sk, #run"),
+            ),
+        )
+        .await?;
+        // Every run that ended with a record stored at least one message, which names it.
+        let runs: BTreeSet<&str> = messages
             .iter()
-            .map(|key| {
-                let name = key.attribute_name();
-                format!("{name} {} {}", key.key_type().as_str(), type_of(name))
-            })
-            .collect::<Vec<_>>()
-            .join(", ");
-        if found != TEMPLATE_KEY_SCHEMA {
-            return Err(TableError::Mismatch {
-                table: table.to_owned(),
-                what: format!("its key schema is ({found}), not ({TEMPLATE_KEY_SCHEMA})"),
-            });
-        }
-        Ok(())
+            .filter_map(|item| get_s(item, RUN))
+            .collect();
+        let mut keys: Vec<(AttributeValue, AttributeValue)> = messages
+            .iter()
+            .chain(&events)
+            .filter_map(|item| item.get("sk").cloned())
+            .map(|sk| (pk(thread_id), sk))
+            .collect();
+        keys.extend(
+            runs.into_iter()
+                .map(|run| (owner_pk(owner.as_str()), run_end_sk(run))),
+        );
+        self.batch_write(delete_requests(keys)?).await
     }
 
-    /// The table's description, or `None` when it does not exist.
-    async fn describe_table(
-        client: &Client,
-        table: &str,
-    ) -> Result<Option<aws_sdk_dynamodb::types::TableDescription>, TableError> {
-        match client.describe_table().table_name(table).send().await {
-            Ok(output) => Ok(output.table),
-            Err(err)
-                if err
-                    .as_service_error()
-                    .is_some_and(|err| err.is_resource_not_found_exception()) =>
-            {
-                Ok(None)
+    /// One UpdateItem of a usage item: `false` when its condition refused it. The item may be
+    /// in a quota transaction of a concurrent run of the same caller (TransactionConflict,
+    /// which the SDK does not retry); then it is tried again a few times.
+    async fn update_if(&self, update: Update) -> Result<bool, StoreError> {
+        const TRIES: u32 = 8;
+        let mut delay = Duration::from_millis(20);
+        for attempt in 0..TRIES {
+            back_off(attempt, &mut delay).await;
+            self.count_write();
+            let result = self
+                .client
+                .update_item()
+                .table_name(update.table_name.clone())
+                .set_key(Some(update.key.clone()))
+                .update_expression(update.update_expression.clone())
+                .set_condition_expression(update.condition_expression.clone())
+                .set_expression_attribute_names(update.expression_attribute_names.clone())
+                .set_expression_attribute_values(update.expression_attribute_values.clone())
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .send()
+                .await;
+            match result {
+                Ok(output) => {
+                    self.count_write_capacity(output.consumed_capacity());
+                    return Ok(true);
+                }
+                Err(error) => match error.into_service_error() {
+                    UpdateItemError::ConditionalCheckFailedException(_) => return Ok(false),
+                    UpdateItemError::TransactionConflictException(_) => {}
+                    other => return Err(unavailable(other)),
+                },
             }
-            Err(err) => Err(TableError::call("DescribeTable", table, &error_chain(&err))),
         }
-    }
-
-    /// A new table on AWS is `CREATING` for a few seconds (DynamoDB Local: never); its TTL can
-    /// only be set once it is `ACTIVE`.
-    async fn wait_until_active(client: &Client, table: &str) -> Result<(), TableError> {
-        use aws_sdk_dynamodb::types::TableStatus;
-        for _ in 0..120 {
-            let status = Self::describe_table(client, table)
-                .await?
-                .and_then(|described| described.table_status);
-            if matches!(status, None | Some(TableStatus::Active)) {
-                return Ok(());
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-        }
-        Err(TableError::call(
-            "DescribeTable",
-            table,
-            &"the table did not become ACTIVE within 60 s",
+        Err(StoreError::unavailable(
+            "a usage record kept conflicting with concurrent quota transactions",
         ))
     }
 
-    /// Switches TTL on `expiresAt` on, unless it is already.
-    async fn ensure_ttl(client: &Client, table: &str) -> Result<(), TableError> {
-        use aws_sdk_dynamodb::types::TimeToLiveStatus;
-        let described = client
-            .describe_time_to_live()
-            .table_name(table)
-            .send()
-            .await
-            .map_err(|err| TableError::call("DescribeTimeToLive", table, &error_chain(&err)))?;
-        if let Some(ttl) = described.time_to_live_description()
-            && matches!(
-                ttl.time_to_live_status(),
-                Some(TimeToLiveStatus::Enabled | TimeToLiveStatus::Enabling)
-            )
-        {
-            return match ttl.attribute_name() {
-                Some(TTL_ATTRIBUTE) => Ok(()),
-                other => Err(TableError::Mismatch {
-                    table: table.to_owned(),
-                    what: format!(
-                        "its TTL attribute is {}, not {TTL_ATTRIBUTE}",
-                        other.unwrap_or("unnamed")
-                    ),
-                }),
+    /// Both quotas' updates in one transaction: which quota refused, if one did. Concurrent
+    /// reservations of one caller can collide on the same items (TransactionConflict); those
+    /// are tried again a few times.
+    async fn reserve_both(
+        &self,
+        day: Update,
+        minute: Update,
+    ) -> Result<Option<Refused>, StoreError> {
+        const TRIES: u32 = 8;
+        let mut delay = Duration::from_millis(20);
+        for attempt in 0..TRIES {
+            back_off(attempt, &mut delay).await;
+            self.count_write();
+            let result = self
+                .client
+                .transact_write_items()
+                .transact_items(TransactWriteItem::builder().update(day.clone()).build())
+                .transact_items(TransactWriteItem::builder().update(minute.clone()).build())
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .send()
+                .await;
+            let error = match result {
+                Ok(output) => {
+                    self.count_write_capacity(output.consumed_capacity());
+                    return Ok(None);
+                }
+                Err(error) => error,
             };
+            let codes = match error.into_service_error() {
+                TransactWriteItemsError::TransactionCanceledException(cancelled) => cancelled
+                    .cancellation_reasons()
+                    .iter()
+                    .map(|reason| reason.code().unwrap_or("None").to_owned())
+                    .collect::<Vec<_>>(),
+                other => return Err(unavailable(other)),
+            };
+            let failed = |index: usize| {
+                codes.get(index).map(String::as_str) == Some("ConditionalCheckFailed")
+            };
+            if failed(0) {
+                return Ok(Some(Refused::Tokens));
+            }
+            if failed(1) {
+                return Ok(Some(Refused::Runs));
+            }
+            if !codes.iter().any(|code| code == "TransactionConflict") {
+                return Err(StoreError::unavailable(format!(
+                    "transaction cancelled: {codes:?}"
+                )));
+            }
         }
-        let failed = |err: &dyn std::fmt::Display| TableError::call("UpdateTimeToLive", table, err);
-        client
-            .update_time_to_live()
-            .table_name(table)
-            .time_to_live_specification(
-                TimeToLiveSpecification::builder()
-                    .attribute_name(TTL_ATTRIBUTE)
-                    .enabled(true)
-                    .build()
-                    .map_err(|err| failed(&err))?,
-            )
-            .send()
-            .await
-            .map_err(|err| failed(&error_chain(&err)))?;
-        Ok(())
+        Err(StoreError::unavailable(
+            "the quota transaction kept conflicting with concurrent ones",
+        ))
     }
-}
 
-/// An SDK error with its causes, `outer: inner: …` ("dispatch failure: io error: … Connection
-/// refused"), without the Debug dump `DisplayErrorContext` appends.
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.ends_with(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
+    /// The record of where a run ended, in its principal's partition: a fork from the run reads
+    /// it. Replaced when the run id runs again (a repeated run id is a new attempt).
+    fn run_end_put(
+        &self,
+        lease: &Lease,
+        created_at_ms: i64,
+        end_seq: usize,
+    ) -> Result<Put, StoreError> {
+        let mut put = Put::builder()
+            .table_name(&self.table)
+            .item("pk", owner_pk(lease.owner.as_str()))
+            .item("sk", run_end_sk(lease.run_id.as_str()))
+            .item("thread", s(lease.thread_id.as_str()))
+            .item("createdAt", n(created_at_ms))
+            .item("endSeq", n(i64::try_from(end_seq).unwrap_or(i64::MAX)));
+        if let Some(expires) = self.expires_at(created_at_ms) {
+            put = put.item("expiresAt", expires);
         }
-        source = cause.source();
-    }
-    text
-}
-
-/// The primary key `template.yaml` declares, as [`DynamoStore::check_table`] prints one.
-const TEMPLATE_KEY_SCHEMA: &str = "pk HASH S, sk RANGE S";
-/// The attribute `template.yaml` names for TTL.
-const TTL_ATTRIBUTE: &str = "expiresAt";
-
-/// What [`DynamoStore::create_table`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TableSetup {
-    Created,
-    /// The table was there already, with the expected key schema.
-    Existed,
-}
-
-/// Why the threads table cannot be created or used.
-#[derive(Debug, thiserror::Error)]
-pub enum TableError {
-    #[error("table {table} does not exist")]
-    Missing { table: String },
-    #[error(
-        "table {table} exists but does not match template.yaml: {what}. Delete it \
-         (aws dynamodb delete-table --table-name {table}) or set THREADS_TABLE to another name"
-    )]
-    Mismatch { table: String, what: String },
-    #[error("DynamoDB {call} on table {table} failed: {reason}")]
-    Call {
-        call: &'static str,
-        table: String,
-        reason: String,
-    },
-}
-
-impl TableError {
-    fn call(call: &'static str, table: &str, reason: &dyn std::fmt::Display) -> Self {
-        TableError::Call {
-            call,
-            table: table.to_owned(),
-            reason: reason.to_string(),
-        }
+        put.build().map_err(unavailable)
     }
 }
 
@@ -557,7 +627,11 @@ impl ThreadStore for DynamoStore {
     ) -> Result<Option<StoredThread>, StoreError> {
         // META and the messages; run event logs sort after them and are not read.
         let items = self
-            .query_range(thread_id, META.to_owned(), "MSG#~".to_owned())
+            .query_range(
+                thread_id,
+                SortKeys::Between(META.to_owned(), "MSG#~".to_owned()),
+                None,
+            )
             .await?;
         let Some(meta_item) = items.iter().find(|item| get_s(item, "sk") == Some(META)) else {
             return Ok(None);
@@ -581,6 +655,7 @@ impl ThreadStore for DynamoStore {
                 .active_run
                 .and_then(|run| RunId::parse(run, crate::protocol::ids::MAX_ID_LEN).ok()),
             interrupts: meta.interrupts,
+            title: meta.title,
         }))
     }
 
@@ -597,9 +672,11 @@ impl ThreadStore for DynamoStore {
                 created_at_ms,
                 first_seq,
                 start.new_messages,
+                start.run_id,
             )?
             .into_iter();
         let first_puts = chunks.next().unwrap_or_default();
+        let count = n(i64::try_from(first_seq + first_puts.len()).unwrap_or(i64::MAX));
         let rest: Vec<Message> = start
             .new_messages
             .iter()
@@ -619,6 +696,7 @@ impl ThreadStore for DynamoStore {
                     .item("updatedAt", n(now))
                     .item("leaseRun", s(start.run_id.as_str()))
                     .item("leaseUntil", n(start.lease_expires_at_ms))
+                    .item(MSG_COUNT, count)
                     // An expired thread not yet removed by TTL counts as absent.
                     .condition_expression("attribute_not_exists(pk) OR expiresAt < :now_s")
                     .expression_attribute_values(":now_s", n(now / 1000))
@@ -628,6 +706,9 @@ impl ThreadStore for DynamoStore {
                 if let Some(state) = &state {
                     put = put.item("state", state.clone());
                 }
+                if let Some(title) = start.title {
+                    put = put.item(TITLE, s(title));
+                }
                 if let Some(expires) = self.expires_at(created_at_ms) {
                     put = put.item("expiresAt", expires);
                 }
@@ -636,16 +717,18 @@ impl ThreadStore for DynamoStore {
                     .build()
             }
             Some(thread) => {
-                let mut expression =
-                    "SET #v = :next, leaseRun = :run, leaseUntil = :until, updatedAt = :now"
-                        .to_owned();
+                let mut expression = "SET #v = :next, leaseRun = :run, leaseUntil = :until, \
+                     updatedAt = :now, msgCount = :count"
+                    .to_owned();
                 let remove = " REMOVE cancelRun";
                 let mut update = Update::builder()
                     .table_name(&self.table)
                     .key("pk", pk(start.thread_id))
                     .key("sk", s(META))
                     .condition_expression(
-                        "attribute_exists(pk) AND #o = :owner AND #v = :expected AND (attribute_not_exists(leaseRun) OR leaseUntil < :now)",
+                        // Not while a delete is sweeping the thread (it does not bump the
+                        // version a run loaded before it began).
+                        "attribute_exists(pk) AND attribute_not_exists(deletedAt) AND #o = :owner AND #v = :expected AND (attribute_not_exists(leaseRun) OR leaseUntil < :now)",
                     )
                     .expression_attribute_names("#v", "version")
                     .expression_attribute_names("#o", "owner")
@@ -655,12 +738,18 @@ impl ThreadStore for DynamoStore {
                     .expression_attribute_values(":run", s(start.run_id.as_str()))
                     .expression_attribute_values(":until", n(start.lease_expires_at_ms))
                     .expression_attribute_values(":now", n(now))
+                    .expression_attribute_values(":count", count)
                     .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
                 if let Some(state) = &state {
                     expression.push_str(", #s = :state");
                     update = update
                         .expression_attribute_names("#s", "state")
                         .expression_attribute_values(":state", state.clone());
+                }
+                if let Some(title) = start.title {
+                    // The first title a thread gets stays; `set_title` changes it.
+                    expression.push_str(", title = if_not_exists(title, :title)");
+                    update = update.expression_attribute_values(":title", s(title));
                 }
                 expression.push_str(remove);
                 TransactWriteItem::builder()
@@ -694,6 +783,7 @@ impl ThreadStore for DynamoStore {
             created_at_ms,
             next_seq: first_seq + start.new_messages.len(),
             started_at_ms: now,
+            input_messages: start.new_messages.len(),
         };
         if !rest.is_empty() {
             // Inputs too large for one transaction: the rest follows under the lease, and the
@@ -797,6 +887,7 @@ impl ThreadStore for DynamoStore {
             next: (more && !messages.is_empty()).then(|| (from + messages.len() - 1).to_string()),
             messages,
             state: meta.state,
+            title: meta.title,
             active_run: meta
                 .active_run
                 .and_then(|run| RunId::parse(run, crate::protocol::ids::MAX_ID_LEN).ok()),
@@ -813,8 +904,7 @@ impl ThreadStore for DynamoStore {
         };
         let created_at_ms = get_n(&item, "createdAt")
             .ok_or_else(|| StoreError::Corrupt("a thread record has no createdAt".into()))?;
-        let live = get_n(&item, "expiresAt").is_none_or(|expires| expires * 1000 > now_ms());
-        if get_s(&item, "owner") != Some(owner.as_str()) || !live {
+        if get_s(&item, "owner") != Some(owner.as_str()) || !is_present(&item) {
             return Ok(ThreadActivity::Missing);
         }
         let running = get_s(&item, "leaseRun")
@@ -918,8 +1008,7 @@ impl ThreadStore for DynamoStore {
                 other => return Err(unavailable(other)),
             },
         };
-        let live = get_n(&old, "expiresAt").is_none_or(|expires| expires * 1000 > now_ms());
-        if get_s(&old, "owner") != Some(owner.as_str()) || !live {
+        if get_s(&old, "owner") != Some(owner.as_str()) || !is_present(&old) {
             return Err(StoreError::NotFound);
         }
         let created_at_ms = get_n(&old, "createdAt").ok_or(StoreError::NotFound)?;
@@ -1035,13 +1124,547 @@ impl ThreadStore for DynamoStore {
             }
             None => (run_prefix.clone(), format!("{run_prefix}~")),
         };
-        let items = self.query_range(&run.thread_id, from_sk, to_sk).await?;
+        let items = self
+            .query_range(&run.thread_id, SortKeys::Between(from_sk, to_sk), None)
+            .await?;
         Ok(parse_batches(&run_prefix, &items, from))
+    }
+
+    async fn list_threads(
+        &self,
+        owner: &Principal,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<ThreadList, StoreError> {
+        let start = cursor
+            .map(|cursor| decode_list_cursor(cursor, owner.as_str()))
+            .transpose()?;
+        let now = now_ms();
+        // One Query per page: `Limit` counts the items read before the filter, so a page may
+        // hold fewer threads than `limit` and still have a next one.
+        let page = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(OWNER_INDEX)
+            .key_condition_expression("#o = :owner")
+            .filter_expression(
+                "attribute_not_exists(deletedAt) AND \
+                 (attribute_not_exists(expiresAt) OR expiresAt > :now_s)",
+            )
+            .expression_attribute_names("#o", OWNER)
+            .expression_attribute_values(":owner", s(owner.as_str()))
+            .expression_attribute_values(":now_s", n(now / 1000))
+            .scan_index_forward(false)
+            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
+            .set_exclusive_start_key(start)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        self.count_read(page.consumed_capacity.as_ref());
+        let threads = page
+            .items
+            .unwrap_or_default()
+            .iter()
+            .map(|item| summary(item, now))
+            .collect::<Result<Vec<_>, _>>()?;
+        let next = match page.last_evaluated_key {
+            Some(key) if !key.is_empty() => Some(encode_list_cursor(&key).ok_or_else(|| {
+                StoreError::Corrupt("the thread list's last key is not a thread's".to_owned())
+            })?),
+            _ => None,
+        };
+        Ok(ThreadList { threads, next })
+    }
+
+    async fn set_title(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        title: &str,
+    ) -> Result<(), StoreError> {
+        // Neither the version nor `updatedAt` moves: a rename does not disturb a run in flight,
+        // nor reorder the list.
+        self.count_write();
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(self.meta_key(thread_id).into_iter().collect()))
+            .update_expression("SET title = :title")
+            .condition_expression(
+                "#o = :owner AND attribute_not_exists(deletedAt) AND \
+                 (attribute_not_exists(expiresAt) OR expiresAt > :now_s)",
+            )
+            .expression_attribute_names("#o", OWNER)
+            .expression_attribute_values(":owner", s(owner.as_str()))
+            .expression_attribute_values(":title", s(title))
+            .expression_attribute_values(":now_s", n(now_ms() / 1000))
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await;
+        match result {
+            Ok(output) => {
+                self.count_write_capacity(output.consumed_capacity());
+                Ok(())
+            }
+            Err(error) => match error.into_service_error() {
+                UpdateItemError::ConditionalCheckFailedException(_) => Err(StoreError::NotFound),
+                other => Err(unavailable(other)),
+            },
+        }
+    }
+
+    async fn delete_thread(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+    ) -> Result<Deletion, StoreError> {
+        let now = now_ms();
+        // The tombstone first: from here on the thread counts as absent, no run can take it
+        // (begin_run checks `deletedAt`), and a delete that fails halfway is resumed by the next
+        // one (`if_not_exists` keeps the first tombstone). The version moves on too, so a run
+        // still holding an expired lease can write nothing more.
+        self.count_write();
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(self.meta_key(thread_id).into_iter().collect()))
+            .update_expression("SET deletedAt = if_not_exists(deletedAt, :now), #v = #v + :one")
+            .condition_expression(
+                "#o = :owner AND (attribute_not_exists(leaseRun) OR leaseUntil < :now \
+                 OR expiresAt < :now_s)",
+            )
+            .expression_attribute_names("#o", OWNER)
+            .expression_attribute_names("#v", "version")
+            .expression_attribute_values(":owner", s(owner.as_str()))
+            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":now_s", n(now / 1000))
+            .expression_attribute_values(":one", n(1))
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await;
+        let meta = match result {
+            Ok(output) => {
+                self.count_write_capacity(output.consumed_capacity());
+                output.attributes.unwrap_or_default()
+            }
+            Err(error) => {
+                return match error.into_service_error() {
+                    UpdateItemError::ConditionalCheckFailedException(failed) => match failed.item()
+                    {
+                        None => Ok(Deletion::Absent),
+                        Some(old) if get_s(old, OWNER) != Some(owner.as_str()) => {
+                            Err(StoreError::NotFound)
+                        }
+                        Some(_) => Err(StoreError::Conflict),
+                    },
+                    other => Err(unavailable(other)),
+                };
+            }
+        };
+        let corrupt = || StoreError::Corrupt("a thread record is missing fields".to_owned());
+        let created_at_ms = get_n(&meta, "createdAt").ok_or_else(corrupt)?;
+        let tombstone = meta.get(DELETED_AT).cloned().ok_or_else(corrupt)?;
+        // An expired thread's items are still the caller's data: swept all the same.
+        let was_live = get_n(&meta, "expiresAt").is_none_or(|expires| expires * 1000 > now);
+        self.sweep(owner, thread_id, created_at_ms).await?;
+        self.count_write();
+        let removed = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(self.meta_key(thread_id).into_iter().collect()))
+            // Only our tombstone: a thread created on the id since (once an expired tombstone
+            // no longer holds it) is never removed.
+            .condition_expression("deletedAt = :tombstone")
+            .expression_attribute_values(":tombstone", tombstone)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await;
+        match removed {
+            Ok(output) => self.count_write_capacity(output.consumed_capacity()),
+            // Another delete finished first, or a new thread took the id: ours is gone either way.
+            Err(error) => match error.into_service_error() {
+                DeleteItemError::ConditionalCheckFailedException(_) => {}
+                other => return Err(unavailable(other)),
+            },
+        }
+        Ok(if was_live {
+            Deletion::Deleted
+        } else {
+            Deletion::Absent
+        })
+    }
+
+    async fn create_thread(&self, thread: NewThread<'_>) -> Result<(), StoreError> {
+        let now = now_ms();
+        let state = thread.state.map(Self::state_value).transpose()?;
+        // Every message is checked before anything is written.
+        let mut requests = Vec::with_capacity(thread.messages.len());
+        let mut sort_keys = Vec::with_capacity(thread.messages.len());
+        for (seq, message) in thread.messages.iter().enumerate() {
+            let (put, _) = self.message_put(thread.thread_id, now, seq, message, None)?;
+            sort_keys.push(message_sk(now, seq));
+            let put = PutRequest::builder()
+                .set_item(Some(put.item))
+                .build()
+                .map_err(unavailable)?;
+            requests.push(WriteRequest::builder().put_request(put).build());
+        }
+        // The messages first, under this incarnation's prefix no reader looks at until META
+        // names it: the thread appears whole when META lands.
+        self.batch_write(requests).await?;
+        let count = i64::try_from(thread.messages.len()).unwrap_or(i64::MAX);
+        let mut put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", pk(thread.thread_id))
+            .item("sk", s(META))
+            .item(OWNER, s(thread.owner.as_str()))
+            .item("version", n(1))
+            .item("createdAt", n(now))
+            .item(UPDATED_AT, n(now))
+            .item(MSG_COUNT, n(count))
+            // An expired thread not yet removed by TTL counts as absent.
+            .condition_expression("attribute_not_exists(pk) OR expiresAt < :now_s")
+            .expression_attribute_values(":now_s", n(now / 1000))
+            .return_consumed_capacity(ReturnConsumedCapacity::Total);
+        if let Some(title) = thread.title {
+            put = put.item(TITLE, s(title));
+        }
+        if let Some(state) = state {
+            put = put.item("state", state);
+        }
+        if let Some(expires) = self.expires_at(now) {
+            put = put.item("expiresAt", expires);
+        }
+        self.count_write();
+        match put.send().await {
+            Ok(output) => {
+                self.count_write_capacity(output.consumed_capacity());
+                Ok(())
+            }
+            Err(error) => match error.into_service_error() {
+                PutItemError::ConditionalCheckFailedException(_) => {
+                    // The copies are unreachable; TTL (when on) would remove them too.
+                    let keys = sort_keys
+                        .into_iter()
+                        .map(|sk| (pk(thread.thread_id), sk))
+                        .collect();
+                    if let Err(error) = self.batch_write(delete_requests(keys)?).await {
+                        tracing::warn!(
+                            thread_id = %thread.thread_id,
+                            error = %error,
+                            "could not remove the messages of a fork that lost its thread id"
+                        );
+                    }
+                    Err(StoreError::Conflict)
+                }
+                other => Err(unavailable(other)),
+            },
+        }
+    }
+
+    async fn run_end(
+        &self,
+        owner: &Principal,
+        run_id: &RunId,
+    ) -> Result<Option<RunEnd>, StoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", owner_pk(owner.as_str()))
+            .key("sk", run_end_sk(run_id.as_str()))
+            .consistent_read(true)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        self.count_read(output.consumed_capacity.as_ref());
+        let Some(item) = output.item else {
+            return Ok(None);
+        };
+        if !is_present(&item) {
+            return Ok(None);
+        }
+        let corrupt = || StoreError::Corrupt("a run-end record is missing fields".to_owned());
+        Ok(Some(RunEnd {
+            thread_id: get_s(&item, "thread")
+                .and_then(|id| ThreadId::parse(id, crate::protocol::ids::MAX_ID_LEN).ok())
+                .ok_or_else(corrupt)?,
+            created_at_ms: get_n(&item, "createdAt").ok_or_else(corrupt)?,
+            message_count: get_n(&item, "endSeq")
+                .and_then(|count| usize::try_from(count).ok())
+                .ok_or_else(corrupt)?,
+        }))
+    }
+
+    async fn reserve(
+        &self,
+        owner: &Principal,
+        limits: &QuotaLimits,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Reservation, StoreError> {
+        use chrono::Timelike;
+        let day = usage_day(now);
+        let reservation = Reservation {
+            owner: owner.clone(),
+            day: day.clone(),
+            reserved_tokens: limits.reservation(),
+        };
+        if limits.is_unlimited() {
+            return Ok(reservation);
+        }
+        let tokens_refused = |limit| {
+            StoreError::QuotaExceeded(QuotaExceeded::TokensPerDay {
+                limit,
+                retry_after_secs: secs_to_next_day(now),
+            })
+        };
+        let runs_refused = |limit| {
+            StoreError::QuotaExceeded(QuotaExceeded::RunsPerMinute {
+                limit,
+                retry_after_secs: secs_to_next_minute(now),
+            })
+        };
+        let epoch = now.timestamp();
+        let day_update = match limits.tokens_per_day {
+            None => None,
+            Some(limit) => {
+                // Admitted while the day's spend leaves room for the reservation (for at least
+                // one token when nothing is reserved); a quota of 0 never admits.
+                let cap = i128::from(limit) - i128::from(reservation.reserved_tokens.max(1));
+                if cap < 0 {
+                    return Err(tokens_refused(limit));
+                }
+                let day_start = epoch - i64::from(now.num_seconds_from_midnight());
+                Some(
+                    Update::builder()
+                        .table_name(&self.table)
+                        .key("pk", usage_pk(owner.as_str()))
+                        .key("sk", s(day_sk(&day)))
+                        .update_expression(
+                            "ADD spent :reserve SET expiresAt = if_not_exists(expiresAt, :exp)",
+                        )
+                        .condition_expression("attribute_not_exists(spent) OR spent <= :cap")
+                        .expression_attribute_values(":reserve", num(reservation.reserved_tokens))
+                        .expression_attribute_values(":cap", num(cap))
+                        .expression_attribute_values(":exp", n(day_start + USAGE_RETENTION_SECS))
+                        .build()
+                        .map_err(unavailable)?,
+                )
+            }
+        };
+        let minute_update = match limits.runs_per_minute {
+            None => None,
+            Some(0) => return Err(runs_refused(0)),
+            Some(limit) => {
+                let minute_start = epoch - i64::from(now.second());
+                Some(
+                    Update::builder()
+                        .table_name(&self.table)
+                        .key("pk", usage_pk(owner.as_str()))
+                        .key(
+                            "sk",
+                            s(minute_sk(&now.format("%Y-%m-%dT%H:%M").to_string())),
+                        )
+                        .update_expression("ADD runs :one SET expiresAt = :exp")
+                        .condition_expression("attribute_not_exists(runs) OR runs < :limit")
+                        .expression_attribute_values(":one", n(1))
+                        .expression_attribute_values(":limit", num(limit))
+                        .expression_attribute_values(
+                            ":exp",
+                            n(minute_start + MINUTE_RETENTION_SECS),
+                        )
+                        .build()
+                        .map_err(unavailable)?,
+                )
+            }
+        };
+        let refused = match (day_update, minute_update) {
+            (Some(day), Some(minute)) => self.reserve_both(day, minute).await?,
+            (Some(update), None) => (!self.update_if(update).await?).then_some(Refused::Tokens),
+            (None, Some(update)) => (!self.update_if(update).await?).then_some(Refused::Runs),
+            (None, None) => None,
+        };
+        match refused {
+            None => Ok(reservation),
+            Some(Refused::Tokens) => Err(tokens_refused(limits.tokens_per_day.unwrap_or(0))),
+            Some(Refused::Runs) => Err(runs_refused(limits.runs_per_minute.unwrap_or(0))),
+        }
+    }
+
+    async fn settle(&self, settlement: Settlement<'_>) -> Result<(), StoreError> {
+        let reservation = settlement.reservation;
+        let used = settlement
+            .run
+            .map_or(0, |run| u128::from(run.input) + u128::from(run.output));
+        let delta =
+            i128::try_from(used).unwrap_or(i128::MAX) - i128::from(reservation.reserved_tokens);
+        if settlement.run.is_none() && delta == 0 {
+            return Ok(());
+        }
+        let day_start = chrono::NaiveDate::parse_from_str(&reservation.day, "%Y-%m-%d")
+            .ok()
+            .and_then(|day| day.and_hms_opt(0, 0, 0))
+            .map(|midnight| midnight.and_utc().timestamp())
+            .ok_or_else(|| {
+                StoreError::Corrupt(format!("a reservation's day is {:?}", reservation.day))
+            })?;
+        let mut add = Vec::new();
+        let mut update = Update::builder()
+            .table_name(&self.table)
+            .key("pk", usage_pk(reservation.owner.as_str()))
+            .key("sk", s(day_sk(&reservation.day)))
+            .expression_attribute_values(":exp", n(day_start + USAGE_RETENTION_SECS));
+        if delta != 0 {
+            add.push("spent :delta".to_owned());
+            update = update.expression_attribute_values(":delta", num(delta));
+        }
+        if let Some(run) = settlement.run {
+            let model = format!("{}/{}", run.provider, run.model);
+            let counters = [1, run.input, run.output, run.reasoning, run.cached_input];
+            // Model names hold `:`, `.` and `-`: always through name placeholders.
+            for (index, (metric, value)) in USAGE_METRICS.iter().zip(counters).enumerate() {
+                add.push(format!("#m{index} :m{index}"));
+                update = update
+                    .expression_attribute_names(format!("#m{index}"), format!("{metric}:{model}"))
+                    .expression_attribute_values(format!(":m{index}"), num(value));
+            }
+        }
+        // No condition: a run that ran is accounted for whatever the quota says by now.
+        let expression = format!(
+            "ADD {} SET expiresAt = if_not_exists(expiresAt, :exp)",
+            add.join(", ")
+        );
+        let update = update
+            .update_expression(expression)
+            .build()
+            .map_err(unavailable)?;
+        self.update_if(update).await.map(|_| ())
+    }
+
+    async fn usage(
+        &self,
+        owner: &Principal,
+        from: &str,
+        to: &str,
+    ) -> Result<Vec<DayUsage>, StoreError> {
+        if from > to {
+            // DynamoDB refuses a BETWEEN whose ends are reversed.
+            return Ok(Vec::new());
+        }
+        let mut days = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+                .expression_attribute_values(":pk", usage_pk(owner.as_str()))
+                .expression_attribute_values(":from", s(day_sk(from)))
+                .expression_attribute_values(":to", s(day_sk(to)))
+                .consistent_read(true)
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(unavailable)?;
+            self.count_read(page.consumed_capacity.as_ref());
+            days.extend(
+                page.items
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(day_usage)
+                    .filter(|day| !day.models.is_empty()),
+            );
+            match page.last_evaluated_key {
+                Some(key) if !key.is_empty() => start = Some(key),
+                _ => break,
+            }
+        }
+        Ok(days)
     }
 
     fn describe(&self) -> String {
         format!("DynamoDB thread store (table {})", self.table)
     }
+}
+
+/// Which quota refused a reservation.
+enum Refused {
+    Tokens,
+    Runs,
+}
+
+/// A thread list entry from a `byOwner` index item.
+fn summary(item: &Item, now_ms: i64) -> Result<ThreadSummary, StoreError> {
+    let corrupt = || StoreError::Corrupt("a thread record is missing fields".to_owned());
+    Ok(ThreadSummary {
+        thread_id: get_s(item, "pk")
+            .and_then(|pk| pk.strip_prefix("THREAD#"))
+            .and_then(|id| ThreadId::parse(id, crate::protocol::ids::MAX_ID_LEN).ok())
+            .ok_or_else(corrupt)?,
+        title: get_s(item, TITLE).map(str::to_owned),
+        created_at_ms: get_n(item, "createdAt").ok_or_else(corrupt)?,
+        updated_at_ms: get_n(item, UPDATED_AT).ok_or_else(corrupt)?,
+        // Threads written before the count was kept have none.
+        message_count: get_n(item, MSG_COUNT)
+            .and_then(|count| u64::try_from(count).ok())
+            .unwrap_or(0),
+        active_run: get_s(item, "leaseRun")
+            .filter(|_| get_n(item, "leaseUntil").is_some_and(|until| until > now_ms))
+            .and_then(|run| RunId::parse(run, crate::protocol::ids::MAX_ID_LEN).ok()),
+    })
+}
+
+/// A usage day item's per-model counters (`<metric>:<provider>/<model>`), models sorted by
+/// provider, then model; `None` for an item that is not a day's.
+fn day_usage(item: &Item) -> Option<DayUsage> {
+    let day = get_s(item, "sk")?.strip_prefix("DAY#")?.to_owned();
+    let mut models: BTreeMap<(String, String), ModelUsage> = BTreeMap::new();
+    for (name, value) in item {
+        let Some((metric, model)) = name
+            .split_once(':')
+            .filter(|(metric, _)| USAGE_METRICS.contains(metric))
+        else {
+            continue;
+        };
+        let (Some((provider, model)), AttributeValue::N(value)) = (model.split_once('/'), value)
+        else {
+            continue;
+        };
+        let Ok(value) = value.parse::<u64>() else {
+            continue;
+        };
+        let entry = models
+            .entry((provider.to_owned(), model.to_owned()))
+            .or_insert_with(|| ModelUsage {
+                provider: provider.to_owned(),
+                model: model.to_owned(),
+                ..ModelUsage::default()
+            });
+        match metric {
+            "runs" => entry.runs = value,
+            "in" => entry.input_tokens = value,
+            "out" => entry.output_tokens = value,
+            "rsn" => entry.reasoning_tokens = value,
+            "cch" => entry.cached_input_tokens = value,
+            _ => {}
+        }
+    }
+    Some(DayUsage {
+        day,
+        models: models.into_values().collect(),
+    })
 }
 
 /// Splits `text` into pieces of at most `max` bytes, on character boundaries.
