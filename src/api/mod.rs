@@ -295,22 +295,13 @@ impl App {
         thread_id: &str,
         query: Option<&str>,
     ) -> Result<Response<ResponseBody>, ApiError> {
-        let thread_id = ThreadId::parse(thread_id, crate::protocol::ids::MAX_ID_LEN)
-            .map_err(|_| ApiError::Start(crate::agent::StartError::NotFound))?;
+        let thread_id = threads::path_thread(thread_id)?;
         let mut after = None;
         let mut limit = HISTORY_PAGE_DEFAULT;
         for (key, value) in query_pairs(query) {
             match key.as_ref() {
                 "after" => after = Some(value.into_owned()),
-                "limit" => {
-                    limit = value
-                        .parse::<usize>()
-                        .ok()
-                        .filter(|limit| (1..=HISTORY_PAGE_MAX).contains(limit))
-                        .ok_or_else(|| {
-                            ApiError::BadQuery(format!("limit must be 1 to {HISTORY_PAGE_MAX}"))
-                        })?;
-                }
+                "limit" => limit = page_limit(&value, HISTORY_PAGE_MAX)?,
                 _ => {}
             }
         }
@@ -428,6 +419,15 @@ fn parse_run_ids(thread_id: &str, run_id: &str) -> Result<(ThreadId, RunId), Api
         (Ok(thread_id), Ok(run_id)) => Ok((thread_id, run_id)),
         _ => Err(ApiError::RunNotFound),
     }
+}
+
+/// A page size from a `limit` query parameter: 1 to `max`.
+fn page_limit(value: &str, max: usize) -> Result<usize, ApiError> {
+    value
+        .parse::<usize>()
+        .ok()
+        .filter(|limit| (1..=max).contains(limit))
+        .ok_or_else(|| ApiError::BadQuery(format!("limit must be 1 to {max}")))
 }
 
 /// A query string's pairs, percent-decoded.

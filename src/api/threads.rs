@@ -1,7 +1,9 @@
 //! The thread routes besides running and following runs: list, rename, delete, fork; and the
 //! caller's usage. Every one answers only for the caller's own threads (404 otherwise).
 
-use super::{ApiError, App, ResponseBody, check_content_type, json_response, query_pairs};
+use super::{
+    ApiError, App, ResponseBody, check_content_type, json_response, page_limit, query_pairs,
+};
 use crate::agent::{ForkError, StartError};
 use crate::protocol::{InputError, MessageId, ThreadId, input};
 use crate::store::{Deletion, Principal};
@@ -53,7 +55,7 @@ fn typed_body<T: serde::de::DeserializeOwned>(
 }
 
 /// A thread id in a path; a malformed one names no thread.
-fn path_thread(thread_id: &str) -> Result<ThreadId, ApiError> {
+pub(super) fn path_thread(thread_id: &str) -> Result<ThreadId, ApiError> {
     ThreadId::parse(thread_id, crate::protocol::ids::MAX_ID_LEN)
         .map_err(|_| ApiError::Start(StartError::NotFound))
 }
@@ -81,15 +83,7 @@ impl App {
         for (key, value) in query_pairs(query) {
             match key.as_ref() {
                 "cursor" => cursor = Some(value.into_owned()),
-                "limit" => {
-                    limit = value
-                        .parse::<usize>()
-                        .ok()
-                        .filter(|limit| (1..=LIST_PAGE_MAX).contains(limit))
-                        .ok_or_else(|| {
-                            ApiError::BadQuery(format!("limit must be 1 to {LIST_PAGE_MAX}"))
-                        })?;
-                }
+                "limit" => limit = page_limit(&value, LIST_PAGE_MAX)?,
                 _ => {}
             }
         }

