@@ -254,10 +254,21 @@ async fn main() {
                 new_messages: &messages,
                 state: None,
                 title: None,
+                at_ms: chrono::Utc::now().timestamp_millis(),
+                copied_at_ms: &[],
             })
             .await
             .unwrap();
-        store.finish_run(&lease, &[], None, None).await.unwrap();
+        store
+            .finish_run(
+                &lease,
+                &[],
+                None,
+                None,
+                chrono::Utc::now().timestamp_millis(),
+            )
+            .await
+            .unwrap();
         let mut times = Vec::new();
         let before = store.usage();
         for _ in 0..15 {
@@ -305,6 +316,8 @@ async fn seed_thread(
             new_messages: &messages,
             state: None,
             title: Some("seeded"),
+            at_ms: chrono::Utc::now().timestamp_millis(),
+            copied_at_ms: &[],
         })
         .await
         .unwrap();
@@ -316,7 +329,16 @@ async fn seed_thread(
             .await
             .unwrap();
     }
-    store.finish_run(&lease, &[], None, None).await.unwrap();
+    store
+        .finish_run(
+            &lease,
+            &[],
+            None,
+            None,
+            chrono::Utc::now().timestamp_millis(),
+        )
+        .await
+        .unwrap();
     thread
 }
 
@@ -381,6 +403,8 @@ async fn threads_and_quotas(store: &Arc<DynamoStore>, model: &ScriptedModel) {
                 messages: &loaded.messages,
                 state: None,
                 title: Some("fork"),
+                at_ms: chrono::Utc::now().timestamp_millis(),
+                copied_at_ms: &[],
             })
             .await
             .unwrap();

@@ -92,7 +92,7 @@ PIDS+=($!)
 wait_for "http://127.0.0.1:$AIMOCK_PORT/health" aimock "${PIDS[-1]}"
 WATCH_PORT=$(free_port)
 setsid cargo lambda watch --ignore-changes -A 127.0.0.1 -P "$WATCH_PORT" \
-  --env-var "OPENAI_BASE_URL=http://127.0.0.1:$AIMOCK_PORT/v1,OPENAI_API_KEY=e2e-test-key,AGENT_MODEL=test-model,MODEL_MAX_RETRIES=1,RUST_LOG=info" \
+  --env-var "OPENAI_BASE_URL=http://127.0.0.1:$AIMOCK_PORT/v1,OPENAI_API_KEY=e2e-test-key,AGENT_MODEL=test-model,MODEL_MAX_RETRIES=1,RUST_LOG=info,SELF_INVOKE_ENDPOINT=http://127.0.0.1:$WATCH_PORT,AWS_REGION=us-east-1,AWS_ACCESS_KEY_ID=e2e,AWS_SECRET_ACCESS_KEY=e2e" \
   </dev/null >"$ARTIFACTS/watch.log" 2>&1 &
 PIDS+=($!)
 WATCH_URL="http://127.0.0.1:$WATCH_PORT/lambda-url/agui-lambda"
@@ -106,6 +106,9 @@ done
 # cargo lambda watch serves one request at a time: the double-texting tests run in the next step.
 (cd tests/node && E2E_SEQUENTIAL=1 AGUI_URL="$WATCH_URL/agent" CAPTURE_DIR="$ARTIFACTS/captures" node --test --test-concurrency=1 e2e.test.mjs) \
   || { echo "--- cargo lambda watch log"; tail -n 50 "$ARTIFACTS/watch.log"; exit 1; }
+# Seed 004's detached run: the function invokes itself through the emulator's Invoke API.
+(cd tests/node && AGUI_BASE="$WATCH_URL" CAPTURE_DIR="$ARTIFACTS/captures" node --test seed004.test.mjs) \
+  || { echo "--- cargo lambda watch log"; tail -n 50 "$ARTIFACTS/watch.log"; exit 1; }
 
 step "the local server: limits, disconnects, double-texting, AG-UI 1.0 approvals, the resumable client"
 LOCAL_PORT=$(free_port)
@@ -115,6 +118,9 @@ PIDS+=($!)
 wait_for_function "http://127.0.0.1:$LOCAL_PORT" "the local server" "${PIDS[-1]}"
 (cd tests/node && AGUI_URL="http://127.0.0.1:$LOCAL_PORT/agent" CAPTURE_DIR="$ARTIFACTS/captures" \
   node --test --test-concurrency=1 --test-name-pattern "limits|lifecycle" e2e.test.mjs) \
+  || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/local.log"; exit 1; }
+# The same detached run on the local server: a background task.
+(cd tests/node && AGUI_BASE="http://127.0.0.1:$LOCAL_PORT" node --test seed004.test.mjs) \
   || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/local.log"; exit 1; }
 # AG-UI 1.0 with both real clients: approvals as interrupts (1.0.0) and as the confirm tool
 # (0.0.59), usage, capabilities. A server whose get_current_time needs approval.

@@ -3,7 +3,7 @@
 
 use crate::agent::AgentSettings;
 use crate::protocol::Limits;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
@@ -72,6 +72,52 @@ pub struct Config {
     pub agent: AgentSettings,
     pub tools: ToolsConfig,
     pub runtime: RuntimeFlavor,
+    /// `AGENT_PROFILES`: named agents chosen by `forwardedProps.agent_type`; empty when unset.
+    pub profiles: BTreeMap<String, ProfileConfig>,
+}
+
+/// At most this many `AGENT_PROFILES`.
+pub const MAX_PROFILES: usize = 32;
+/// The longest profile system prompt, in characters.
+pub const MAX_PROFILE_PROMPT_CHARS: usize = 100_000;
+/// The longest profile model name, in characters: Bedrock's `modelId` limit, which ARNs need.
+pub const MAX_PROFILE_MODEL_CHARS: usize = 2_048;
+
+/// One profile of `AGENT_PROFILES`; a part left out is the default agent's.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ProfileConfig {
+    /// Instead of `AGENT_SYSTEM_PROMPT`; `""` sends none.
+    pub system_prompt: Option<String>,
+    /// Instead of `AGENT_MODEL`, for the same `MODEL_PROVIDER`.
+    pub model: Option<String>,
+    /// The server tools offered, by name (checked against the registry at start-up); `[]` is none.
+    pub tools: Option<Vec<String>>,
+}
+
+/// What is wrong with `AGENT_PROFILES`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProfilesConfigError {
+    #[error(
+        "must be a JSON object of profile name to {{\"systemPrompt\": string, \"model\": string, \"tools\": [string]}}: {0}"
+    )]
+    Json(String),
+    #[error("{0} profiles; at most {MAX_PROFILES}")]
+    TooMany(usize),
+    #[error("profile name {0:?} is not 1-64 letters, digits, _ or -")]
+    BadName(String),
+    #[error("profile {0} is given twice")]
+    Duplicate(String),
+    #[error("profile name \"memory\" is reserved for seed 004's internal automation mode")]
+    Internal,
+    #[error("profile {0}: systemPrompt is longer than {MAX_PROFILE_PROMPT_CHARS} characters")]
+    PromptTooLong(String),
+    #[error(
+        "profile {0}: model must be 1-{MAX_PROFILE_MODEL_CHARS} characters, without control characters or surrounding spaces"
+    )]
+    BadModel(String),
+    #[error("profile {profile}: tool name {tool:?} is not 1-64 letters, digits, _ or -")]
+    BadToolName { profile: String, tool: String },
 }
 
 /// Server tools beyond the agent's own settings: result size, and remote MCP servers.
@@ -125,6 +171,15 @@ pub struct StoreConfig {
     pub thread_ttl_days: u32,
     /// Run event logs (for resuming streams) are deleted this many hours after they were written.
     pub run_events_ttl_hours: u32,
+    /// `ATTACHMENTS_BUCKET`: seed 004's signed-URL image uploads; off when unset.
+    pub attachments_bucket: Option<String>,
+    /// `ATTACHMENTS_S3_ENDPOINT`: an S3-compatible endpoint (path-style URLs), for local use.
+    pub attachments_endpoint: Option<String>,
+    /// `ATTACHMENT_MAX_BYTES`: the largest image a caller may upload.
+    pub attachment_max_bytes: u64,
+    /// `SELF_INVOKE_ENDPOINT`: the Invoke API of a Lambda emulator (`cargo lambda watch`) for
+    /// detached runs; unset on AWS.
+    pub self_invoke_endpoint: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -142,6 +197,8 @@ pub enum ConfigError {
     },
     #[error("MCP_SERVERS: {0}")]
     Mcp(#[from] crate::mcp::McpConfigError),
+    #[error("AGENT_PROFILES: {0}")]
+    Profiles(#[from] ProfilesConfigError),
 }
 
 impl Config {
@@ -323,6 +380,25 @@ impl Config {
                 threads_table: get("THREADS_TABLE"),
                 thread_ttl_days: bounded(vars, "THREAD_TTL_DAYS", 0, 0..=36_500)?,
                 run_events_ttl_hours: bounded(vars, "RUN_EVENTS_TTL_HOURS", 24, 1..=8_760)?,
+                attachments_bucket: match get("ATTACHMENTS_BUCKET") {
+                    Some(bucket) if is_bucket_name(&bucket) => Some(bucket),
+                    Some(value) => {
+                        return Err(ConfigError::Invalid {
+                            name: "ATTACHMENTS_BUCKET",
+                            expected: "an S3 bucket name (3-63 lowercase letters, digits, . or -)",
+                            value,
+                        });
+                    }
+                    None => None,
+                },
+                attachments_endpoint: http_endpoint(vars, "ATTACHMENTS_S3_ENDPOINT")?,
+                attachment_max_bytes: bounded(
+                    vars,
+                    "ATTACHMENT_MAX_BYTES",
+                    5 * 1024 * 1024,
+                    1..=50 * 1024 * 1024,
+                )?,
+                self_invoke_endpoint: http_endpoint(vars, "SELF_INVOKE_ENDPOINT")?,
             },
             auth,
             agent: AgentSettings {
@@ -425,7 +501,93 @@ impl Config {
                 )?,
             },
             runtime,
+            profiles: match get("AGENT_PROFILES") {
+                Some(json) => profiles(&json)?,
+                None => BTreeMap::new(),
+            },
         })
+    }
+}
+
+/// `AGENT_PROFILES`: a JSON object of profile name to [`ProfileConfig`]. Whether its tools exist
+/// is checked at start-up, where the registry (with the MCP servers' tools) is known.
+fn profiles(json: &str) -> Result<BTreeMap<String, ProfileConfig>, ProfilesConfigError> {
+    let entries: Entries =
+        serde_json::from_str(json).map_err(|err| ProfilesConfigError::Json(err.to_string()))?;
+    if entries.0.len() > MAX_PROFILES {
+        return Err(ProfilesConfigError::TooMany(entries.0.len()));
+    }
+    let mut profiles = BTreeMap::new();
+    for (name, mut profile) in entries.0 {
+        if name == crate::agent::INTERNAL_AGENT_TYPE {
+            return Err(ProfilesConfigError::Internal);
+        }
+        // The same rule as tool names: safe in logs and error messages, and what a client's
+        // routing field can carry without escaping.
+        if !crate::protocol::input::is_valid_tool_name(&name) {
+            return Err(ProfilesConfigError::BadName(name));
+        }
+        if profile
+            .system_prompt
+            .as_ref()
+            .is_some_and(|prompt| prompt.chars().count() > MAX_PROFILE_PROMPT_CHARS)
+        {
+            return Err(ProfilesConfigError::PromptTooLong(name));
+        }
+        if profile.model.as_ref().is_some_and(|model| {
+            model.is_empty()
+                || model.chars().count() > MAX_PROFILE_MODEL_CHARS
+                || model.trim() != model
+                || model.chars().any(char::is_control)
+        }) {
+            return Err(ProfilesConfigError::BadModel(name));
+        }
+        if let Some(tools) = &mut profile.tools {
+            if let Some(bad) = tools
+                .iter()
+                .find(|tool| !crate::protocol::input::is_valid_tool_name(tool))
+            {
+                return Err(ProfilesConfigError::BadToolName {
+                    profile: name,
+                    tool: bad.clone(),
+                });
+            }
+            // A name listed twice offers the tool once.
+            tools.sort();
+            tools.dedup();
+        }
+        if profiles.contains_key(&name) {
+            return Err(ProfilesConfigError::Duplicate(name));
+        }
+        profiles.insert(name, profile);
+    }
+    Ok(profiles)
+}
+
+/// A JSON object's entries in order, duplicates kept: a map would silently keep the last of two
+/// profiles of one name.
+struct Entries(Vec<(String, ProfileConfig)>);
+
+impl<'de> serde::Deserialize<'de> for Entries {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Entries;
+            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                formatter.write_str("an object of profile name to profile")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Entries, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    entries.push(entry);
+                }
+                Ok(Entries(entries))
+            }
+        }
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -449,6 +611,41 @@ fn number<T: std::str::FromStr>(
 }
 
 /// A whole number within `range`.
+/// An S3 bucket name as S3 allows it for virtual-hosted URLs.
+fn is_bucket_name(name: &str) -> bool {
+    (3..=63).contains(&name.len())
+        && name.bytes().all(|byte| {
+            byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'.' || byte == b'-'
+        })
+        && !name.starts_with(['.', '-'])
+        && !name.ends_with(['.', '-'])
+}
+
+/// An optional `http(s)://` endpoint, without a trailing slash.
+fn http_endpoint(
+    vars: &HashMap<String, String>,
+    name: &'static str,
+) -> Result<Option<String>, ConfigError> {
+    let Some(value) = vars
+        .get(name)
+        .map(|value| value.trim())
+        .filter(|value| !value.is_empty())
+    else {
+        return Ok(None);
+    };
+    if (value.starts_with("http://") || value.starts_with("https://"))
+        && reqwest::Url::parse(value).is_ok()
+    {
+        Ok(Some(value.trim_end_matches('/').to_owned()))
+    } else {
+        Err(ConfigError::Invalid {
+            name,
+            expected: "an http:// or https:// URL",
+            value: value.to_owned(),
+        })
+    }
+}
+
 fn bounded<T>(
     vars: &HashMap<String, String>,
     name: &'static str,
@@ -876,6 +1073,120 @@ mod tests {
         assert_eq!(
             set.tools.mcp.servers[0].timeout,
             Duration::from_millis(2000)
+        );
+    }
+
+    #[test]
+    fn agent_profiles_parse_with_every_part_optional() {
+        assert!(config(&[]).unwrap().profiles.is_empty());
+        assert!(
+            config(&[("AGENT_PROFILES", "  ")])
+                .unwrap()
+                .profiles
+                .is_empty()
+        );
+        let profiles = config(&[(
+            "AGENT_PROFILES",
+            r#"{"worker": {"systemPrompt": "You file tickets.", "model": "gpt-4o",
+                           "tools": ["lookup_order", "get_current_time", "lookup_order"]},
+                "chat-2": {}}"#,
+        )])
+        .unwrap()
+        .profiles;
+        assert_eq!(
+            profiles.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["chat-2", "worker"]
+        );
+        assert_eq!(
+            profiles["worker"],
+            ProfileConfig {
+                system_prompt: Some("You file tickets.".to_owned()),
+                model: Some("gpt-4o".to_owned()),
+                tools: Some(vec![
+                    "get_current_time".to_owned(),
+                    "lookup_order".to_owned()
+                ]),
+            }
+        );
+        assert_eq!(profiles["chat-2"], ProfileConfig::default());
+        let no_tools = config(&[("AGENT_PROFILES", r#"{"plain": {"tools": []}}"#)]).unwrap();
+        assert_eq!(no_tools.profiles["plain"].tools, Some(vec![]));
+    }
+
+    #[test]
+    fn agent_profiles_refuse_what_they_cannot_serve() {
+        let error = |json: &str| config(&[("AGENT_PROFILES", json)]).unwrap_err().to_string();
+        let unknown_key = error(r#"{"worker": {"temperature": 0.2}}"#);
+        assert!(
+            unknown_key.starts_with("AGENT_PROFILES: must be a JSON object")
+                && unknown_key.contains("unknown field `temperature`"),
+            "{unknown_key}"
+        );
+        assert_eq!(
+            error(r#"{"work er": {}}"#),
+            "AGENT_PROFILES: profile name \"work er\" is not 1-64 letters, digits, _ or -"
+        );
+        assert!(error(&format!(r#"{{"{}": {{}}}}"#, "a".repeat(65))).contains("is not 1-64"));
+        assert!(error(r#"{"": {}}"#).contains("is not 1-64"));
+        assert_eq!(
+            error(r#"{"memory": {}}"#),
+            "AGENT_PROFILES: profile name \"memory\" is reserved for seed 004's internal automation mode"
+        );
+        let too_many: Vec<String> = (0..=MAX_PROFILES)
+            .map(|n| format!(r#""p{n}": {{}}"#))
+            .collect();
+        assert_eq!(
+            error(&format!("{{{}}}", too_many.join(","))),
+            "AGENT_PROFILES: 33 profiles; at most 32"
+        );
+        let thirty_two: Vec<String> = (0..MAX_PROFILES)
+            .map(|n| format!(r#""p{n}": {{}}"#))
+            .collect();
+        assert_eq!(
+            config(&[("AGENT_PROFILES", &format!("{{{}}}", thirty_two.join(",")))])
+                .unwrap()
+                .profiles
+                .len(),
+            32
+        );
+        assert_eq!(
+            error(r#"{"a": {}, "a": {"model": "x"}}"#),
+            "AGENT_PROFILES: profile a is given twice"
+        );
+        for bad_json in [
+            "{",
+            "[]",
+            "null",
+            r#"{"a": []}"#,
+            r#"{"a": {"tools": "get_current_time"}}"#,
+        ] {
+            assert!(
+                error(bad_json).starts_with("AGENT_PROFILES: must be a JSON object"),
+                "{bad_json}: {}",
+                error(bad_json)
+            );
+        }
+        for model in [
+            String::new(),
+            " gpt-4o".to_owned(),
+            "gpt\n4o".to_owned(),
+            "m".repeat(2_049),
+        ] {
+            let json = serde_json::json!({"a": {"model": model}}).to_string();
+            assert!(error(&json).starts_with("AGENT_PROFILES: profile a: model must be"));
+        }
+        assert!(
+            config(&[(
+                "AGENT_PROFILES",
+                &serde_json::json!({"a": {"model": "m".repeat(2_048)}}).to_string()
+            )])
+            .is_ok()
+        );
+        let long_prompt = serde_json::json!({"a": {"systemPrompt": "x".repeat(100_001)}});
+        assert!(error(&long_prompt.to_string()).contains("systemPrompt is longer"));
+        assert_eq!(
+            error(r#"{"a": {"tools": ["get time"]}}"#),
+            "AGENT_PROFILES: profile a: tool name \"get time\" is not 1-64 letters, digits, _ or -"
         );
     }
 

@@ -1,7 +1,7 @@
 //! Builds the application from configuration: the model provider, the thread store, the server
 //! tools (built-in, yours, and remote MCP servers') and the agent. Called once per cold start.
 
-use crate::agent::{Agent, ToolRegistry};
+use crate::agent::{Agent, AgentProfile, ToolRegistry};
 use crate::api::auth::{ApiKeys, AuthConfigError, Authenticator, JwtVerifier};
 use crate::api::{ApiSettings, App};
 use crate::config::{AuthConfig, Config, ExposeSecret, JwksSource, ModelChoice, SecretString};
@@ -11,6 +11,7 @@ use crate::model::openai::{OpenAiProvider, OpenAiSettings};
 #[cfg(feature = "aws")]
 use crate::store::DynamoStore;
 use crate::store::{MemoryStore, ThreadStore};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,6 +46,13 @@ pub enum StartupError {
     /// A `headers_secret_id` secret is not what `MCP_SERVERS` expects.
     #[error("MCP_SERVERS: {0}")]
     Mcp(#[from] crate::mcp::McpConfigError),
+    /// A profile names a tool no server tool has, or cannot be set up.
+    #[error("AGENT_PROFILES: {0}")]
+    Profiles(#[from] crate::agent::ProfileSetupError),
+    #[error("ATTACHMENTS_BUCKET: {0}")]
+    Attachments(String),
+    #[error("detached runs cannot invoke this function: {0}")]
+    SelfInvoke(String),
 }
 
 /// Reads a secret's string once, at cold start. The value never reaches a log.
@@ -149,62 +157,127 @@ async fn fetch_jwks(url: &str) -> Result<String, StartupError> {
         .map_err(|err| failure(err.to_string()))
 }
 
+/// The configured model (`MODEL_PROVIDER`, `AGENT_MODEL`).
 pub async fn model_from_config(config: &Config) -> Result<Arc<dyn ModelProvider>, StartupError> {
-    Ok(match config.model.provider {
-        ModelChoice::OpenAi => {
-            let api_key = match &config.model.openai.api_key_secret_id {
-                Some(secret_id) => Some(read_secret(secret_id).await?),
-                None => config.model.openai.api_key.clone(),
-            };
-            let http = reqwest::Client::builder()
-                .connect_timeout(config.model.connect_timeout)
-                .tcp_nodelay(true)
-                .pool_idle_timeout(Duration::from_secs(60))
-                .build()
-                .map_err(|err| StartupError::HttpClient(err.to_string()))?;
-            Arc::new(OpenAiProvider::new(
-                http,
+    let client = ModelClient::from_config(config).await?;
+    Ok(client.provider(config, &config.model.name))
+}
+
+/// The default model and one per `AGENT_PROFILES` profile that names a model of its own.
+pub struct Models {
+    pub default: Arc<dyn ModelProvider>,
+    /// By profile name; a profile missing here uses `default`.
+    pub profiles: HashMap<String, Arc<dyn ModelProvider>>,
+}
+
+impl From<Arc<dyn ModelProvider>> for Models {
+    /// One model for the default agent and every profile (a test's scripted model).
+    fn from(model: Arc<dyn ModelProvider>) -> Self {
+        Self {
+            default: model,
+            profiles: HashMap::new(),
+        }
+    }
+}
+
+/// The configured model and the models of the profiles, all of one provider kind and sharing
+/// one HTTP client (one connection pool) or one Bedrock client, the key read once. Profiles
+/// that name the same model share its provider.
+pub async fn models_from_config(config: &Config) -> Result<Models, StartupError> {
+    let client = ModelClient::from_config(config).await?;
+    let default = client.provider(config, &config.model.name);
+    let mut by_model: HashMap<&str, Arc<dyn ModelProvider>> = HashMap::new();
+    by_model.insert(&config.model.name, default.clone());
+    let mut profiles = HashMap::new();
+    for (name, profile) in &config.profiles {
+        let Some(model) = &profile.model else {
+            continue;
+        };
+        let provider = by_model
+            .entry(model)
+            .or_insert_with(|| client.provider(config, model))
+            .clone();
+        profiles.insert(name.clone(), provider);
+    }
+    Ok(Models { default, profiles })
+}
+
+/// What every model provider of a cold start shares.
+enum ModelClient {
+    OpenAi {
+        http: reqwest::Client,
+        api_key: Option<SecretString>,
+    },
+    #[cfg(feature = "bedrock")]
+    Bedrock(aws_sdk_bedrockruntime::Client),
+    Demo,
+}
+
+impl ModelClient {
+    async fn from_config(config: &Config) -> Result<Self, StartupError> {
+        Ok(match config.model.provider {
+            ModelChoice::OpenAi => {
+                let api_key = match &config.model.openai.api_key_secret_id {
+                    Some(secret_id) => Some(read_secret(secret_id).await?),
+                    None => config.model.openai.api_key.clone(),
+                };
+                let http = reqwest::Client::builder()
+                    .connect_timeout(config.model.connect_timeout)
+                    .tcp_nodelay(true)
+                    .pool_idle_timeout(Duration::from_secs(60))
+                    .build()
+                    .map_err(|err| StartupError::HttpClient(err.to_string()))?;
+                ModelClient::OpenAi { http, api_key }
+            }
+            #[cfg(feature = "bedrock")]
+            ModelChoice::Bedrock => {
+                use crate::model::bedrock;
+                // Region, credentials and endpoint (`AWS_ENDPOINT_URL_BEDROCK_RUNTIME`) from the
+                // standard AWS configuration; one client per cold start.
+                let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+                ModelClient::Bedrock(bedrock::client(
+                    &aws,
+                    &bedrock::ClientSettings {
+                        max_retries: config.model.max_retries,
+                        connect_timeout: config.model.connect_timeout,
+                    },
+                ))
+            }
+            // Config refuses MODEL_PROVIDER=bedrock in builds without the feature.
+            #[cfg(not(feature = "bedrock"))]
+            ModelChoice::Bedrock => ModelClient::Demo,
+            ModelChoice::Demo => ModelClient::Demo,
+        })
+    }
+
+    /// A provider of model `model` (the demo has one answer, whatever the name).
+    fn provider(&self, config: &Config, model: &str) -> Arc<dyn ModelProvider> {
+        match self {
+            ModelClient::OpenAi { http, api_key } => Arc::new(OpenAiProvider::new(
+                http.clone(),
                 OpenAiSettings {
                     base_url: config.model.openai.base_url.clone(),
-                    api_key,
-                    model: config.model.name.clone(),
+                    api_key: api_key.clone(),
+                    model: model.to_owned(),
                     max_retries: config.model.max_retries,
                     max_backoff: Duration::from_secs(20),
                 },
-            ))
-        }
-        #[cfg(feature = "bedrock")]
-        ModelChoice::Bedrock => {
-            use crate::model::bedrock;
-            // Region, credentials and endpoint (`AWS_ENDPOINT_URL_BEDROCK_RUNTIME`) from the
-            // standard AWS configuration; one client per cold start.
-            let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-            let client = bedrock::client(
-                &aws,
-                &bedrock::ClientSettings {
-                    max_retries: config.model.max_retries,
-                    connect_timeout: config.model.connect_timeout,
-                },
-            );
-            Arc::new(bedrock::BedrockProvider::new(
-                client,
-                bedrock::BedrockSettings {
-                    model_id: config.model.name.clone(),
+            )),
+            #[cfg(feature = "bedrock")]
+            ModelClient::Bedrock(client) => Arc::new(crate::model::bedrock::BedrockProvider::new(
+                client.clone(),
+                crate::model::bedrock::BedrockSettings {
+                    model_id: model.to_owned(),
                     max_tokens: config.model.bedrock_max_tokens,
                     reasoning_budget_tokens: config.model.bedrock_reasoning_budget_tokens,
                     max_retries: config.model.max_retries,
                 },
-            ))
+            )),
+            ModelClient::Demo => Arc::new(DemoModel {
+                word_delay: Duration::from_millis(30),
+            }),
         }
-        // Config refuses MODEL_PROVIDER=bedrock in builds without the feature.
-        #[cfg(not(feature = "bedrock"))]
-        ModelChoice::Bedrock => Arc::new(DemoModel {
-            word_delay: Duration::from_millis(30),
-        }),
-        ModelChoice::Demo => Arc::new(DemoModel {
-            word_delay: Duration::from_millis(30),
-        }),
-    })
+    }
 }
 
 /// The DynamoDB client of the thread store: region, credentials and endpoint
@@ -400,9 +473,22 @@ pub fn build_app(
 
 /// The app from its parts and its server tools (MCP servers' already added, see
 /// [`add_mcp_tools`]); applies `APPROVAL_REQUIRED_TOOLS` and `TOOL_RESULT_MAX_BYTES` to them.
+/// `model` serves every `AGENT_PROFILES` profile too (their `model` is read by
+/// [`models_from_config`]; pass its result to [`build_app_with_models`] for that).
 pub fn build_app_with_tools(
     config: &Config,
     model: Arc<dyn ModelProvider>,
+    store: Arc<dyn ThreadStore>,
+    auth: Authenticator,
+    tools: ToolRegistry,
+) -> Result<App, StartupError> {
+    build_app_with_models(config, model.into(), store, auth, tools)
+}
+
+/// [`build_app_with_tools`] with the profiles' own models (see [`models_from_config`]).
+pub fn build_app_with_models(
+    config: &Config,
+    models: Models,
     store: Arc<dyn ThreadStore>,
     auth: Authenticator,
     mut tools: ToolRegistry,
@@ -423,8 +509,15 @@ pub fn build_app_with_tools(
         }
     }
     tools.set_max_result_bytes(config.tools.max_result_bytes);
-    let tools = Arc::new(tools);
-    let agent = Agent::new(model, tools, store, config.agent.clone());
+    let profiles = agent_profiles(config, &models, &tools);
+    let agent = Agent::new(models.default, Arc::new(tools), store, config.agent.clone())
+        .with_profiles(profiles)?;
+    if !config.profiles.is_empty() {
+        tracing::info!(
+            profiles = ?agent.profile_names(),
+            "AGENT_PROFILES: forwardedProps.agent_type must name one of these"
+        );
+    }
     Ok(App::new(
         agent,
         auth,
@@ -438,6 +531,140 @@ pub fn build_app_with_tools(
     ))
 }
 
+/// `AGENT_PROFILES` as the agent takes them. A tool of an MCP server that offers nothing at
+/// this cold start is left out of the profile with a warning (a server down must not stop
+/// start-up, as for `APPROVAL_REQUIRED_TOOLS`); any other unknown name stops it.
+fn agent_profiles(
+    config: &Config,
+    models: &Models,
+    tools: &ToolRegistry,
+) -> Vec<(String, AgentProfile)> {
+    config
+        .profiles
+        .iter()
+        .map(|(name, profile)| {
+            let offered = profile.tools.as_ref().map(|names| {
+                names
+                    .iter()
+                    .filter(|tool| {
+                        let skipped =
+                            !tools.contains(tool) && mcp_server_offers_nothing(config, tools, tool);
+                        if skipped {
+                            tracing::warn!(
+                                profile = %name,
+                                %tool,
+                                "AGENT_PROFILES names a tool of an MCP server that offers no tools at this cold start; the profile goes without it"
+                            );
+                        }
+                        !skipped
+                    })
+                    .cloned()
+                    .collect()
+            });
+            let profile = AgentProfile {
+                system_prompt: profile.system_prompt.clone(),
+                model: models.profiles.get(name).cloned(),
+                tools: offered,
+            };
+            (name.clone(), profile)
+        })
+        .collect()
+}
+
+/// Seed 004's image uploads when `ATTACHMENTS_BUCKET` is set: presigned with the function's own
+/// AWS credentials and region (`ATTACHMENTS_S3_ENDPOINT` for an S3-compatible server).
+#[cfg(feature = "aws")]
+pub async fn blobs_from_config(
+    config: &Config,
+) -> Result<Option<Arc<crate::store::Blobs>>, StartupError> {
+    let Some(bucket) = &config.store.attachments_bucket else {
+        return Ok(None);
+    };
+    let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let region = aws
+        .region()
+        .map(ToString::to_string)
+        .ok_or_else(|| StartupError::Attachments("no AWS region (set AWS_REGION)".to_owned()))?;
+    let credentials = aws
+        .credentials_provider()
+        .ok_or_else(|| StartupError::Attachments("no AWS credentials provider".to_owned()))?;
+    let mut settings = crate::store::blobs::BlobSettings::new(bucket.clone(), region);
+    settings.endpoint = config.store.attachments_endpoint.clone();
+    settings.max_bytes = config.store.attachment_max_bytes;
+    let http = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(2))
+        .timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|error| StartupError::HttpClient(error.to_string()))?;
+    Ok(Some(Arc::new(crate::store::Blobs::new(
+        settings,
+        credentials,
+        http,
+    ))))
+}
+
+#[cfg(not(feature = "aws"))]
+pub async fn blobs_from_config(
+    config: &Config,
+) -> Result<Option<Arc<crate::store::Blobs>>, StartupError> {
+    match &config.store.attachments_bucket {
+        Some(_) => Err(StartupError::NotBuilt {
+            setting: "ATTACHMENTS_BUCKET",
+        }),
+        None => Ok(None),
+    }
+}
+
+/// Where detached runs go: under the Lambda runtime, an asynchronous invocation of this very
+/// function (`SELF_INVOKE_ENDPOINT` for an emulator's Invoke API); elsewhere a local task.
+pub async fn dispatcher_from_config(
+    config: &Config,
+) -> Result<crate::api::dispatch::Dispatcher, StartupError> {
+    let under_lambda = std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some();
+    let function_name = std::env::var("AWS_LAMBDA_FUNCTION_NAME").ok();
+    match function_name {
+        #[cfg(feature = "aws")]
+        Some(function_name) if under_lambda => {
+            let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+            let region = aws
+                .region()
+                .map(ToString::to_string)
+                .unwrap_or_else(|| "us-east-1".to_owned());
+            let credentials = aws.credentials_provider().ok_or_else(|| {
+                StartupError::SelfInvoke("no AWS credentials to invoke this function".to_owned())
+            })?;
+            let emulated = config.store.self_invoke_endpoint.is_some();
+            let endpoint = config
+                .store
+                .self_invoke_endpoint
+                .clone()
+                .unwrap_or_else(|| format!("https://lambda.{region}.amazonaws.com"));
+            let qualifier = std::env::var("AWS_LAMBDA_FUNCTION_VERSION")
+                .ok()
+                .filter(|version| version != "$LATEST" && !emulated);
+            let http = reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(2))
+                .build()
+                .map_err(|error| StartupError::HttpClient(error.to_string()))?;
+            Ok(crate::api::dispatch::Dispatcher::Lambda(
+                crate::api::dispatch::LambdaInvoker {
+                    http,
+                    endpoint,
+                    function_name,
+                    qualifier,
+                    region,
+                    credentials,
+                    emulated,
+                },
+            ))
+        }
+        _ => {
+            let _ = (config, under_lambda);
+            Ok(crate::api::dispatch::Dispatcher::Local)
+        }
+    }
+}
+
 /// The app as configured, with the built-in tools and the MCP servers' tools.
 pub async fn build(config: &Config) -> Result<App, StartupError> {
     build_with_tools(config, ToolRegistry::with_builtins()?).await
@@ -449,11 +676,80 @@ pub async fn build_with_tools(
     config: &Config,
     mut tools: ToolRegistry,
 ) -> Result<App, StartupError> {
-    let (model, store, auth, ()) = tokio::try_join!(
-        model_from_config(config),
+    let (models, store, auth, (), blobs, dispatcher) = tokio::try_join!(
+        models_from_config(config),
         store_from_config(config),
         authenticator(&config.auth),
         add_mcp_tools(config, &mut tools),
+        blobs_from_config(config),
+        dispatcher_from_config(config),
     )?;
-    build_app_with_tools(config, model, store, auth, tools)
+    Ok(build_app_with_models(config, models, store, auth, tools)?
+        .with_blobs(blobs)
+        .with_dispatcher(dispatcher))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> Config {
+        Config::from_map(
+            &pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        )
+        .unwrap()
+    }
+
+    fn app(config: &Config, models: Models) -> Result<App, StartupError> {
+        build_app_with_models(
+            config,
+            models,
+            Arc::new(MemoryStore::new()),
+            Authenticator::None,
+            ToolRegistry::with_builtins().unwrap(),
+        )
+    }
+
+    #[tokio::test]
+    async fn each_profile_model_is_one_provider_of_the_configured_kind() {
+        let config = config(&[
+            ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+            ("AGENT_MODEL", "base-model"),
+            (
+                "AGENT_PROFILES",
+                r#"{"a": {"model": "m1"}, "b": {"model": "m1"}, "c": {"model": "base-model"},
+                    "d": {"systemPrompt": "Be terse."}}"#,
+            ),
+        ]);
+        let models = models_from_config(&config).await.unwrap();
+        assert_eq!(models.default.identity().model, "base-model");
+        assert_eq!(models.profiles["a"].identity().provider, "openai");
+        assert_eq!(models.profiles["a"].identity().model, "m1");
+        // One provider per model name: the same model shares it, the default's included.
+        assert!(Arc::ptr_eq(&models.profiles["a"], &models.profiles["b"]));
+        assert!(Arc::ptr_eq(&models.profiles["c"], &models.default));
+        assert!(!models.profiles.contains_key("d"));
+        let described = app(&config, models).unwrap().describe();
+        assert!(
+            described.contains("agent profiles: a (m1), b (m1), c (base-model), d (base-model)"),
+            "{described}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_profile_tool_no_server_tool_has_stops_start_up() {
+        let config = config(&[(
+            "AGENT_PROFILES",
+            r#"{"support": {"tools": ["get_current_time", "refund"]}}"#,
+        )]);
+        let models = models_from_config(&config).await.unwrap();
+        let error = app(&config, models).err().unwrap();
+        assert_eq!(
+            error.to_string(),
+            "AGENT_PROFILES: profile support: no server tool is named refund"
+        );
+    }
 }

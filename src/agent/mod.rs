@@ -5,7 +5,10 @@
 
 pub(crate) mod approval;
 mod background;
+pub mod detached;
+pub mod history_day;
 pub mod live;
+mod profiles;
 mod run;
 pub mod thread;
 mod threads;
@@ -27,6 +30,7 @@ use tracing::Instrument;
 
 pub use crate::store::QuotaLimits;
 pub use approval::InterruptError;
+pub use profiles::{AgentProfile, INTERNAL_AGENT_TYPE, ProfileError, ProfileSetupError};
 pub use run::{RunOutcomeKind, RunSummary};
 pub use thread::MergeError;
 pub use threads::{ForkError, Forked, QuotaOverride, Quotas};
@@ -94,6 +98,10 @@ pub struct Agent {
     store: Arc<dyn ThreadStore>,
     settings: Arc<AgentSettings>,
     live: Arc<LiveRuns>,
+    /// Named profiles chosen by `agent_type` ([`Agent::profile`]); empty: this agent serves all.
+    profiles: Arc<profiles::Profiles>,
+    /// Uploaded images (seed 004): signed for models that cannot read S3 themselves.
+    blobs: Option<Arc<crate::store::Blobs>>,
 }
 
 /// Why a run could not start. Nothing was stored.
@@ -130,6 +138,12 @@ pub enum StartError {
     /// `parentRunId` on a new thread names no finished run of the caller's.
     #[error("parentRunId names no finished run of yours to fork from")]
     UnknownParentRun,
+    /// A detached run's id was used before by the same caller.
+    #[error("runId is already used by another run of yours")]
+    RunIdTaken,
+    /// A detached run could not be handed to where it runs.
+    #[error("the run could not be dispatched: {0}")]
+    Dispatch(String),
 }
 
 impl From<StoreError> for StartError {
@@ -226,7 +240,15 @@ impl Agent {
             store,
             settings: Arc::new(settings),
             live: Arc::new(LiveRuns::default()),
+            profiles: Arc::default(),
+            blobs: None,
         }
+    }
+
+    /// Image uploads in `blobs`' bucket: stored `s3://` paths are signed for the model.
+    pub fn with_blobs(mut self, blobs: Option<Arc<crate::store::Blobs>>) -> Self {
+        self.blobs = blobs;
+        self
     }
 
     /// The runs in flight in this process.
@@ -309,7 +331,23 @@ impl Agent {
     }
 
     pub fn describe(&self) -> String {
-        format!("{}; {}", self.model.describe(), self.store.describe())
+        format!(
+            "{}; {}{}",
+            self.model.describe(),
+            self.store.describe(),
+            self.profiles.describe()
+        )
+    }
+
+    /// Frontend tools must not take a server tool's name: the model could not tell them apart.
+    pub fn check_client_tools(&self, client_tools: &[ClientTool]) -> Result<(), StartError> {
+        match client_tools
+            .iter()
+            .find(|tool| self.tools.contains(&tool.name))
+        {
+            Some(clash) => Err(StartError::ToolNameClash(clash.name.clone())),
+            None => Ok(()),
+        }
     }
 
     /// Loads the thread, merges the client's messages into it, and takes the lease while storing
@@ -320,11 +358,23 @@ impl Agent {
         input: RunInput,
         deadline: Instant,
     ) -> Result<PreparedRun, StartError> {
+        self.start_reserved(owner, input, deadline, None).await
+    }
+
+    /// [`Agent::start`] with the quota already reserved (a detached run's admission); a run
+    /// that fails to start gives the reservation back.
+    pub async fn start_reserved(
+        &self,
+        owner: Principal,
+        input: RunInput,
+        deadline: Instant,
+        reservation: Option<crate::store::Reservation>,
+    ) -> Result<PreparedRun, StartError> {
         let thread_id = input.thread_id.clone().unwrap_or_else(ThreadId::new_uuid);
         // One span per run, from its first store call to its last: every log line of the run
         // carries its ids.
         let span = tracing::info_span!("run", %thread_id, run_id = %input.run_id);
-        self.start_in_span(owner, input, thread_id, deadline, span.clone())
+        self.start_in_span(owner, input, thread_id, deadline, reservation, span.clone())
             .instrument(span)
             .await
     }
@@ -335,21 +385,20 @@ impl Agent {
         input: RunInput,
         thread_id: ThreadId,
         deadline: Instant,
+        mut reservation: Option<crate::store::Reservation>,
         span: tracing::Span,
     ) -> Result<PreparedRun, StartError> {
-        if let Some(clash) = input
-            .tools
-            .iter()
-            .find(|tool| self.tools.contains(&tool.name))
-        {
-            return Err(StartError::ToolNameClash(clash.name.clone()));
+        if let Err(clash) = self.check_client_tools(&input.tools) {
+            if let Some(reservation) = &reservation {
+                self.settle(reservation, None).await;
+            }
+            return Err(clash);
         }
         let policy = input
             .forwarded_props
             .busy_thread_policy
             .unwrap_or(self.settings.busy_thread_policy);
         let give_up = Instant::now() + self.settings.interrupt_wait;
-        let mut reservation = None;
         let taken = async {
             // A new thread whose input names `parentRunId` starts as a copy of where that run
             // left its thread (AG-UI's branching); read once.
@@ -432,6 +481,9 @@ impl Agent {
                             .as_ref()
                             .or(forked.and_then(|parent| parent.state.as_ref())),
                         title: title.as_deref(),
+                        at_ms: chrono::Utc::now().timestamp_millis(),
+                        // A fork from `parentRunId` keeps the copied messages' times.
+                        copied_at_ms: forked.map_or(&[], |parent| &parent.message_at_ms[..]),
                     })
                     .await;
                 match begun {

@@ -43,6 +43,9 @@ enum RunFailure {
     Store(StoreError),
     #[error("the run was cancelled")]
     Cancelled,
+    /// An uploaded image could not be signed for the model to read.
+    #[error("an attachment could not be signed for the model")]
+    Attachment,
 }
 
 impl From<TurnFault> for RunFailure {
@@ -64,7 +67,7 @@ impl RunFailure {
             RunFailure::MaxSteps(_) => RunErrorCode::MaxStepsExceeded,
             RunFailure::ToolFatal { .. } => RunErrorCode::ToolExecutionError,
             RunFailure::Store(StoreError::LeaseLost) => RunErrorCode::Conflict,
-            RunFailure::Store(_) => RunErrorCode::StoreError,
+            RunFailure::Store(_) | RunFailure::Attachment => RunErrorCode::StoreError,
             RunFailure::Cancelled => RunErrorCode::Cancelled,
         }
     }
@@ -253,6 +256,7 @@ impl PreparedRun {
                     None
                 },
                 interrupts.to_value().as_ref(),
+                chrono::Utc::now().timestamp_millis(),
             )
             .await;
         if let Err(error) = saved {
@@ -646,9 +650,23 @@ impl PreparedRun {
         used_call_ids: &mut HashSet<ToolCallId>,
         stop: &CancellationToken,
     ) -> Result<TurnEnd, RunFailure> {
+        let mut messages = model_view(&answers_follow_calls(&self.history));
+        // Stored uploads are `s3://` paths: Bedrock reads them itself, other models get a
+        // presigned GET, fresh for each turn.
+        if let Some(blobs) = &self.agent.blobs
+            && !self.agent.model.reads_s3()
+        {
+            blobs
+                .presign_for_model(&mut messages)
+                .await
+                .map_err(|error| {
+                    tracing::error!(%error, "presigning an attachment for the model failed");
+                    RunFailure::Attachment
+                })?;
+        }
         let request = ModelRequest {
             system: self.system.clone(),
-            messages: model_view(&answers_follow_calls(&self.history)),
+            messages,
             tools: self.agent.tool_specs(&self.client_tools),
             sampling: self.sampling.clone(),
         };

@@ -145,6 +145,9 @@ impl Agent {
                 messages,
                 state: thread.state.as_ref(),
                 title: title.as_deref(),
+                at_ms: chrono::Utc::now().timestamp_millis(),
+                // The copies keep their original times, so the history by day stays put.
+                copied_at_ms: thread.message_at_ms.get(..=end).unwrap_or_default(),
             })
             .await?;
         tracing::info!(%source, forked = %thread_id, messages = messages.len(), "thread forked");
@@ -174,6 +177,7 @@ impl Agent {
             .filter(|thread| thread.created_at_ms == end.created_at_ms)
             .ok_or(StartError::UnknownParentRun)?;
         thread.messages.truncate(end.message_count);
+        thread.message_at_ms.truncate(end.message_count);
         thread.interrupts = None;
         thread.active_run = None;
         Ok(thread)

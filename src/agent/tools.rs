@@ -267,9 +267,11 @@ pub enum RegistryError {
     Unknown(String),
 }
 
+/// Shared by a registry and the subsets made of it (agent profiles).
+#[derive(Clone)]
 struct Registered {
     tool: Arc<dyn ServerTool>,
-    validator: jsonschema::Validator,
+    validator: Arc<jsonschema::Validator>,
     spec: ToolSpec,
     needs_approval: bool,
     timeout: Option<Duration>,
@@ -353,7 +355,7 @@ impl ToolRegistry {
             name,
             Registered {
                 tool,
-                validator,
+                validator: Arc::new(validator),
                 spec,
                 needs_approval,
                 timeout,
@@ -405,6 +407,23 @@ impl ToolRegistry {
         self.tools
             .get(name)
             .map(|registered| &registered.spec.parameters)
+    }
+
+    /// The tools named in `names`, each as it is here (schema, timeout, approval, parallelism,
+    /// the result limit); a name this registry lacks is [`RegistryError::Unknown`].
+    pub fn subset(&self, names: &[String]) -> Result<ToolRegistry, RegistryError> {
+        let mut tools = BTreeMap::new();
+        for name in names {
+            let registered = self
+                .tools
+                .get(name)
+                .ok_or_else(|| RegistryError::Unknown(name.clone()))?;
+            tools.insert(name.clone(), registered.clone());
+        }
+        Ok(Self {
+            tools,
+            max_result_bytes: self.max_result_bytes,
+        })
     }
 
     pub fn contains(&self, name: &str) -> bool {

@@ -3,6 +3,7 @@
 
 use crate::agent::StartError;
 use crate::protocol::InputError;
+use crate::protocol::seed004::SeedError;
 use bytes::Bytes;
 use http::StatusCode;
 use serde_json::json;
@@ -31,6 +32,13 @@ pub enum ApiError {
     RunNotFound,
     #[error("the history cursor is not valid for this thread")]
     BadCursor,
+    /// Seed 004's routes: the seed's own messages, word for word.
+    #[error(transparent)]
+    Seed(#[from] crate::protocol::seed004::SeedError),
+    #[error("attachments are not configured on this server (ATTACHMENTS_BUCKET)")]
+    AttachmentsOff,
+    #[error(transparent)]
+    Attachment(crate::store::BlobError),
 }
 
 impl ApiError {
@@ -62,7 +70,15 @@ impl ApiError {
             | ApiError::BadCursor
             | ApiError::UnreadableBody(_) => StatusCode::BAD_REQUEST,
             ApiError::Input(InputError::TooLarge { .. })
+            | ApiError::Seed(SeedError::TooLarge)
             | ApiError::Start(StartError::TooLarge(_)) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Seed(error) if error.is_syntax() => StatusCode::BAD_REQUEST,
+            ApiError::Seed(SeedError::Invalid(_)) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::AttachmentsOff => StatusCode::NOT_FOUND,
+            ApiError::Attachment(crate::store::BlobError::Unavailable(_)) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            ApiError::Attachment(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Input(InputError::Invalid { .. })
             | ApiError::Start(
                 StartError::Merge(_)
@@ -71,7 +87,10 @@ impl ApiError {
                 | StartError::UnknownParentRun,
             ) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Start(StartError::QuotaExceeded(_)) => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::Start(StartError::Busy | StartError::Interrupt(_)) => StatusCode::CONFLICT,
+            ApiError::Start(
+                StartError::Busy | StartError::Interrupt(_) | StartError::RunIdTaken,
+            ) => StatusCode::CONFLICT,
+            ApiError::Start(StartError::Dispatch(_)) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Start(StartError::NotFound)
             | ApiError::NotFound(_)
             | ApiError::RunNotFound => StatusCode::NOT_FOUND,
@@ -87,7 +106,13 @@ impl ApiError {
         match self {
             ApiError::Input(InputError::Syntax(_)) => "invalid_json",
             ApiError::Input(InputError::TooLarge { .. })
+            | ApiError::Seed(SeedError::TooLarge)
             | ApiError::Start(StartError::TooLarge(_)) => "payload_too_large",
+            ApiError::Seed(error) if error.is_syntax() => "invalid_json",
+            ApiError::Seed(SeedError::Invalid(_)) => "invalid_request",
+            ApiError::AttachmentsOff => "attachments_disabled",
+            ApiError::Attachment(crate::store::BlobError::Unavailable(_)) => "store_unavailable",
+            ApiError::Attachment(_) => "invalid_attachment",
             ApiError::Input(InputError::Invalid { .. })
             | ApiError::Start(StartError::ToolNameClash(_) | StartError::UnknownParentRun) => {
                 "invalid_request"
@@ -96,6 +121,8 @@ impl ApiError {
             ApiError::Start(StartError::Merge(_)) => "invalid_tool_result",
             ApiError::Start(StartError::UnsupportedPart { .. }) => "unsupported_content",
             ApiError::Start(StartError::Busy) => "thread_busy",
+            ApiError::Start(StartError::RunIdTaken) => "run_id_taken",
+            ApiError::Start(StartError::Dispatch(_)) => "dispatch_failed",
             ApiError::Start(StartError::Interrupt(_)) => "interrupt_conflict",
             ApiError::Start(StartError::NotFound) => "thread_not_found",
             ApiError::Start(StartError::StoreUnavailable) => "store_unavailable",

@@ -13,6 +13,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::time::Instant;
 
 pub async fn run(app: Arc<App>) -> Result<(), lambda_http::Error> {
+    app.remember_self();
     let handler = service_fn(move |event: LambdaEvent<Value>| {
         let app = app.clone();
         async move { Ok::<_, lambda_http::Error>(into_stream_response(answer_event(&app, event).await)) }
@@ -74,8 +75,15 @@ where
 /// not, so that case is refused here, before the event is converted.
 pub async fn answer_event(app: &App, event: LambdaEvent<Value>) -> http::Response<ResponseBody> {
     let LambdaEvent { payload, context } = event;
+    if let Some(detached) = payload.get(super::dispatch::EVENT_KEY) {
+        return run_detached(app, detached.clone(), context.deadline).await;
+    }
     if let Some(error) = undecodable_body(&payload) {
-        return app.refusal(&event_headers(&payload), &error);
+        let path = payload
+            .get("rawPath")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        return app.refusal(path, &event_headers(&payload), &error);
     }
     match serde_json::from_value::<LambdaRequest>(payload) {
         Ok(request) => {
@@ -88,11 +96,46 @@ pub async fn answer_event(app: &App, event: LambdaEvent<Value>) -> http::Respons
         Err(err) => {
             tracing::warn!(error = %err, "not a Function URL event");
             app.refusal(
+                "",
                 &http::HeaderMap::new(),
                 &ApiError::UnreadableBody("the event is not an HTTP request"),
             )
         }
     }
+}
+
+/// A self-invocation carrying an accepted run (only callers allowed to invoke the function can
+/// send one; a Function URL event never has the key at its top). The invocation lasts until
+/// the run ends; its answer goes nowhere, so it only says what happened.
+async fn run_detached(
+    app: &App,
+    detached: Value,
+    deadline_ms: u64,
+) -> http::Response<ResponseBody> {
+    use crate::agent::detached::DetachedStart;
+    let deadline = (deadline_ms > 0).then(|| deadline_instant(deadline_ms));
+    let outcome = match serde_json::from_value::<super::dispatch::DetachedRequest>(detached) {
+        Ok(request) => match app.execute_detached(request, deadline).await {
+            DetachedStart::Started(run) => {
+                tracing::info!(run_id = %run.run_id, "detached run started");
+                "started"
+            }
+            DetachedStart::Duplicate => "duplicate",
+            DetachedStart::Failed(_) => "failed",
+        },
+        Err(error) => {
+            tracing::error!(%error, "a detached run's event does not parse");
+            "unreadable"
+        }
+    };
+    let mut response = http::Response::new(ResponseBody::full(Bytes::from(
+        serde_json::json!({ "detachedRun": outcome }).to_string(),
+    )));
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 /// The headers of a raw Function URL event, for refusals made before it is converted.

@@ -18,6 +18,7 @@ pub async fn bind(
     app: Arc<App>,
     addr: SocketAddr,
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    app.remember_self();
     let listener = TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     let server = tokio::spawn(async move {
@@ -78,7 +79,7 @@ async fn handle(app: &App, request: hyper::Request<Incoming>) -> hyper::Response
         }
     };
     if let Some(error) = refusal {
-        return app.refusal(&parts.headers, &error);
+        return app.refusal(parts.uri.path(), &parts.headers, &error);
     }
     app.handle(hyper::Request::from_parts(parts, bytes.freeze()), None)
         .await

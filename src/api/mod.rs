@@ -3,9 +3,11 @@
 
 pub mod auth;
 mod body;
+pub mod dispatch;
 mod error;
 pub mod lambda;
 pub mod local;
+mod seed;
 pub mod stream;
 mod threads;
 
@@ -33,6 +35,12 @@ pub struct App {
     ping_interval: Duration,
     run_timeout: Duration,
     deadline_margin: Duration,
+    /// Where accepted detached runs go.
+    dispatcher: dispatch::Dispatcher,
+    /// Signed-URL image uploads, when a bucket is configured.
+    blobs: Option<std::sync::Arc<crate::store::Blobs>>,
+    /// This app, once shared: a local detached run holds it while it runs.
+    this: std::sync::OnceLock<std::sync::Weak<App>>,
 }
 
 /// Settings of the HTTP layer.
@@ -69,7 +77,33 @@ impl App {
             ping_interval: settings.ping_interval,
             run_timeout: settings.run_timeout,
             deadline_margin: settings.deadline_margin,
+            dispatcher: dispatch::Dispatcher::Local,
+            blobs: None,
+            this: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Detached runs go through `dispatcher` (the self-invocation on Lambda).
+    pub fn with_dispatcher(mut self, dispatcher: dispatch::Dispatcher) -> Self {
+        self.dispatcher = dispatcher;
+        self
+    }
+
+    /// Image uploads through signed URLs into `blobs`' bucket.
+    pub fn with_blobs(mut self, blobs: Option<std::sync::Arc<crate::store::Blobs>>) -> Self {
+        self.agent = self.agent.with_blobs(blobs.clone());
+        self.blobs = blobs;
+        self
+    }
+
+    /// Lets detached local runs hold the shared app; the servers call it (and tests that drive
+    /// [`lambda::handle`] themselves).
+    pub fn remember_self(self: &std::sync::Arc<Self>) {
+        let _ = self.this.set(std::sync::Arc::downgrade(self));
+    }
+
+    fn blobs(&self) -> Result<&std::sync::Arc<crate::store::Blobs>, ApiError> {
+        self.blobs.as_ref().ok_or(ApiError::AttachmentsOff)
     }
 
     pub fn max_payload_bytes(&self) -> usize {
@@ -77,7 +111,17 @@ impl App {
     }
 
     pub fn describe(&self) -> String {
-        format!("{}; auth {}", self.agent.describe(), self.auth.mode())
+        let attachments = match &self.blobs {
+            Some(blobs) => format!("attachments in s3://{}", blobs.bucket()),
+            None => "no attachments".to_owned(),
+        };
+        format!(
+            "{}; auth {}; {}; {}",
+            self.agent.describe(),
+            self.auth.mode(),
+            self.dispatcher.describe(),
+            attachments
+        )
     }
 
     /// The runs in flight in this process.
@@ -134,7 +178,24 @@ impl App {
 
     /// The one door for refusals made before a request reaches [`App::handle`] (a body that
     /// cannot be read, or is too large): the same JSON error, with CORS headers.
-    pub fn refusal(&self, headers: &http::HeaderMap, error: &ApiError) -> Response<ResponseBody> {
+    /// `path` is the request's: seed 004's route answers an oversized body in its own words.
+    pub fn refusal(
+        &self,
+        path: &str,
+        headers: &http::HeaderMap,
+        error: &ApiError,
+    ) -> Response<ResponseBody> {
+        if matches!(
+            error,
+            ApiError::Input(crate::protocol::InputError::TooLarge { .. })
+        ) && matches!(Route::parse(&Method::POST, path), Ok(Route::AcceptRun))
+        {
+            return self.refusal(
+                "",
+                headers,
+                &ApiError::Seed(crate::protocol::seed004::SeedError::TooLarge),
+            );
+        }
         tracing::info!(
             status = error.status().as_u16(),
             code = error.code(),
@@ -194,6 +255,19 @@ impl App {
                     .await
             }
             Route::Usage => self.usage(&principal, request.uri().query()).await,
+            Route::AcceptRun => {
+                self.accept_run(principal, request.headers(), request.body())
+                    .await
+            }
+            Route::TaskEvents(run) => {
+                self.task_events(&principal, &run, &request, invocation_deadline)
+                    .await
+            }
+            Route::HistoryDay => self.history_day(&principal, request.uri().query()).await,
+            Route::CreateUpload => {
+                self.create_upload(&principal, request.headers(), request.body())
+                    .await
+            }
         }
     }
 
@@ -491,6 +565,14 @@ enum Route {
     ForkThread(String),
     /// `GET /usage`: the caller's token usage by day and model.
     Usage,
+    /// `POST /api/v1/agent/runs`: seed 004's detached run.
+    AcceptRun,
+    /// `GET /api/v1/agent/runs/{runId}/events`
+    TaskEvents(String),
+    /// `GET /api/v1/agent/history`: seed 004's history by day.
+    HistoryDay,
+    /// `POST /api/v1/agent/attachments`: a signed upload URL for an image.
+    CreateUpload,
 }
 
 impl Route {
@@ -513,6 +595,12 @@ impl Route {
                 (Method::DELETE, Route::DeleteThread(owned(thread))),
             ],
             ["threads", thread, "fork"] => vec![(Method::POST, Route::ForkThread(owned(thread)))],
+            ["api", "v1", "agent", "runs"] => vec![(Method::POST, Route::AcceptRun)],
+            ["api", "v1", "agent", "runs", run, "events"] => {
+                vec![(Method::GET, Route::TaskEvents(owned(run)))]
+            }
+            ["api", "v1", "agent", "history"] => vec![(Method::GET, Route::HistoryDay)],
+            ["api", "v1", "agent", "attachments"] => vec![(Method::POST, Route::CreateUpload)],
             ["threads", thread, "runs", run, "events"] => vec![(
                 Method::GET,
                 Route::RunEvents {

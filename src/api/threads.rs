@@ -40,7 +40,7 @@ fn invalid(field: &str, message: impl Into<String>) -> ApiError {
 }
 
 /// A JSON body as `T`; a missing or mistyped field is a 422 naming it.
-fn typed_body<T: serde::de::DeserializeOwned>(
+pub(super) fn typed_body<T: serde::de::DeserializeOwned>(
     app: &App,
     headers: &http::HeaderMap,
     body: &[u8],

@@ -160,6 +160,12 @@ pub trait ModelProvider: Send + Sync {
     fn check_part(&self, _part: &UserPart) -> Result<(), String> {
         Ok(())
     }
+
+    /// Whether the provider reads `s3://` attachments itself (Bedrock); others are given
+    /// presigned URLs.
+    fn reads_s3(&self) -> bool {
+        false
+    }
 }
 
 /// Backoff before retry `attempt` of a model call: 250 ms, 500 ms, 1 s, 2 s … with jitter so

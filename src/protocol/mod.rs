@@ -10,6 +10,7 @@ pub mod input;
 pub mod interrupt;
 pub mod message;
 pub mod sampling;
+pub mod seed004;
 pub mod sse;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod verify;

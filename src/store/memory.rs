@@ -4,7 +4,8 @@
 use super::{
     CancelState, DayUsage, Deletion, EventCursor, EventPage, HistoryPage, Lease, ModelUsage,
     NewThread, Principal, Pulse, QuotaExceeded, QuotaLimits, Reservation, RunEnd, RunRef, RunStart,
-    Settlement, StoreError, StoredThread, ThreadActivity, ThreadList, ThreadStore, ThreadSummary,
+    Settlement, StoreError, StoredThread, TaskRecord, TaskState, ThreadActivity, ThreadList,
+    ThreadStore, ThreadSummary, TimedMessage, TimedPage, message_time,
 };
 use crate::protocol::events::RecordedEvent;
 use crate::protocol::{Message, RunId, ThreadId};
@@ -17,6 +18,8 @@ use std::sync::{Mutex, MutexGuard};
 struct Record {
     owner: Principal,
     messages: Vec<Message>,
+    /// When each message was stored, index-aligned with `messages`.
+    message_at_ms: Vec<i64>,
     state: Option<Value>,
     interrupts: Option<Value>,
     version: u64,
@@ -57,6 +60,8 @@ struct Accounts {
     minutes: HashMap<Principal, (String, u32)>,
     /// Where each caller's runs left their threads.
     run_ends: HashMap<(Principal, RunId), RunEnd>,
+    /// Detached runs' task records, each with when it expires (epoch ms; DynamoDB's TTL here).
+    tasks: HashMap<(Principal, RunId), (TaskRecord, i64)>,
 }
 
 pub struct MemoryStore {
@@ -152,6 +157,7 @@ impl ThreadStore for MemoryStore {
             .filter(|record| &record.owner == owner)
             .map(|record| StoredThread {
                 messages: record.messages.clone(),
+                message_at_ms: record.message_at_ms.clone(),
                 state: record.state.clone(),
                 version: record.version,
                 created_at_ms: record.created_at_ms,
@@ -171,10 +177,13 @@ impl ThreadStore for MemoryStore {
             until_ms: start.lease_expires_at_ms,
             cancel_requested: false,
         };
+        let times = (0..start.new_messages.len())
+            .map(|index| message_time(start.copied_at_ms, index, start.at_ms));
         let record = match (threads.get_mut(start.thread_id), expected_version) {
             (None, None) => threads.entry(start.thread_id.clone()).or_insert(Record {
                 owner: start.owner.clone(),
                 messages: start.new_messages.to_vec(),
+                message_at_ms: times.collect(),
                 state: start.state.cloned(),
                 interrupts: None,
                 version: 1,
@@ -190,6 +199,7 @@ impl ThreadStore for MemoryStore {
                     return Err(StoreError::Conflict);
                 }
                 record.messages.extend_from_slice(start.new_messages);
+                record.message_at_ms.extend(times);
                 if let Some(state) = start.state {
                     record.state = Some(state.clone());
                 }
@@ -222,11 +232,15 @@ impl ThreadStore for MemoryStore {
         new_messages: &[Message],
         state: Option<&Value>,
         interrupts: Option<&Value>,
+        at_ms: i64,
     ) -> Result<(), StoreError> {
         super::check_sizes(new_messages, state)?;
         let mut threads = self.threads();
         let record = leased(&mut threads, lease)?;
         record.messages.extend_from_slice(new_messages);
+        record
+            .message_at_ms
+            .extend(std::iter::repeat_n(at_ms, new_messages.len()));
         if let Some(state) = state {
             record.state = Some(state.clone());
         }
@@ -273,6 +287,43 @@ impl ThreadStore for MemoryStore {
             next: (end < record.messages.len()).then(|| end.to_string()),
             active_run: record.live_lease().map(|lease| lease.run_id.clone()),
             title: record.title.clone(),
+        })
+    }
+
+    async fn timed_messages(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        before_seq: Option<u64>,
+        limit: usize,
+    ) -> Result<TimedPage, StoreError> {
+        let threads = self.threads();
+        let record = threads
+            .get(thread_id)
+            .filter(|record| &record.owner == owner)
+            .ok_or(StoreError::NotFound)?;
+        let len = record.messages.len();
+        let end = before_seq.map_or(len, |before| {
+            usize::try_from(before).map_or(len, |before| before.min(len))
+        });
+        let start = end.saturating_sub(limit);
+        let messages = (start..end)
+            .rev()
+            .filter_map(|seq| {
+                Some(TimedMessage {
+                    seq: seq as u64,
+                    at_ms: record
+                        .message_at_ms
+                        .get(seq)
+                        .copied()
+                        .unwrap_or(record.created_at_ms),
+                    message: record.messages.get(seq)?.clone(),
+                })
+            })
+            .collect();
+        Ok(TimedPage {
+            messages,
+            more: start > 0,
         })
     }
 
@@ -513,6 +564,9 @@ impl ThreadStore for MemoryStore {
             Record {
                 owner: thread.owner.clone(),
                 messages: thread.messages.to_vec(),
+                message_at_ms: (0..thread.messages.len())
+                    .map(|index| message_time(thread.copied_at_ms, index, thread.at_ms))
+                    .collect(),
                 state: thread.state.cloned(),
                 interrupts: None,
                 version: 1,
@@ -643,6 +697,78 @@ impl ThreadStore for MemoryStore {
         Ok(days)
     }
 
+    async fn create_task(&self, task: &TaskRecord) -> Result<(), StoreError> {
+        let now = now_ms();
+        let mut accounts = self.accounts();
+        // Expired records are dropped here, as DynamoDB's TTL would, so their ids are free.
+        accounts.tasks.retain(|_, (_, expires)| *expires > now);
+        let key = (task.owner.clone(), task.run_id.clone());
+        if accounts.tasks.contains_key(&key) {
+            return Err(StoreError::Conflict);
+        }
+        let mut task = task.clone();
+        if let TaskState::Failed { message, .. } = &mut task.state {
+            *message = super::task_message(message);
+        }
+        accounts
+            .tasks
+            .insert(key, (task, now.saturating_add(self.events_ttl_ms)));
+        Ok(())
+    }
+
+    async fn claim_task(&self, owner: &Principal, run_id: &RunId) -> Result<bool, StoreError> {
+        let now = now_ms();
+        let mut accounts = self.accounts();
+        match accounts
+            .tasks
+            .get_mut(&(owner.clone(), run_id.clone()))
+            .filter(|(_, expires)| *expires > now)
+        {
+            Some((task, _)) if task.state == TaskState::Accepted => {
+                task.state = TaskState::Started;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn fail_task(
+        &self,
+        owner: &Principal,
+        run_id: &RunId,
+        code: &str,
+        message: &str,
+    ) -> Result<(), StoreError> {
+        let now = now_ms();
+        let mut accounts = self.accounts();
+        let (task, _) = accounts
+            .tasks
+            .get_mut(&(owner.clone(), run_id.clone()))
+            .filter(|(_, expires)| *expires > now)
+            .ok_or(StoreError::NotFound)?;
+        if !matches!(task.state, TaskState::Failed { .. }) {
+            task.state = TaskState::Failed {
+                code: code.to_owned(),
+                message: super::task_message(message),
+            };
+        }
+        Ok(())
+    }
+
+    async fn task(
+        &self,
+        owner: &Principal,
+        run_id: &RunId,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        let now = now_ms();
+        Ok(self
+            .accounts()
+            .tasks
+            .get(&(owner.clone(), run_id.clone()))
+            .filter(|(_, expires)| *expires > now)
+            .map(|(task, _)| task.clone()))
+    }
+
     fn describe(&self) -> String {
         "in-memory thread store (lost on restart; set THREADS_TABLE for DynamoDB)".to_owned()
     }
@@ -665,6 +791,8 @@ mod tests {
                 new_messages: &[],
                 state: None,
                 title: None,
+                at_ms: now_ms(),
+                copied_at_ms: &[],
             })
             .await
             .unwrap();

@@ -2,8 +2,22 @@
 //! one consistent read ([`ThreadStore::load`]) and two writes ([`ThreadStore::begin_run`] takes
 //! the lease and stores the input; [`ThreadStore::finish_run`] stores the output and releases it),
 //! plus its usage ([`ThreadStore::settle`]) and, under a quota, [`ThreadStore::reserve`]. Also
-//! here: the caller's thread list, deletion and forks.
+//! here: the caller's thread list, deletion and forks, the newest-first timed reads of the history
+//! by day, and the records of runs accepted to run detached ([`TaskRecord`]).
+//!
+//! Every stored message carries the time it was stored (epoch ms): a run's input at
+//! [`RunStart::at_ms`], its output at `finish_run`'s `at_ms`, a fork's copies at their original
+//! times. Messages stored before times were kept have none and count as stored when their thread
+//! was created (`created_at_ms`).
 
+mod blob_types;
+#[cfg(feature = "aws")]
+pub mod blobs;
+#[cfg(not(feature = "aws"))]
+pub use blob_types::Blobs;
+pub use blob_types::{BlobError, StoredBlob, Upload};
+#[cfg(feature = "aws")]
+pub use blobs::Blobs;
 #[cfg(feature = "aws")]
 pub mod dynamo;
 pub mod memory;
@@ -77,6 +91,9 @@ pub struct StoredThread {
     /// the store; written by `finish_run`.
     pub interrupts: Option<Value>,
     pub title: Option<String>,
+    /// When each message was stored (epoch ms), index-aligned with `messages`, so a fork can
+    /// keep the times of what it copies.
+    pub message_at_ms: Vec<i64>,
 }
 
 /// Whether a caller's thread has a run going.
@@ -174,6 +191,11 @@ pub struct RunStart<'a> {
     pub state: Option<&'a Value>,
     /// The thread's title, stored unless it has one already.
     pub title: Option<&'a str>,
+    /// When the input arrived (epoch ms): the time stored with each new message.
+    pub at_ms: i64,
+    /// The original times of the leading `new_messages` when they are copies (a fork from
+    /// `parentRunId`), index-aligned; the messages past its end are stored at `at_ms`.
+    pub copied_at_ms: &'a [i64],
 }
 
 /// A thread created whole, with no run: a fork.
@@ -184,6 +206,68 @@ pub struct NewThread<'a> {
     pub messages: &'a [Message],
     pub state: Option<&'a Value>,
     pub title: Option<&'a str>,
+    /// When the fork was made (epoch ms): the time of the messages `copied_at_ms` has none for.
+    pub at_ms: i64,
+    /// The copied messages' original times, index-aligned with `messages`.
+    pub copied_at_ms: &'a [i64],
+}
+
+/// The time stored with the `index`th message of a write: its original time when it is a copy,
+/// else the write's.
+pub fn message_time(copied_at_ms: &[i64], index: usize, at_ms: i64) -> i64 {
+    copied_at_ms.get(index).copied().unwrap_or(at_ms)
+}
+
+/// A stored message with its place in the thread and the time it was stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimedMessage {
+    /// The message's sequence number in its thread (the first is 0).
+    pub seq: u64,
+    /// Epoch milliseconds; the thread's creation time for messages stored before times were kept.
+    pub at_ms: i64,
+    pub message: Message,
+}
+
+/// Messages read newest first.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TimedPage {
+    /// Newest first.
+    pub messages: Vec<TimedMessage>,
+    /// Older messages exist: read on with `before_seq` = the last message's seq.
+    pub more: bool,
+}
+
+/// A run accepted to run detached (`POST /api/v1/agent/runs`): what the runner needs to find
+/// its run, and how far it got. Kept for the run event logs' retention.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskRecord {
+    pub owner: Principal,
+    pub run_id: RunId,
+    pub thread_id: ThreadId,
+    /// The request created the thread (the answer's `created`).
+    pub created_thread: bool,
+    pub accepted_at_ms: i64,
+    pub state: TaskState,
+}
+
+/// Where a detached run is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskState {
+    /// Accepted, not yet picked up by a runner.
+    Accepted,
+    /// A runner claimed it; from here on the run's own records (events, thread) tell the rest.
+    Started,
+    /// It failed before or while starting; terminal.
+    Failed { code: String, message: String },
+}
+
+/// The longest failure message a task record keeps, in characters: keeps the record far below
+/// DynamoDB's item limit whatever error text it is given.
+pub const MAX_TASK_MESSAGE_CHARS: usize = 2_000;
+
+/// A task failure's message as stored: cut at [`MAX_TASK_MESSAGE_CHARS`].
+pub fn task_message(message: &str) -> String {
+    message.chars().take(MAX_TASK_MESSAGE_CHARS).collect()
 }
 
 /// One entry of a caller's thread list.
@@ -406,14 +490,16 @@ pub trait ThreadStore: Send + Sync {
     /// Takes the run lease and stores the run's new input messages and state, atomically.
     async fn begin_run(&self, start: RunStart<'_>) -> Result<Lease, StoreError>;
 
-    /// Appends the run's output, stores the state, replaces the interrupt record (`None`
-    /// removes it) and releases the lease, atomically; only while the lease is still held.
+    /// Appends the run's output (stored at `at_ms`, epoch ms), stores the state, replaces the
+    /// interrupt record (`None` removes it) and releases the lease, atomically; only while the
+    /// lease is still held.
     async fn finish_run(
         &self,
         lease: &Lease,
         new_messages: &[Message],
         state: Option<&Value>,
         interrupts: Option<&Value>,
+        at_ms: i64,
     ) -> Result<(), StoreError>;
 
     /// History for the history endpoint, `limit` messages from after the cursor `after`.
@@ -424,6 +510,17 @@ pub trait ThreadStore: Send + Sync {
         after: Option<&str>,
         limit: usize,
     ) -> Result<HistoryPage, StoreError>;
+
+    /// Up to `limit` of the thread's messages with seq < `before_seq` (all when None), newest
+    /// first, with their seq and time. `more`: older messages exist. `NotFound` for another
+    /// principal's thread and for a missing or deleted one, as `history`.
+    async fn timed_messages(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        before_seq: Option<u64>,
+        limit: usize,
+    ) -> Result<TimedPage, StoreError>;
 
     /// Whether `owner`'s thread exists and which run holds it; one small read.
     async fn activity(
@@ -515,6 +612,31 @@ pub trait ThreadStore: Send + Sync {
         from: &str,
         to: &str,
     ) -> Result<Vec<DayUsage>, StoreError>;
+
+    /// Records an accepted task; `Conflict` if `owner` already has a task with this run id.
+    async fn create_task(&self, task: &TaskRecord) -> Result<(), StoreError>;
+
+    /// Accepted -> Started, once: `false` when the task is missing or not Accepted (a
+    /// duplicate delivery must not run twice).
+    async fn claim_task(&self, owner: &Principal, run_id: &RunId) -> Result<bool, StoreError>;
+
+    /// Records why a task failed before or while starting (terminal): from Accepted or
+    /// Started; a task that failed already keeps its first reason. `NotFound` when `owner` has
+    /// no such task.
+    async fn fail_task(
+        &self,
+        owner: &Principal,
+        run_id: &RunId,
+        code: &str,
+        message: &str,
+    ) -> Result<(), StoreError>;
+
+    /// `owner`'s task `run_id`, if the store holds it (expired ones count as gone).
+    async fn task(
+        &self,
+        owner: &Principal,
+        run_id: &RunId,
+    ) -> Result<Option<TaskRecord>, StoreError>;
 
     fn describe(&self) -> String;
 }

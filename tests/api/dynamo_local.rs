@@ -49,26 +49,12 @@ pub async fn start() -> String {
         .map(|entry| entry.path())
         .find(|path| path.file_name().is_some_and(|name| name.to_string_lossy().starts_with("dynamodb_local_")))
         .expect("a dynamodb_local_* folder");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    // DynamoDB Local has no bind-address option. The shell outlives nothing: it stops Java as
-    // soon as the test process is gone.
-    let script = format!(
-        "java -Djava.library.path='{dir}/DynamoDBLocal_lib' -jar '{dir}/DynamoDBLocal.jar' -inMemory -sharedDb -disableTelemetry -port {port} >/dev/null 2>&1 & J=$!; \
-         while kill -0 {parent} 2>/dev/null && kill -0 $J 2>/dev/null; do sleep 0.5; done; kill $J 2>/dev/null",
+    let port = crate::helpers::free_port();
+    // DynamoDB Local has no bind-address option.
+    crate::helpers::spawn_watched(&format!(
+        "java -Djava.library.path='{dir}/DynamoDBLocal_lib' -jar '{dir}/DynamoDBLocal.jar' -inMemory -sharedDb -disableTelemetry -port {port}",
         dir = dir.display(),
-        parent = std::process::id(),
-    );
-    let mut watchdog = std::process::Command::new("sh")
-        .args(["-c", &script])
-        .stdin(std::process::Stdio::null())
-        .spawn()
-        .expect("sh starts");
-    // Reaped in the background: it lives as long as the tests do.
-    std::thread::spawn(move || watchdog.wait());
+    ));
     let endpoint = format!("http://127.0.0.1:{port}");
     let probe = client(&endpoint);
     for _ in 0..300 {

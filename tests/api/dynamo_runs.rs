@@ -126,10 +126,21 @@ async fn a_thousand_message_thread_over_two_megabytes_loads_and_continues() {
             new_messages: &history,
             state: None,
             title: None,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+            copied_at_ms: &[],
         })
         .await
         .unwrap();
-    store.finish_run(&lease, &[], None, None).await.unwrap();
+    store
+        .finish_run(
+            &lease,
+            &[],
+            None,
+            None,
+            chrono::Utc::now().timestamp_millis(),
+        )
+        .await
+        .unwrap();
     let loaded = store.load(&owner, &thread).await.unwrap().unwrap();
     assert_eq!(loaded.messages.len(), 1000);
     assert!(serde_json::to_string(&loaded.messages).unwrap().len() > 2_000_000);

@@ -3,7 +3,7 @@ use agui_lambda::config::Config;
 use agui_lambda::model::{ModelProvider, ModelRequest};
 use agui_lambda::protocol::verify::{parse_sse, verify_run};
 use agui_lambda::startup;
-use agui_lambda::store::ThreadStore;
+use agui_lambda::store::{Blobs, ThreadStore};
 use agui_lambda::tools::ToolRegistry;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -179,6 +179,24 @@ pub async fn spawn_app_with_tools(overrides: &[(&str, &str)], tools: ToolRegistr
     spawn_with_tools(overrides, None, TestModel::Fixture(model), tools).await
 }
 
+/// An app on the in-process fixture model, the given store and signed-URL uploads into `blobs`'
+/// bucket (an S3-compatible server on loopback).
+pub async fn spawn_app_with_blobs(
+    overrides: &[(&str, &str)],
+    store: Arc<dyn ThreadStore>,
+    blobs: Blobs,
+) -> TestApp {
+    let model = Arc::new(FixtureModel::load());
+    spawn_full(
+        overrides,
+        Some(store),
+        TestModel::Fixture(model),
+        ToolRegistry::with_builtins().unwrap(),
+        Some(Arc::new(blobs)),
+    )
+    .await
+}
+
 async fn spawn(
     overrides: &[(&str, &str)],
     store: Option<Arc<dyn ThreadStore>>,
@@ -197,7 +215,17 @@ async fn spawn_with_tools(
     overrides: &[(&str, &str)],
     store: Option<Arc<dyn ThreadStore>>,
     model: TestModel,
+    tools: ToolRegistry,
+) -> TestApp {
+    spawn_full(overrides, store, model, tools, None).await
+}
+
+async fn spawn_full(
+    overrides: &[(&str, &str)],
+    store: Option<Arc<dyn ThreadStore>>,
+    model: TestModel,
     mut tools: ToolRegistry,
+    blobs: Option<Arc<Blobs>>,
 ) -> TestApp {
     let mut vars: HashMap<String, String> = HashMap::new();
     if let TestModel::Aimock(aimock) = &model {
@@ -215,23 +243,28 @@ async fn spawn_with_tools(
         vars.insert((*key).to_owned(), (*value).to_owned());
     }
     let config = Config::from_map(&vars).unwrap();
-    let provider: Arc<dyn ModelProvider> = match &model {
-        TestModel::Fixture(fixture) => fixture.clone(),
-        TestModel::Aimock(_) => startup::model_from_config(&config).await.unwrap(),
+    // Over the wire, each AGENT_PROFILES profile gets its own model, as in production.
+    let models: startup::Models = match &model {
+        TestModel::Fixture(fixture) => {
+            let fixture: Arc<dyn ModelProvider> = fixture.clone();
+            fixture.into()
+        }
+        TestModel::Aimock(_) => startup::models_from_config(&config).await.unwrap(),
     };
     let store = match store {
         Some(store) => store,
         None => startup::store_from_config(&config).await.unwrap(),
     };
     startup::add_mcp_tools(&config, &mut tools).await.unwrap();
-    let app = startup::build_app_with_tools(
+    let app = startup::build_app_with_models(
         &config,
-        provider,
+        models,
         store,
         startup::authenticator(&config.auth).await.unwrap(),
         tools,
     )
-    .unwrap();
+    .unwrap()
+    .with_blobs(blobs);
     let (addr, server) =
         agui_lambda::api::local::bind(Arc::new(app), "127.0.0.1:0".parse().unwrap())
             .await
@@ -369,4 +402,88 @@ pub fn assistant_from(events: &[Value]) -> Value {
         message["content"] = json!(text);
     }
     message
+}
+
+/// A response to a call as some principal: status, headers and body.
+pub struct Answer {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: String,
+}
+
+impl Answer {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|_| panic!("not JSON: {}", self.body))
+    }
+
+    pub fn error_code(&self) -> String {
+        self.json()["error"]["code"].as_str().unwrap().to_owned()
+    }
+
+    /// A refusal's message (on seed 004's routes, the seed's wording).
+    pub fn message(&self) -> String {
+        self.json()["error"]["message"].as_str().unwrap().to_owned()
+    }
+}
+
+/// `method path` with `key` as the bearer API key and an optional JSON body.
+pub async fn call(
+    app: &TestApp,
+    key: &str,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> Answer {
+    call_raw(app, key, method, path, body.map(|body| body.to_string())).await
+}
+
+/// [`call`] with the body as raw text (broken or oversized JSON).
+pub async fn call_raw(
+    app: &TestApp,
+    key: &str,
+    method: &str,
+    path: &str,
+    body: Option<String>,
+) -> Answer {
+    let mut request = app
+        .http
+        .request(method.parse().unwrap(), app.url(path))
+        .bearer_auth(key);
+    if let Some(body) = body {
+        request = request
+            .header("content-type", "application/json")
+            .body(body);
+    }
+    let response = request.send().await.unwrap();
+    Answer {
+        status: response.status().as_u16(),
+        headers: response.headers().clone(),
+        body: response.text().await.unwrap(),
+    }
+}
+
+/// A free loopback port.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts `command` (a shell command line) in the background under a watchdog shell that stops
+/// it as soon as the test process is gone: a server for the whole test binary.
+pub fn spawn_watched(command: &str) {
+    let script = format!(
+        "{command} >/dev/null 2>&1 & C=$!; \
+         while kill -0 {parent} 2>/dev/null && kill -0 $C 2>/dev/null; do sleep 0.5; done; kill $C 2>/dev/null",
+        parent = std::process::id(),
+    );
+    let mut watchdog = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .expect("sh starts");
+    // Reaped in the background: it lives as long as the tests do.
+    std::thread::spawn(move || watchdog.wait());
 }

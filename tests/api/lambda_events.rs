@@ -3,6 +3,7 @@ use agui_lambda::protocol::verify::{parse_sse, verify_run};
 use http_body_util::BodyExt;
 use serde_json::Value;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::helpers::repo_path;
 
@@ -215,4 +216,111 @@ fn every_event_file_is_in_the_events_readme() {
         .filter(|name| name.ends_with(".json"))
         .collect();
     assert_eq!(listed, files);
+}
+
+const SEED_THREAD: &str = "550e8400-e29b-41d4-a716-446655440000";
+
+/// Seed 004's routes as Function URL events, and the self-invocation that carries a detached
+/// run on Lambda (`detached-run.json`): it starts only a run that was accepted, and only once.
+#[tokio::test]
+async fn seed_events_get_their_documented_status_and_a_detached_run_runs_once() {
+    use agui_lambda::protocol::{RunId, ThreadId};
+    use agui_lambda::store::{MemoryStore, Principal, TaskRecord, TaskState, ThreadStore};
+    let config = Config::from_map(&HashMap::from([(
+        "MODEL_PROVIDER".to_owned(),
+        "demo".to_owned(),
+    )]))
+    .unwrap();
+    let store = Arc::new(MemoryStore::new());
+    let app = Arc::new(
+        agui_lambda::startup::build_app(
+            &config,
+            agui_lambda::startup::model_from_config(&config)
+                .await
+                .unwrap(),
+            store.clone(),
+            agui_lambda::startup::authenticator(&config.auth)
+                .await
+                .unwrap(),
+        )
+        .unwrap(),
+    );
+    // What the servers do; under Lambda, detached runs then go by self-invocation instead.
+    app.remember_self();
+
+    for file in ["seed-run-events.json", "seed-history.json"] {
+        let (status, body) = answer(&app, file).await;
+        assert_eq!(status, 404, "{file}: nothing yet: {body}");
+    }
+    let (status, body) = answer(&app, "seed-attachments.json").await;
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("attachments_disabled"), "{body}");
+
+    let (status, body) = answer(&app, "seed-run.json").await;
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(
+        body,
+        format!(
+            r#"{{"taskId":"run-001","threadId":"{SEED_THREAD}","runId":"run-001","created":true}}"#
+        )
+    );
+    let (status, body) = answer(&app, "seed-run-events.json").await;
+    assert_eq!(status, 200, "{body}");
+    let events = parse_sse(&body).unwrap();
+    verify_run(&events).unwrap();
+    assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED");
+    let (status, body) = answer(&app, "seed-history.json").await;
+    assert_eq!(status, 200, "{body}");
+    let history = json("seed-history.json", &body);
+    assert_eq!(history["scope"], "history_day");
+    assert_eq!(history["messages"].as_array().unwrap().len(), 2, "{body}");
+
+    // The self-invocation of a run nobody accepted runs nothing.
+    let text = std::fs::read_to_string(repo_path("events/detached-run.json")).unwrap();
+    let event: Value = serde_json::from_str(&text).unwrap();
+    let deliver = || {
+        let app = app.clone();
+        let event = event.clone();
+        async move {
+            let response = agui_lambda::api::lambda::answer_event(
+                &app,
+                lambda_runtime::LambdaEvent::new(event, lambda_runtime::Context::default()),
+            )
+            .await;
+            let body = response.into_body().collect().await.unwrap().to_bytes();
+            app.live_runs().idle().await;
+            json("detached-run.json", std::str::from_utf8(&body).unwrap())
+        }
+    };
+    assert_eq!(deliver().await["detachedRun"], "duplicate");
+    let owner = Principal::new("anonymous");
+    let thread = ThreadId::parse(SEED_THREAD, 128).unwrap();
+    let before = store
+        .load(&owner, &thread)
+        .await
+        .unwrap()
+        .unwrap()
+        .messages
+        .len();
+    assert_eq!(before, 2);
+
+    // Accepted (as the answering invocation records it), it runs once however often it comes.
+    let run_id = RunId::parse("run-002", 128).unwrap();
+    store
+        .create_task(&TaskRecord {
+            owner: owner.clone(),
+            run_id: run_id.clone(),
+            thread_id: thread.clone(),
+            created_thread: false,
+            accepted_at_ms: chrono::Utc::now().timestamp_millis(),
+            state: TaskState::Accepted,
+        })
+        .await
+        .unwrap();
+    assert_eq!(deliver().await["detachedRun"], "started");
+    assert_eq!(deliver().await["detachedRun"], "duplicate");
+    let after = store.load(&owner, &thread).await.unwrap().unwrap();
+    assert_eq!(after.messages.len(), 4, "one more exchange, not two");
+    let task = store.task(&owner, &run_id).await.unwrap().unwrap();
+    assert_eq!(task.state, TaskState::Started);
 }

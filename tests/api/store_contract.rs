@@ -45,6 +45,8 @@ async fn begin(
             new_messages: messages,
             state,
             title: None,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+            copied_at_ms: &[],
         })
         .await
 }
@@ -91,7 +93,13 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
         "one run at a time"
     );
     ctx.store
-        .finish_run(&lease, &[user("a1", "hello")], Some(&json!({"n": 2})), None)
+        .finish_run(
+            &lease,
+            &[user("a1", "hello")],
+            Some(&json!({"n": 2})),
+            None,
+            chrono::Utc::now().timestamp_millis(),
+        )
         .await
         .unwrap();
     let loaded = ctx
@@ -105,7 +113,15 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
     assert_eq!(loaded.state, Some(json!({"n": 2})));
     assert!(
         matches!(
-            ctx.store.finish_run(&lease, &[], None, None).await,
+            ctx.store
+                .finish_run(
+                    &lease,
+                    &[],
+                    None,
+                    None,
+                    chrono::Utc::now().timestamp_millis()
+                )
+                .await,
             Err(StoreError::LeaseLost)
         ),
         "a released lease cannot write"
@@ -153,7 +169,16 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
     )
     .await
     .unwrap();
-    ctx.store.finish_run(&lease, &[], None, None).await.unwrap();
+    ctx.store
+        .finish_run(
+            &lease,
+            &[],
+            None,
+            None,
+            chrono::Utc::now().timestamp_millis(),
+        )
+        .await
+        .unwrap();
     let late = ctx
         .store
         .begin_run(RunStart {
@@ -165,6 +190,8 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
             new_messages: &[user("u4", "late")],
             state: None,
             title: None,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+            copied_at_ms: &[],
         })
         .await;
     assert!(matches!(late, Err(StoreError::Conflict)));
@@ -201,12 +228,24 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
     .unwrap();
     assert!(matches!(
         ctx.store
-            .finish_run(&crashed, &[user("x", "zombie")], None, None)
+            .finish_run(
+                &crashed,
+                &[user("x", "zombie")],
+                None,
+                None,
+                chrono::Utc::now().timestamp_millis()
+            )
             .await,
         Err(StoreError::LeaseLost)
     ));
     ctx.store
-        .finish_run(&taker, &[user("a6", "ok")], None, None)
+        .finish_run(
+            &taker,
+            &[user("a6", "ok")],
+            None,
+            None,
+            chrono::Utc::now().timestamp_millis(),
+        )
         .await
         .unwrap();
 
@@ -221,7 +260,13 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
     // The interrupt record rides on the last write of a long output too.
     let record = json!({"open": [{"interrupt": {"id": "int-1", "reason": "tool_call"}}]});
     ctx.store
-        .finish_run(&lease, &output, None, Some(&record))
+        .finish_run(
+            &lease,
+            &output,
+            None,
+            Some(&record),
+            chrono::Utc::now().timestamp_millis(),
+        )
         .await
         .unwrap();
     let held = ctx
@@ -235,7 +280,16 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
     let lease = begin(&ctx, &ctx.alice, "r7b", &[], None, far_future())
         .await
         .unwrap();
-    ctx.store.finish_run(&lease, &[], None, None).await.unwrap();
+    ctx.store
+        .finish_run(
+            &lease,
+            &[],
+            None,
+            None,
+            chrono::Utc::now().timestamp_millis(),
+        )
+        .await
+        .unwrap();
     let loaded = ctx
         .store
         .load(&ctx.alice, &ctx.thread)
@@ -286,7 +340,13 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
     let huge_message = user("big", &"y".repeat(400_000));
     assert!(matches!(
         ctx.store
-            .finish_run(&lease, &[huge_message], None, None)
+            .finish_run(
+                &lease,
+                &[huge_message],
+                None,
+                None,
+                chrono::Utc::now().timestamp_millis()
+            )
             .await,
         Err(StoreError::MessageTooLarge(_))
     ));
@@ -334,7 +394,16 @@ async fn an_expired_dynamodb_thread_is_gone_and_its_id_starts_afresh() {
     )
     .await
     .unwrap();
-    ctx.store.finish_run(&lease, &[], None, None).await.unwrap();
+    ctx.store
+        .finish_run(
+            &lease,
+            &[],
+            None,
+            None,
+            chrono::Utc::now().timestamp_millis(),
+        )
+        .await
+        .unwrap();
     // Age the thread past its TTL, as DynamoDB's clock would (TTL deletion itself is lazy).
     client
         .update_item()
@@ -373,7 +442,16 @@ async fn an_expired_dynamodb_thread_is_gone_and_its_id_starts_afresh() {
     )
     .await
     .unwrap();
-    ctx.store.finish_run(&lease, &[], None, None).await.unwrap();
+    ctx.store
+        .finish_run(
+            &lease,
+            &[],
+            None,
+            None,
+            chrono::Utc::now().timestamp_millis(),
+        )
+        .await
+        .unwrap();
     let fresh = ctx
         .store
         .load(&ctx.alice, &ctx.thread)

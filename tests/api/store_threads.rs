@@ -114,6 +114,8 @@ async fn begin(
             new_messages: input,
             state: None,
             title,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+            copied_at_ms: &[],
         })
         .await
 }
@@ -137,7 +139,16 @@ async fn run(
             .await
             .unwrap();
     }
-    store.finish_run(&lease, output, None, None).await.unwrap();
+    store
+        .finish_run(
+            &lease,
+            output,
+            None,
+            None,
+            chrono::Utc::now().timestamp_millis(),
+        )
+        .await
+        .unwrap();
     lease
 }
 
@@ -235,7 +246,16 @@ async fn list_pages_newest_first(subject: Subject) {
     assert_eq!(top.threads[0].active_run, Some(run_id("again")));
     assert_eq!(top.threads[0].message_count, 3);
     assert!(top.next.is_some());
-    store.finish_run(&lease, &[], None, None).await.unwrap();
+    store
+        .finish_run(
+            &lease,
+            &[],
+            None,
+            None,
+            chrono::Utc::now().timestamp_millis(),
+        )
+        .await
+        .unwrap();
     let top = store.list_threads(&alice, 1, None).await.unwrap();
     assert_eq!(top.threads[0].thread_id, oldest);
     assert_eq!(top.threads[0].active_run, None);
@@ -277,7 +297,16 @@ async fn titles(subject: Subject) {
     )
     .await
     .unwrap();
-    store.finish_run(&lease, &[], None, None).await.unwrap();
+    store
+        .finish_run(
+            &lease,
+            &[],
+            None,
+            None,
+            chrono::Utc::now().timestamp_millis(),
+        )
+        .await
+        .unwrap();
     assert_eq!(
         title_of(store, &alice, &thread).await.as_deref(),
         Some("First")
@@ -293,7 +322,16 @@ async fn titles(subject: Subject) {
     )
     .await
     .unwrap();
-    store.finish_run(&lease, &[], None, None).await.unwrap();
+    store
+        .finish_run(
+            &lease,
+            &[],
+            None,
+            None,
+            chrono::Utc::now().timestamp_millis(),
+        )
+        .await
+        .unwrap();
     assert_eq!(
         title_of(store, &alice, &thread).await.as_deref(),
         Some("First"),
@@ -332,7 +370,16 @@ async fn titles(subject: Subject) {
     let lease = begin(store, &alice, &untitled, "r3", &[user("u", "x")], None)
         .await
         .unwrap();
-    store.finish_run(&lease, &[], None, None).await.unwrap();
+    store
+        .finish_run(
+            &lease,
+            &[],
+            None,
+            None,
+            chrono::Utc::now().timestamp_millis(),
+        )
+        .await
+        .unwrap();
     assert_eq!(
         store.load(&alice, &untitled).await.unwrap().unwrap().title,
         None
@@ -347,7 +394,16 @@ async fn titles(subject: Subject) {
     )
     .await
     .unwrap();
-    store.finish_run(&lease, &[], None, None).await.unwrap();
+    store
+        .finish_run(
+            &lease,
+            &[],
+            None,
+            None,
+            chrono::Utc::now().timestamp_millis(),
+        )
+        .await
+        .unwrap();
     assert_eq!(
         store
             .load(&alice, &untitled)
@@ -417,7 +473,16 @@ async fn delete_removes_everything(subject: Subject) {
         Err(StoreError::Conflict)
     ));
     assert!(store.load(&alice, &busy).await.unwrap().is_some());
-    store.finish_run(&lease, &[], None, None).await.unwrap();
+    store
+        .finish_run(
+            &lease,
+            &[],
+            None,
+            None,
+            chrono::Utc::now().timestamp_millis(),
+        )
+        .await
+        .unwrap();
     assert_eq!(
         store.delete_thread(&alice, &busy).await.unwrap(),
         Deletion::Deleted
@@ -544,6 +609,8 @@ async fn forks(subject: Subject) {
             messages: &copied,
             state: Some(&state),
             title: Some("Fork of something"),
+            at_ms: chrono::Utc::now().timestamp_millis(),
+            copied_at_ms: &[],
         })
         .await
         .unwrap();
@@ -568,6 +635,8 @@ async fn forks(subject: Subject) {
                     messages: &messages("other", 3),
                     state: None,
                     title: None,
+                    at_ms: chrono::Utc::now().timestamp_millis(),
+                    copied_at_ms: &[],
                 })
                 .await,
             Err(StoreError::Conflict)
@@ -601,6 +670,8 @@ async fn forks(subject: Subject) {
             messages: &[],
             state: None,
             title: None,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+            copied_at_ms: &[],
         })
         .await
         .unwrap();
@@ -1084,7 +1155,13 @@ async fn dynamo_calls_per_operation() {
     .await
     .unwrap();
     store
-        .finish_run(&lease, &messages("out", 10), None, None)
+        .finish_run(
+            &lease,
+            &messages("out", 10),
+            None,
+            None,
+            chrono::Utc::now().timestamp_millis(),
+        )
         .await
         .unwrap();
     report(
@@ -1127,6 +1204,8 @@ async fn dynamo_calls_per_operation() {
             messages: &copied,
             state: None,
             title: None,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+            copied_at_ms: &[],
         })
         .await
         .unwrap();

@@ -30,40 +30,6 @@ async fn dynamo_app(extra: &[(&str, &str)]) -> (TestApp, aws_sdk_dynamodb::Clien
     (spawn_app_on(&overrides, Some(store)).await, client, table)
 }
 
-struct Answer {
-    status: u16,
-    headers: reqwest::header::HeaderMap,
-    body: String,
-}
-
-impl Answer {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|_| panic!("not JSON: {}", self.body))
-    }
-
-    fn error_code(&self) -> String {
-        self.json()["error"]["code"].as_str().unwrap().to_owned()
-    }
-}
-
-async fn call(app: &TestApp, key: &str, method: &str, path: &str, body: Option<Value>) -> Answer {
-    let mut request = app
-        .http
-        .request(method.parse().unwrap(), app.url(path))
-        .bearer_auth(key);
-    if let Some(body) = body {
-        request = request
-            .header("content-type", "application/json")
-            .body(body.to_string());
-    }
-    let response = request.send().await.unwrap();
-    Answer {
-        status: response.status().as_u16(),
-        headers: response.headers().clone(),
-        body: response.text().await.unwrap(),
-    }
-}
-
 /// A run as `key`; the events, checked.
 async fn run_as(app: &TestApp, key: &str, body: &Value) -> Vec<Value> {
     let answer = call(app, key, "POST", "/agent", Some(body.clone())).await;

@@ -1,11 +1,11 @@
 //! User attachments as Converse content blocks. Bedrock takes bytes or an S3 location, never a
 //! web URL, and this function never fetches one (no SSRF, no unbounded downloads): inline data
-//! goes as bytes, an `https` URL of an S3 object as an S3 location (Bedrock reads it with the
-//! function role's permissions, on models that support S3 sources). Images (PNG, JPEG, GIF,
-//! WebP), documents (PDF, CSV, DOC, DOCX, XLS, XLSX, HTML, TXT, Markdown) and videos are mapped;
-//! audio is not. A part that cannot go is refused before the run starts ([`check_part`]); one
-//! already stored in a thread (accepted under another provider) becomes a one-line note, so the
-//! thread stays usable.
+//! goes as bytes, an `https` URL of an S3 object or an `s3://` URI (a stored upload,
+//! `store::blobs`) as an S3 location (Bedrock reads it with the function role's permissions, on
+//! models that support S3 sources). Images (PNG, JPEG, GIF, WebP), documents (PDF, CSV, DOC,
+//! DOCX, XLS, XLSX, HTML, TXT, Markdown) and videos are mapped; audio is not. A part that cannot
+//! go is refused before the run starts ([`check_part`]); one already stored in a thread (accepted
+//! under another provider) becomes a one-line note, so the thread stays usable.
 
 use super::request::s3_uri_for;
 use crate::protocol::{Attachment, PartSource, UserPart};
@@ -42,7 +42,7 @@ enum Location {
     S3(S3Location),
 }
 
-const NEVER_FETCHED: &str = "Bedrock takes attachments inline (data) or from Amazon S3 (https://BUCKET.s3.REGION.amazonaws.com/KEY), and this server never fetches a URL";
+const NEVER_FETCHED: &str = "Bedrock takes attachments inline (data) or from Amazon S3 (s3://BUCKET/KEY or https://BUCKET.s3.REGION.amazonaws.com/KEY), and this server never fetches a URL";
 
 fn locate(attachment: &Attachment) -> Result<Location, String> {
     match &attachment.source {

@@ -167,6 +167,10 @@ impl ModelProvider for BedrockProvider {
     fn check_part(&self, part: &UserPart) -> Result<(), String> {
         media::check_part(part)
     }
+
+    fn reads_s3(&self) -> bool {
+        true
+    }
 }
 
 /// A failure of the request itself (before any event). The SDK has already retried what it

@@ -302,9 +302,15 @@ fn reasoning_block(text: &str, artefact: ReasoningArtefact) -> Result<ContentBlo
 
 /// `s3://bucket/key` for an `https` URL of an S3 object, virtual-hosted
 /// (`https://bucket.s3.region.amazonaws.com/key`) or path-style
-/// (`https://s3.region.amazonaws.com/bucket/key`); `None` for any other URL. A query (a
-/// presigned URL's signature) is dropped: Bedrock reads the object with the caller's permissions.
+/// (`https://s3.region.amazonaws.com/bucket/key`), or for an `s3://bucket/key` URI itself (what a
+/// thread stores for an uploaded attachment, `store::blobs`); `None` for any other URL. A query
+/// (a presigned URL's signature) is dropped: Bedrock reads the object with the caller's
+/// permissions.
 pub fn s3_uri_for(url: &str) -> Option<String> {
+    if let Some(rest) = url.strip_prefix("s3://") {
+        let (bucket, key) = rest.split_once('/')?;
+        return (is_bucket_name(bucket) && !key.is_empty()).then(|| url.to_owned());
+    }
     let rest = url.strip_prefix("https://")?;
     let rest = rest.split(['?', '#']).next()?;
     let (host, path) = rest.split_once('/')?;
@@ -330,28 +336,22 @@ pub fn s3_uri_for(url: &str) -> Option<String> {
         (bucket.to_owned(), path)
     };
     let key = percent_decode(key)?;
-    let valid_bucket = !bucket.is_empty()
-        && bucket
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
-    (valid_bucket && !key.is_empty()).then(|| format!("s3://{bucket}/{key}"))
+    (is_bucket_name(&bucket) && !key.is_empty()).then(|| format!("s3://{bucket}/{key}"))
 }
 
+fn is_bucket_name(bucket: &str) -> bool {
+    !bucket.is_empty()
+        && bucket
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+}
+
+/// A percent-encoded path segment, decoded; `None` when it is not UTF-8.
 fn percent_decode(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while let Some(&byte) = bytes.get(i) {
-        if byte == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(byte);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8()
+        .ok()
+        .map(std::borrow::Cow::into_owned)
 }
 
 fn build_error(error: aws_sdk_bedrockruntime::error::BuildError) -> ModelError {

@@ -223,6 +223,39 @@ fn s3_images_become_s3_locations_and_other_urls_a_note_never_a_fetch() {
 }
 
 #[test]
+fn stored_attachment_paths_become_s3_locations_as_they_are() {
+    let request = ModelRequest {
+        system: None,
+        messages: vec![Message::User {
+            id: id("u"),
+            content: UserContent::Parts(vec![UserPart::Image(Attachment {
+                source: PartSource::Url {
+                    value: "s3://inputs/agent-inputs/0123/4567.webp".to_owned(),
+                    mime_type: Some("image/webp".to_owned()),
+                },
+                metadata: None,
+            })]),
+            name: None,
+        }],
+        tools: vec![],
+        sampling: Default::default(),
+    };
+    let input = converse_input(&request, false).unwrap();
+    let ContentBlock::Image(image) = &input.messages[0].content()[0] else {
+        panic!("{:?}", input.messages[0].content())
+    };
+    assert_eq!(image.format(), &ImageFormat::Webp);
+    let Some(ImageSource::S3Location(location)) = image.source() else {
+        panic!("an S3 location")
+    };
+    assert_eq!(location.uri(), "s3://inputs/agent-inputs/0123/4567.webp");
+    assert_eq!(location.bucket_owner(), None);
+    assert_eq!(s3_uri_for("s3://Bad_Bucket/k.png"), None);
+    assert_eq!(s3_uri_for("s3://bucket/"), None);
+    assert_eq!(s3_uri_for("s3://bucket"), None);
+}
+
+#[test]
 fn only_s3_hosts_map_to_s3_uris() {
     assert_eq!(
         s3_uri_for("https://s3.us-east-1.amazonaws.com/bucket/a/b.png").as_deref(),

@@ -34,6 +34,11 @@ pub(super) const MSG_COUNT: &str = "msgCount";
 pub(super) const DELETED_AT: &str = "deletedAt";
 /// On a message item: the run that stored it, so deleting the thread finds its run-end records.
 pub(super) const RUN: &str = "run";
+/// On a message item: when it was stored (epoch ms). Messages stored before times were kept
+/// have none and count as stored when their thread was created (META's `createdAt`).
+pub(super) const MESSAGE_AT: &str = "at";
+/// On a task item: `accepted`, `started` or `failed` (then with `failCode` and `failMessage`).
+pub(super) const TASK_STATE: &str = "state";
 /// What the list reads besides the keys; `template.yaml` projects the same attributes.
 pub(super) const OWNER_INDEX_ATTRIBUTES: [&str; 7] = [
     TITLE,
@@ -107,6 +112,12 @@ pub(super) fn owner_pk(owner: &str) -> AttributeValue {
 /// reused on another thread of the same principal replaces the record.
 pub(super) fn run_end_sk(run_id: &str) -> AttributeValue {
     AttributeValue::S(format!("RUN#{run_id}"))
+}
+
+/// A detached run's task record, in its principal's partition beside the run-end records.
+/// Task items never carry `owner` (the principal is in the key), so they stay out of `byOwner`.
+pub(super) fn task_sk(run_id: &str) -> AttributeValue {
+    AttributeValue::S(format!("TASK#{run_id}"))
 }
 
 /// The partition of a principal's usage: one item per UTC day, one per minute with runs.
@@ -301,6 +312,20 @@ impl Meta {
 pub(super) fn is_present(item: &Item) -> bool {
     !item.contains_key(DELETED_AT)
         && get_n(item, "expiresAt").is_none_or(|expires| expires * 1000 > now_ms())
+}
+
+/// A message item's sequence number (from its sort key, under `prefix`) and time, for timed
+/// reads; `created_at_ms` stands in for the time of a message stored before times were kept.
+pub(super) fn message_place(
+    item: &Item,
+    prefix: &str,
+    created_at_ms: i64,
+) -> Result<(u64, i64), StoreError> {
+    let seq = get_s(item, "sk")
+        .and_then(|sk| sk.strip_prefix(prefix))
+        .and_then(|seq| seq.parse::<u64>().ok())
+        .ok_or_else(|| StoreError::Corrupt("a message item's key has no sequence".to_owned()))?;
+    Ok((seq, get_n(item, MESSAGE_AT).unwrap_or(created_at_ms)))
 }
 
 pub(super) fn parse_message(item: &Item) -> Result<Message, StoreError> {

@@ -3,15 +3,21 @@
 //! partition with one consistent Query and writes with two transactions; each write is conditional
 //! on the version it read, so concurrent runs can never interleave their messages.
 //!
-//! Per principal, two more partitions: `OWNER#<principal>` holds where each run ended (for forks),
-//! `USAGE#<principal>` the tokens per day and the runs per minute (for quotas). The caller's thread
-//! list is the sparse index `byOwner` over the META items.
+//! Per principal, two more partitions: `OWNER#<principal>` holds where each run ended (for forks,
+//! `RUN#<runId>`) and the task records of detached runs (`TASK#<runId>`), `USAGE#<principal>` the
+//! tokens per day and the runs per minute (for quotas). The caller's thread list is the sparse
+//! index `byOwner` over the META items.
+//!
+//! Message items carry the time they were stored (`at`, epoch ms), so the history can be read
+//! by day newest first (one Query with `ScanIndexForward=false`); those stored before times were
+//! kept count as stored when their thread was created.
 
 use super::{
     CancelState, DayUsage, Deletion, EventCursor, EventPage, HistoryPage, Lease, MAX_MESSAGE_BYTES,
     MAX_STATE_BYTES, ModelUsage, NewThread, Principal, Pulse, QuotaExceeded, QuotaLimits,
-    Reservation, RunEnd, RunRef, RunStart, Settlement, StoreError, StoredThread, ThreadActivity,
-    ThreadList, ThreadStore, ThreadSummary, secs_to_next_day, secs_to_next_minute, usage_day,
+    Reservation, RunEnd, RunRef, RunStart, Settlement, StoreError, StoredThread, TaskRecord,
+    TaskState, ThreadActivity, ThreadList, ThreadStore, ThreadSummary, TimedMessage, TimedPage,
+    message_time, secs_to_next_day, secs_to_next_minute, task_message, usage_day,
 };
 use crate::protocol::events::RecordedEvent;
 use crate::protocol::{Message, RunId, ThreadId};
@@ -61,6 +67,35 @@ async fn back_off(attempt: u32, delay: &mut Duration) {
 enum SortKeys {
     Between(String, String),
     Prefix(String),
+}
+
+/// Messages a write stores, with their times: a copy (`copied_at_ms[i]`) keeps its original
+/// time, the others get `at_ms`.
+#[derive(Clone, Copy)]
+struct NewMessages<'a> {
+    messages: &'a [Message],
+    at_ms: i64,
+    copied_at_ms: &'a [i64],
+}
+
+impl<'a> NewMessages<'a> {
+    /// Output and fresh input: no copies.
+    fn at(messages: &'a [Message], at_ms: i64) -> Self {
+        Self {
+            messages,
+            at_ms,
+            copied_at_ms: &[],
+        }
+    }
+
+    /// The messages from `skip` on, with their times.
+    fn from(self, skip: usize) -> Self {
+        Self {
+            messages: self.messages.get(skip..).unwrap_or_default(),
+            at_ms: self.at_ms,
+            copied_at_ms: self.copied_at_ms.get(skip..).unwrap_or_default(),
+        }
+    }
 }
 
 /// Event log items stay well under DynamoDB's 400 KB item limit; a larger batch (one huge
@@ -184,6 +219,28 @@ impl DynamoStore {
         }
     }
 
+    /// One of `owner`'s own records (`pk=OWNER#<principal>`: run ends, tasks), read
+    /// consistently; `None` when absent or expired.
+    async fn owner_item(
+        &self,
+        owner: &Principal,
+        sk: AttributeValue,
+    ) -> Result<Option<Item>, StoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", owner_pk(owner.as_str()))
+            .key("sk", sk)
+            .consistent_read(true)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        self.count_read(output.consumed_capacity.as_ref());
+        Ok(output.item.filter(is_present))
+    }
+
     fn count_read(&self, capacity: Option<&ConsumedCapacity>) {
         self.usage.reads.fetch_add(1, Ordering::Relaxed);
         self.usage
@@ -206,13 +263,14 @@ impl DynamoStore {
         self.ttl_seconds.map(|ttl| n(created_at_ms / 1000 + ttl))
     }
 
-    /// A message item; `run` names the run that stores it (a fork's copies have none).
+    /// A message item stored at `at_ms`; `run` names the run that stores it (a fork's copies
+    /// have none).
     fn message_put(
         &self,
         thread_id: &ThreadId,
-        created_at_ms: i64,
-        seq: usize,
+        (created_at_ms, seq): (i64, usize),
         message: &Message,
+        at_ms: i64,
         run: Option<&RunId>,
     ) -> Result<(Put, usize), StoreError> {
         let body = serde_json::to_string(message)
@@ -227,6 +285,7 @@ impl DynamoStore {
             .item("sk", message_sk(created_at_ms, seq))
             .item("id", s(message.id().as_str()))
             .item("body", s(body))
+            .item(MESSAGE_AT, n(at_ms))
             .condition_expression("attribute_not_exists(pk)");
         if let Some(run) = run {
             put = put.item(RUN, s(run.as_str()));
@@ -245,17 +304,17 @@ impl DynamoStore {
         thread_id: &ThreadId,
         created_at_ms: i64,
         first_seq: usize,
-        messages: &[Message],
+        new: NewMessages<'_>,
         run: &RunId,
     ) -> Result<Vec<Vec<Put>>, StoreError> {
         let mut chunks = vec![Vec::new()];
         let mut bytes = 0;
-        for (offset, message) in messages.iter().enumerate() {
+        for (offset, message) in new.messages.iter().enumerate() {
             let (put, size) = self.message_put(
                 thread_id,
-                created_at_ms,
-                first_seq + offset,
+                (created_at_ms, first_seq + offset),
                 message,
+                message_time(new.copied_at_ms, offset, new.at_ms),
                 Some(run),
             )?;
             let full = chunks.last().is_some_and(|chunk| {
@@ -311,17 +370,18 @@ impl DynamoStore {
         lease: &Lease,
         created_at_ms: i64,
         first_seq: usize,
-        messages: &[Message],
+        new: NewMessages<'_>,
         state: Option<&Value>,
         release: Option<Option<&Value>>,
     ) -> Result<u64, StoreError> {
+        let messages = new.messages;
         let state = state.map(Self::state_value).transpose()?;
         let interrupts = release.flatten().map(|record| s(record.to_string()));
         let chunks = self.chunks(
             &lease.thread_id,
             created_at_ms,
             first_seq,
-            messages,
+            new,
             &lease.run_id,
         )?;
         let last = chunks.len() - 1;
@@ -596,6 +656,60 @@ impl DynamoStore {
         ))
     }
 
+    /// The thread's META item, parsed, when `owner` has the thread: `NotFound` for another
+    /// principal's thread and for a missing, expired or deleted one.
+    async fn live_meta(&self, owner: &Principal, thread_id: &ThreadId) -> Result<Meta, StoreError> {
+        let meta_output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", pk(thread_id))
+            .key("sk", s(META))
+            .consistent_read(true)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        self.count_read(meta_output.consumed_capacity.as_ref());
+        let meta_item = meta_output.item.ok_or(StoreError::NotFound)?;
+        let meta = Meta::parse(&meta_item)?;
+        if meta.owner != owner.as_str() || !meta.is_live() {
+            return Err(StoreError::NotFound);
+        }
+        Ok(meta)
+    }
+
+    /// One conditional UpdateItem of a task record: `Ok(None)` when it was made, the item as it
+    /// was (if any) when the condition refused it.
+    async fn update_task(&self, update: Update) -> Result<Option<Option<Item>>, StoreError> {
+        self.count_write();
+        let result = self
+            .client
+            .update_item()
+            .table_name(update.table_name)
+            .set_key(Some(update.key))
+            .update_expression(update.update_expression)
+            .set_condition_expression(update.condition_expression)
+            .set_expression_attribute_names(update.expression_attribute_names)
+            .set_expression_attribute_values(update.expression_attribute_values)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await;
+        match result {
+            Ok(output) => {
+                self.count_write_capacity(output.consumed_capacity());
+                Ok(None)
+            }
+            Err(error) => match error.into_service_error() {
+                UpdateItemError::ConditionalCheckFailedException(failed) => {
+                    Ok(Some(failed.item().cloned()))
+                }
+                other => Err(unavailable(other)),
+            },
+        }
+    }
+
     /// The record of where a run ended, in its principal's partition: a fork from the run reads
     /// it. Replaced when the run id runs again (a repeated run id is a new attempt).
     fn run_end_put(
@@ -641,13 +755,21 @@ impl ThreadStore for DynamoStore {
             return Ok(None);
         }
         let prefix = message_prefix(meta.created_at_ms);
-        let messages = items
+        let message_items: Vec<&Item> = items
             .iter()
             .filter(|item| get_s(item, "sk").is_some_and(|sk| sk.starts_with(&prefix)))
-            .map(parse_message)
+            .collect();
+        let messages = message_items
+            .iter()
+            .map(|item| parse_message(item))
             .collect::<Result<Vec<_>, _>>()?;
+        let message_at_ms = message_items
+            .iter()
+            .map(|item| get_n(item, MESSAGE_AT).unwrap_or(meta.created_at_ms))
+            .collect();
         Ok(Some(StoredThread {
             messages,
+            message_at_ms,
             state: meta.state,
             version: meta.version,
             created_at_ms: meta.created_at_ms,
@@ -666,23 +788,17 @@ impl ThreadStore for DynamoStore {
             Some(thread) => (thread.created_at_ms, thread.messages.len()),
             None => (now, 0),
         };
+        let new = NewMessages {
+            messages: start.new_messages,
+            at_ms: start.at_ms,
+            copied_at_ms: start.copied_at_ms,
+        };
         let mut chunks = self
-            .chunks(
-                start.thread_id,
-                created_at_ms,
-                first_seq,
-                start.new_messages,
-                start.run_id,
-            )?
+            .chunks(start.thread_id, created_at_ms, first_seq, new, start.run_id)?
             .into_iter();
         let first_puts = chunks.next().unwrap_or_default();
         let count = n(i64::try_from(first_seq + first_puts.len()).unwrap_or(i64::MAX));
-        let rest: Vec<Message> = start
-            .new_messages
-            .iter()
-            .skip(first_puts.len())
-            .cloned()
-            .collect();
+        let rest = new.from(first_puts.len());
 
         let meta = match start.loaded {
             None => {
@@ -785,19 +901,12 @@ impl ThreadStore for DynamoStore {
             started_at_ms: now,
             input_messages: start.new_messages.len(),
         };
-        if !rest.is_empty() {
+        if !rest.messages.is_empty() {
             // Inputs too large for one transaction: the rest follows under the lease, and the
             // lease stays held (only `finish_run` releases it).
-            let written = start.new_messages.len() - rest.len();
+            let written = start.new_messages.len() - rest.messages.len();
             lease.version = self
-                .append_held(
-                    &lease,
-                    created_at_ms,
-                    first_seq + written,
-                    &rest,
-                    None,
-                    None,
-                )
+                .append_held(&lease, created_at_ms, first_seq + written, rest, None, None)
                 .await?;
         }
         Ok(lease)
@@ -809,12 +918,13 @@ impl ThreadStore for DynamoStore {
         new_messages: &[Message],
         state: Option<&Value>,
         interrupts: Option<&Value>,
+        at_ms: i64,
     ) -> Result<(), StoreError> {
         self.append_held(
             lease,
             lease.created_at_ms,
             lease.next_seq,
-            new_messages,
+            NewMessages::at(new_messages, at_ms),
             state,
             Some(interrupts),
         )
@@ -829,23 +939,7 @@ impl ThreadStore for DynamoStore {
         after: Option<&str>,
         limit: usize,
     ) -> Result<HistoryPage, StoreError> {
-        let meta_output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key("pk", pk(thread_id))
-            .key("sk", s(META))
-            .consistent_read(true)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
-            .send()
-            .await
-            .map_err(unavailable)?;
-        self.count_read(meta_output.consumed_capacity.as_ref());
-        let meta_item = meta_output.item.ok_or(StoreError::NotFound)?;
-        let meta = Meta::parse(&meta_item)?;
-        if meta.owner != owner.as_str() || !meta.is_live() {
-            return Err(StoreError::NotFound);
-        }
+        let meta = self.live_meta(owner, thread_id).await?;
         let from = match after {
             None => 0,
             Some(cursor) => cursor
@@ -892,6 +986,62 @@ impl ThreadStore for DynamoStore {
                 .active_run
                 .and_then(|run| RunId::parse(run, crate::protocol::ids::MAX_ID_LEN).ok()),
         })
+    }
+
+    async fn timed_messages(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        before_seq: Option<u64>,
+        limit: usize,
+    ) -> Result<TimedPage, StoreError> {
+        let meta = self.live_meta(owner, thread_id).await?;
+        let prefix = message_prefix(meta.created_at_ms);
+        // Sort keys hold the sequence number in ten digits; a bound past them bounds nothing.
+        let to = match before_seq.map(usize::try_from) {
+            Some(Ok(0)) => return Ok(TimedPage::default()),
+            Some(Ok(before)) if before <= 10_000_000_000 => {
+                message_sk(meta.created_at_ms, before - 1)
+            }
+            _ => s(format!("{prefix}~")),
+        };
+        let page = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+            .expression_attribute_values(":pk", pk(thread_id))
+            .expression_attribute_values(":from", s(prefix.clone()))
+            .expression_attribute_values(":to", to)
+            .scan_index_forward(false)
+            .consistent_read(true)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .limit(i32::try_from(limit.saturating_add(1)).unwrap_or(i32::MAX))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        self.count_read(page.consumed_capacity.as_ref());
+        // A page also ends at DynamoDB's 1 MB response cap, with a LastEvaluatedKey. The one
+        // item read past `limit` only tells that there is more (with `limit` 0, all it does).
+        let cut_short = page
+            .last_evaluated_key
+            .as_ref()
+            .is_some_and(|key| !key.is_empty());
+        let items = page.items.unwrap_or_default();
+        let more = items.len() > limit || cut_short;
+        let messages = items
+            .iter()
+            .take(limit)
+            .map(|item| {
+                let (seq, at_ms) = message_place(item, &prefix, meta.created_at_ms)?;
+                Ok(TimedMessage {
+                    seq,
+                    at_ms,
+                    message: parse_message(item)?,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        Ok(TimedPage { messages, more })
     }
 
     async fn activity(
@@ -1308,7 +1458,8 @@ impl ThreadStore for DynamoStore {
         let mut requests = Vec::with_capacity(thread.messages.len());
         let mut sort_keys = Vec::with_capacity(thread.messages.len());
         for (seq, message) in thread.messages.iter().enumerate() {
-            let (put, _) = self.message_put(thread.thread_id, now, seq, message, None)?;
+            let at_ms = message_time(thread.copied_at_ms, seq, thread.at_ms);
+            let (put, _) = self.message_put(thread.thread_id, (now, seq), message, at_ms, None)?;
             sort_keys.push(message_sk(now, seq));
             let put = PutRequest::builder()
                 .set_item(Some(put.item))
@@ -1376,24 +1527,9 @@ impl ThreadStore for DynamoStore {
         owner: &Principal,
         run_id: &RunId,
     ) -> Result<Option<RunEnd>, StoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key("pk", owner_pk(owner.as_str()))
-            .key("sk", run_end_sk(run_id.as_str()))
-            .consistent_read(true)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
-            .send()
-            .await
-            .map_err(unavailable)?;
-        self.count_read(output.consumed_capacity.as_ref());
-        let Some(item) = output.item else {
+        let Some(item) = self.owner_item(owner, run_end_sk(run_id.as_str())).await? else {
             return Ok(None);
         };
-        if !is_present(&item) {
-            return Ok(None);
-        }
         let corrupt = || StoreError::Corrupt("a run-end record is missing fields".to_owned());
         Ok(Some(RunEnd {
             thread_id: get_s(&item, "thread")
@@ -1594,9 +1730,146 @@ impl ThreadStore for DynamoStore {
         Ok(days)
     }
 
+    async fn create_task(&self, task: &TaskRecord) -> Result<(), StoreError> {
+        let now = now_ms();
+        let (state, failure) = match &task.state {
+            TaskState::Accepted => ("accepted", None),
+            TaskState::Started => ("started", None),
+            TaskState::Failed { code, message } => ("failed", Some((code, message))),
+        };
+        let mut put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", owner_pk(task.owner.as_str()))
+            .item("sk", task_sk(task.run_id.as_str()))
+            .item("thread", s(task.thread_id.as_str()))
+            .item("createdThread", AttributeValue::Bool(task.created_thread))
+            .item("acceptedAt", n(task.accepted_at_ms))
+            .item(TASK_STATE, s(state))
+            // Kept as long as the run's event log, which outlives any run it stands for.
+            .item("expiresAt", n(now / 1000 + self.events_ttl_seconds))
+            // An expired record not yet removed by TTL counts as absent.
+            .condition_expression("attribute_not_exists(pk) OR expiresAt < :now_s")
+            .expression_attribute_values(":now_s", n(now / 1000))
+            .return_consumed_capacity(ReturnConsumedCapacity::Total);
+        if let Some((code, message)) = failure {
+            put = put
+                .item("failCode", s(code.as_str()))
+                .item("failMessage", s(task_message(message)));
+        }
+        self.count_write();
+        match put.send().await {
+            Ok(output) => {
+                self.count_write_capacity(output.consumed_capacity());
+                Ok(())
+            }
+            Err(error) => match error.into_service_error() {
+                PutItemError::ConditionalCheckFailedException(_) => Err(StoreError::Conflict),
+                other => Err(unavailable(other)),
+            },
+        }
+    }
+
+    async fn claim_task(&self, owner: &Principal, run_id: &RunId) -> Result<bool, StoreError> {
+        let now = now_ms();
+        // A missing item fails the condition too: `#st` is then absent.
+        let update = Update::builder()
+            .table_name(&self.table)
+            .key("pk", owner_pk(owner.as_str()))
+            .key("sk", task_sk(run_id.as_str()))
+            .update_expression("SET #st = :started, startedAt = :now")
+            .condition_expression(
+                "#st = :accepted AND (attribute_not_exists(expiresAt) OR expiresAt > :now_s)",
+            )
+            .expression_attribute_names("#st", TASK_STATE)
+            .expression_attribute_values(":started", s("started"))
+            .expression_attribute_values(":accepted", s("accepted"))
+            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":now_s", n(now / 1000))
+            .build()
+            .map_err(unavailable)?;
+        Ok(self.update_task(update).await?.is_none())
+    }
+
+    async fn fail_task(
+        &self,
+        owner: &Principal,
+        run_id: &RunId,
+        code: &str,
+        message: &str,
+    ) -> Result<(), StoreError> {
+        let now = now_ms();
+        let update = Update::builder()
+            .table_name(&self.table)
+            .key("pk", owner_pk(owner.as_str()))
+            .key("sk", task_sk(run_id.as_str()))
+            .update_expression(
+                "SET #st = :failed, failCode = :code, failMessage = :message, failedAt = :now",
+            )
+            .condition_expression(
+                "attribute_exists(pk) AND #st <> :failed AND \
+                 (attribute_not_exists(expiresAt) OR expiresAt > :now_s)",
+            )
+            .expression_attribute_names("#st", TASK_STATE)
+            .expression_attribute_values(":failed", s("failed"))
+            .expression_attribute_values(":code", s(code))
+            .expression_attribute_values(":message", s(task_message(message)))
+            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":now_s", n(now / 1000))
+            .build()
+            .map_err(unavailable)?;
+        match self.update_task(update).await? {
+            None => Ok(()),
+            // Failed already: the first reason stays.
+            Some(Some(old)) if is_present(&old) && get_s(&old, TASK_STATE) == Some("failed") => {
+                Ok(())
+            }
+            Some(_) => Err(StoreError::NotFound),
+        }
+    }
+
+    async fn task(
+        &self,
+        owner: &Principal,
+        run_id: &RunId,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        match self.owner_item(owner, task_sk(run_id.as_str())).await? {
+            Some(item) => parse_task(&item, owner, run_id).map(Some),
+            None => Ok(None),
+        }
+    }
+
     fn describe(&self) -> String {
         format!("DynamoDB thread store (table {})", self.table)
     }
+}
+
+/// A task item, parsed.
+fn parse_task(item: &Item, owner: &Principal, run_id: &RunId) -> Result<TaskRecord, StoreError> {
+    let corrupt = || StoreError::Corrupt("a task record is missing fields".to_owned());
+    let state = match get_s(item, TASK_STATE) {
+        Some("accepted") => TaskState::Accepted,
+        Some("started") => TaskState::Started,
+        Some("failed") => TaskState::Failed {
+            code: get_s(item, "failCode").unwrap_or_default().to_owned(),
+            message: get_s(item, "failMessage").unwrap_or_default().to_owned(),
+        },
+        _ => return Err(corrupt()),
+    };
+    Ok(TaskRecord {
+        owner: owner.clone(),
+        run_id: run_id.clone(),
+        thread_id: get_s(item, "thread")
+            .and_then(|id| ThreadId::parse(id, crate::protocol::ids::MAX_ID_LEN).ok())
+            .ok_or_else(corrupt)?,
+        created_thread: match item.get("createdThread") {
+            Some(AttributeValue::Bool(created)) => *created,
+            _ => return Err(corrupt()),
+        },
+        accepted_at_ms: get_n(item, "acceptedAt").ok_or_else(corrupt)?,
+        state,
+    })
 }
 
 /// Which quota refused a reservation.
