@@ -20,6 +20,8 @@ use tokio::time::Instant;
 
 /// How long the events route waits for an accepted run to start before following it.
 const START_WAIT: Duration = Duration::from_secs(30);
+/// How long a started run's thread may be missing before the run counts as deleted with it.
+const THREAD_WAIT: Duration = Duration::from_secs(2);
 
 /// `POST /api/v1/agent/attachments`'s body.
 #[derive(Deserialize)]
@@ -154,6 +156,7 @@ impl App {
             .map_err(|_| ApiError::RunNotFound)?;
         let give_up = Instant::now() + START_WAIT;
         let mut pause = Duration::from_millis(25);
+        let mut missing_since = None;
         loop {
             let task = self
                 .agent
@@ -195,7 +198,16 @@ impl App {
                             .map_err(ApiError::from_store)?
                             .next
                             .is_some(),
-                        None => false,
+                        // A started run takes its thread within moments (it never waits for
+                        // another run); a thread that stays missing, or that existed when the
+                        // run was accepted, was deleted.
+                        None => {
+                            let missing = *missing_since.get_or_insert_with(Instant::now);
+                            if !task.created_thread || missing.elapsed() > THREAD_WAIT {
+                                return Err(ApiError::RunNotFound);
+                            }
+                            false
+                        }
                     };
                     if visible || Instant::now() >= give_up {
                         return self

@@ -216,6 +216,19 @@ async fn a_detached_run_is_accepted_at_once_followed_by_run_id_and_read_back_by_
         .collect();
     // The stored reasoning message (seq 4) is not part of the history's union.
     assert_eq!(seqs, [1, 2, 3, 5], "{day}");
+
+    // Once the thread is deleted, its runs are gone too (at once, not after a wait).
+    let deleted = call_raw(&app, ALICE, "DELETE", &format!("/threads/{thread}"), None).await;
+    assert_eq!(deleted.status, 204, "{}", deleted.body);
+    let gone = call_raw(
+        &app,
+        ALICE,
+        "GET",
+        &format!("/api/v1/agent/runs/{run}/events"),
+        None,
+    )
+    .await;
+    assert_eq!(gone.status, 404, "{}", gone.body);
 }
 
 #[tokio::test]
