@@ -9,6 +9,7 @@
     clippy::indexing_slicing
 )]
 
+mod both_stores;
 mod create_table;
 mod dynamo_local;
 mod dynamo_runs;

@@ -6,58 +6,15 @@
 use agui_lambda::agent::history_day::history_day;
 use agui_lambda::protocol::{Message, MessageId, RunId, ThreadId, ToolCallId, UserContent};
 use agui_lambda::store::{
-    DynamoStore, Lease, MemoryStore, NewThread, Principal, RunStart, StoreError, TaskRecord,
-    TaskState, ThreadStore,
+    DynamoStore, Lease, NewThread, Principal, RunStart, StoreError, TaskRecord, TaskState,
+    ThreadStore,
 };
-use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{NaiveDate, TimeZone};
-use std::sync::Arc;
 
 use crate::dynamo_local;
 
-/// One store under test; `table` is set for DynamoDB.
-struct Subject {
-    store: Arc<dyn ThreadStore>,
-    table: Option<(Client, String)>,
-}
-
-impl Subject {
-    fn memory() -> Self {
-        Self {
-            store: Arc::new(MemoryStore::new()),
-            table: None,
-        }
-    }
-
-    async fn dynamo() -> Self {
-        let (client, table) = dynamo_local::new_table().await;
-        Self {
-            // With a TTL, so every write carries `expiresAt` as it does in production.
-            store: Arc::new(DynamoStore::new(client.clone(), table.clone(), 30)),
-            table: Some((client, table)),
-        }
-    }
-}
-
-/// Each scenario on both stores: `<scenario>::memory` and `<scenario>::dynamo`.
-macro_rules! on_both_stores {
-    ($($scenario:ident),* $(,)?) => {
-        $(
-            mod $scenario {
-                #[tokio::test]
-                async fn memory() {
-                    super::$scenario(super::Subject::memory()).await;
-                }
-
-                #[tokio::test]
-                async fn dynamo() {
-                    super::$scenario(super::Subject::dynamo().await).await;
-                }
-            }
-        )*
-    };
-}
+use crate::both_stores::{Subject, on_both_stores};
 
 on_both_stores!(
     message_times_round_trip,

@@ -5,11 +5,9 @@
 
 use agui_lambda::protocol::{Message, MessageId, RunId, ThreadId, UserContent};
 use agui_lambda::store::{
-    Deletion, DynamoStore, Lease, MemoryStore, NewThread, Principal, QuotaExceeded, QuotaLimits,
-    RunStart, RunTokens, Settlement, StoreError, StoreUsage, ThreadActivity, ThreadStore,
-    usage_day,
+    Deletion, DynamoStore, Lease, NewThread, Principal, QuotaExceeded, QuotaLimits, RunStart,
+    RunTokens, Settlement, StoreError, StoreUsage, ThreadActivity, ThreadStore, usage_day,
 };
-use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -20,48 +18,7 @@ use std::time::Duration;
 
 use crate::dynamo_local;
 
-/// One store under test; `table` is set for DynamoDB.
-struct Subject {
-    store: Arc<dyn ThreadStore>,
-    table: Option<(Client, String)>,
-}
-
-impl Subject {
-    fn memory() -> Self {
-        Self {
-            store: Arc::new(MemoryStore::new()),
-            table: None,
-        }
-    }
-
-    async fn dynamo() -> Self {
-        let (client, table) = dynamo_local::new_table().await;
-        Self {
-            // With a TTL, so every write carries `expiresAt` as it does in production.
-            store: Arc::new(DynamoStore::new(client.clone(), table.clone(), 30)),
-            table: Some((client, table)),
-        }
-    }
-}
-
-/// Each scenario on both stores: `<scenario>::memory` and `<scenario>::dynamo`.
-macro_rules! on_both_stores {
-    ($($scenario:ident),* $(,)?) => {
-        $(
-            mod $scenario {
-                #[tokio::test]
-                async fn memory() {
-                    super::$scenario(super::Subject::memory()).await;
-                }
-
-                #[tokio::test]
-                async fn dynamo() {
-                    super::$scenario(super::Subject::dynamo().await).await;
-                }
-            }
-        )*
-    };
-}
+use crate::both_stores::{Subject, on_both_stores};
 
 on_both_stores!(
     list_pages_newest_first,

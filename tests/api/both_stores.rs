@@ -1,0 +1,53 @@
+//! The two thread stores as test subjects: a store-level scenario runs on the in-memory store
+//! and on DynamoDB Local (a fresh table), as `<scenario>::memory` and `<scenario>::dynamo`.
+
+use agui_lambda::store::{DynamoStore, MemoryStore, ThreadStore};
+use aws_sdk_dynamodb::Client;
+use std::sync::Arc;
+
+use crate::dynamo_local;
+
+/// One store under test; `table` is set for DynamoDB.
+pub struct Subject {
+    pub store: Arc<dyn ThreadStore>,
+    pub table: Option<(Client, String)>,
+}
+
+impl Subject {
+    pub fn memory() -> Self {
+        Self {
+            store: Arc::new(MemoryStore::new()),
+            table: None,
+        }
+    }
+
+    pub async fn dynamo() -> Self {
+        let (client, table) = dynamo_local::new_table().await;
+        Self {
+            // With a TTL, so every write carries `expiresAt` as it does in production.
+            store: Arc::new(DynamoStore::new(client.clone(), table.clone(), 30)),
+            table: Some((client, table)),
+        }
+    }
+}
+
+/// Each scenario on both stores: `<scenario>::memory` and `<scenario>::dynamo`.
+macro_rules! on_both_stores {
+    ($($scenario:ident),* $(,)?) => {
+        $(
+            mod $scenario {
+                #[tokio::test]
+                async fn memory() {
+                    super::$scenario(super::Subject::memory()).await;
+                }
+
+                #[tokio::test]
+                pub async fn dynamo() {
+                    super::$scenario(super::Subject::dynamo().await).await;
+                }
+            }
+        )*
+    };
+}
+
+pub(crate) use on_both_stores;
