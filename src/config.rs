@@ -74,6 +74,20 @@ pub struct Config {
     pub runtime: RuntimeFlavor,
     /// `AGENT_PROFILES`: named agents chosen by `forwardedProps.agent_type`; empty when unset.
     pub profiles: BTreeMap<String, ProfileConfig>,
+    pub telemetry: TelemetryConfig,
+}
+
+/// Traces and metrics: `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`,
+/// `OTEL_SERVICE_NAME`, `OTEL_CAPTURE_CONTENT`, `EMF_METRICS`, `METRICS_NAMESPACE`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TelemetryConfig {
+    /// The full OTLP/HTTP traces URL; none exports nothing.
+    pub traces_endpoint: Option<String>,
+    pub service_name: String,
+    pub capture_content: bool,
+    /// One EMF metrics record per run on stdout (on under Lambda by default).
+    pub emf: bool,
+    pub metrics_namespace: String,
 }
 
 /// At most this many `AGENT_PROFILES`.
@@ -161,6 +175,8 @@ pub struct HttpConfig {
     pub run_timeout: Duration,
     /// How long before the Lambda deadline a run stops with `TIMEOUT`, leaving time to store it.
     pub deadline_margin: Duration,
+    /// `DEV_UI`: `GET /` serves the dev chat page; on by default locally, off under Lambda.
+    pub dev_ui: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -375,6 +391,7 @@ impl Config {
                     3_000,
                     0..=60_000,
                 )?),
+                dev_ui: flag(vars, "DEV_UI", get("AWS_LAMBDA_RUNTIME_API").is_none())?,
             },
             store: StoreConfig {
                 threads_table: get("THREADS_TABLE"),
@@ -505,8 +522,70 @@ impl Config {
                 Some(json) => profiles(&json)?,
                 None => BTreeMap::new(),
             },
+            telemetry: telemetry(vars, &get)?,
         })
     }
+}
+
+/// The telemetry settings; an empty variable counts as unset (SAM passes empty parameters so).
+fn telemetry(
+    vars: &HashMap<String, String>,
+    get: &dyn Fn(&str) -> Option<String>,
+) -> Result<TelemetryConfig, ConfigError> {
+    let url = |name: &'static str, value: String| {
+        if (value.starts_with("http://") || value.starts_with("https://")) && value.len() <= 2_048 {
+            Ok(value)
+        } else {
+            Err(ConfigError::Invalid {
+                name,
+                expected: "an http:// or https:// URL",
+                value,
+            })
+        }
+    };
+    let traces_endpoint = match (
+        get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+        get("OTEL_EXPORTER_OTLP_ENDPOINT"),
+    ) {
+        (Some(traces), _) => Some(url("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", traces)?),
+        (None, Some(base)) => Some(format!(
+            "{}/v1/traces",
+            url("OTEL_EXPORTER_OTLP_ENDPOINT", base)?.trim_end_matches('/')
+        )),
+        (None, None) => None,
+    };
+    let service_name = get("OTEL_SERVICE_NAME")
+        .or_else(|| get("AWS_LAMBDA_FUNCTION_NAME"))
+        .unwrap_or_else(|| "agui-lambda".to_owned());
+    if service_name.chars().count() > 255 {
+        return Err(ConfigError::Invalid {
+            name: "OTEL_SERVICE_NAME",
+            expected: "at most 255 characters (a CloudWatch dimension value)",
+            value: service_name,
+        });
+    }
+    let metrics_namespace = get("METRICS_NAMESPACE")
+        .unwrap_or_else(|| crate::telemetry::emf::DEFAULT_NAMESPACE.to_owned());
+    // CloudWatch's rule for namespaces; `AWS/` is AWS's own.
+    let namespace_ok = metrics_namespace.len() <= 255
+        && !metrics_namespace.starts_with("AWS/")
+        && metrics_namespace
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || ".-_/#: ".contains(c));
+    if !namespace_ok {
+        return Err(ConfigError::Invalid {
+            name: "METRICS_NAMESPACE",
+            expected: "1-255 letters, digits or . - _ / # : and spaces, not starting with AWS/",
+            value: metrics_namespace,
+        });
+    }
+    Ok(TelemetryConfig {
+        traces_endpoint,
+        service_name,
+        capture_content: flag(vars, "OTEL_CAPTURE_CONTENT", false)?,
+        emf: flag(vars, "EMF_METRICS", get("AWS_LAMBDA_RUNTIME_API").is_some())?,
+        metrics_namespace,
+    })
 }
 
 /// `AGENT_PROFILES`: a JSON object of profile name to [`ProfileConfig`]. Whether its tools exist
@@ -770,6 +849,54 @@ mod tests {
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
         )
+    }
+
+    #[test]
+    fn telemetry_is_off_locally_and_names_its_endpoint_service_and_namespace() {
+        let local = config(&[]).unwrap().telemetry;
+        assert_eq!(local.traces_endpoint, None);
+        assert!(!local.emf && !local.capture_content);
+        assert_eq!(
+            (
+                local.service_name.as_str(),
+                local.metrics_namespace.as_str()
+            ),
+            ("agui-lambda", "AguiLambda")
+        );
+        let lambda = config(&[
+            ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001"),
+            ("AWS_LAMBDA_FUNCTION_NAME", "stack-agui"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318/"),
+            ("METRICS_NAMESPACE", ""),
+        ])
+        .unwrap()
+        .telemetry;
+        assert!(lambda.emf);
+        assert_eq!(lambda.service_name, "stack-agui");
+        assert_eq!(lambda.metrics_namespace, "AguiLambda");
+        assert_eq!(
+            lambda.traces_endpoint.as_deref(),
+            Some("http://127.0.0.1:4318/v1/traces")
+        );
+        let traces = config(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://a:4318"),
+            ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "https://b/traces"),
+        ])
+        .unwrap()
+        .telemetry;
+        assert_eq!(traces.traces_endpoint.as_deref(), Some("https://b/traces"));
+        for (name, value) in [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318"),
+            ("METRICS_NAMESPACE", "AWS/Lambda"),
+            ("METRICS_NAMESPACE", "a,b"),
+            ("OTEL_CAPTURE_CONTENT", "maybe"),
+            ("EMF_METRICS", "2"),
+        ] {
+            assert!(
+                matches!(config(&[(name, value)]), Err(ConfigError::Invalid { name: n, .. }) if n == name),
+                "{name}={value}"
+            );
+        }
     }
 
     #[test]
@@ -1187,6 +1314,20 @@ mod tests {
         assert_eq!(
             error(r#"{"a": {"tools": ["get time"]}}"#),
             "AGENT_PROFILES: profile a: tool name \"get time\" is not 1-64 letters, digits, _ or -"
+        );
+    }
+
+    #[test]
+    fn the_dev_page_is_on_locally_and_off_under_lambda_unless_asked() {
+        let lambda = ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001");
+        assert!(config(&[]).unwrap().http.dev_ui);
+        assert!(!config(&[lambda]).unwrap().http.dev_ui);
+        assert!(config(&[lambda, ("DEV_UI", "true")]).unwrap().http.dev_ui);
+        assert!(!config(&[("DEV_UI", "false")]).unwrap().http.dev_ui);
+        let err = config(&[("DEV_UI", "maybe")]).unwrap_err();
+        assert!(
+            err.to_string().starts_with("DEV_UI must be true or false"),
+            "{err}"
         );
     }
 

@@ -81,13 +81,13 @@ mod layering {
     #[test]
     fn modules_depend_one_way() {
         let allowed: BTreeMap<&str, &[&str]> = BTreeMap::from([
-            ("api", &["agent", "protocol", "store"][..]),
-            ("agent", &["protocol", "store", "model"][..]),
+            ("api", &["agent", "protocol", "store", "telemetry"][..]),
+            ("agent", &["protocol", "store", "model", "telemetry"][..]),
             ("model", &["protocol"][..]),
-            ("store", &["protocol"][..]),
+            ("store", &["protocol", "telemetry"][..]),
             ("protocol", &[][..]),
             ("telemetry", &[][..]),
-            ("config", &["agent", "protocol", "mcp"][..]),
+            ("config", &["agent", "protocol", "mcp", "telemetry"][..]),
             ("mcp", &["agent", "protocol"][..]),
             (
                 "server",

@@ -56,13 +56,14 @@ pub fn main_with_tools<F>(register: F) -> ExitCode
 where
     F: FnOnce(&mut ToolRegistry) -> Result<(), RegistryError>,
 {
-    telemetry::init();
     let outcome = Config::from_env()
         .map_err(ServeError::from)
         .and_then(|config| {
+            let runtime = runtime(config.runtime).map_err(ServeError::Runtime)?;
+            // Inside the runtime: the trace exporter sends on it.
+            runtime.block_on(async { telemetry::init(&telemetry_settings(&config)) });
             let mut tools = ToolRegistry::with_builtins()?;
             register(&mut tools)?;
-            let runtime = runtime(config.runtime).map_err(ServeError::Runtime)?;
             runtime.block_on(serve(config, tools))
         });
     match outcome {
@@ -72,6 +73,14 @@ where
             eprintln!("Error: {err}");
             ExitCode::FAILURE
         }
+    }
+}
+
+fn telemetry_settings(config: &Config) -> telemetry::Settings {
+    telemetry::Settings {
+        traces_endpoint: config.telemetry.traces_endpoint.clone(),
+        service_name: config.telemetry.service_name.clone(),
+        capture_content: config.telemetry.capture_content,
     }
 }
 
@@ -126,6 +135,7 @@ pub async fn serve(config: Config, tools: ToolRegistry) -> Result<(), ServeError
         _ = server => {}
         _ = tokio::signal::ctrl_c() => tracing::info!("shutting down"),
     }
+    telemetry::flush().await;
     Ok(())
 }
 

@@ -527,6 +527,7 @@ pub fn build_app_with_models(
             run_timeout: config.http.run_timeout,
             deadline_margin: config.http.deadline_margin,
             cors_allowed_origins: config.http.cors_allowed_origins.clone(),
+            dev_ui: config.http.dev_ui,
         },
     ))
 }
@@ -686,7 +687,16 @@ pub async fn build_with_tools(
     )?;
     Ok(build_app_with_models(config, models, store, auth, tools)?
         .with_blobs(blobs)
-        .with_dispatcher(dispatcher))
+        .with_dispatcher(dispatcher)
+        .with_metrics(metrics_from_config(config)))
+}
+
+/// The EMF metrics writer, when `EMF_METRICS` is on.
+pub fn metrics_from_config(config: &Config) -> Option<crate::telemetry::emf::Emf> {
+    let telemetry = &config.telemetry;
+    telemetry.emf.then(|| {
+        crate::telemetry::emf::Emf::stdout(&telemetry.metrics_namespace, &telemetry.service_name)
+    })
 }
 
 #[cfg(test)]

@@ -108,7 +108,14 @@ impl Agent {
             .start_reserved(owner.clone(), input, deadline, Some(reservation))
             .await
         {
-            Ok(prepared) => DetachedStart::Started(prepared.spawn()),
+            Ok(mut prepared) => {
+                // From the admission's answer, since the request arrived in another invocation.
+                prepared.observe(super::Observed {
+                    received: std::time::Instant::now(),
+                    dialect: "seed004",
+                });
+                DetachedStart::Started(prepared.spawn())
+            }
             Err(error) => {
                 // `start_reserved` has given the reservation back.
                 self.record_failure(&owner, &run_id, &error).await;

@@ -33,6 +33,8 @@ pub struct LiveRun {
     ended: watch::Sender<bool>,
     /// Set once the run has ended and its log is written.
     done: watch::Sender<bool>,
+    /// Clients that rejoined the run's stream, for its metrics.
+    rejoins: std::sync::atomic::AtomicU32,
 }
 
 tokio::task_local! {
@@ -73,6 +75,7 @@ impl LiveRun {
             lease_lost: AtomicBool::new(false),
             ended: watch::Sender::new(false),
             done: watch::Sender::new(false),
+            rejoins: std::sync::atomic::AtomicU32::new(0),
         })
     }
 
@@ -116,6 +119,16 @@ impl LiveRun {
         let start = usize::try_from(after).unwrap_or(usize::MAX).min(log.len());
         let ended = log.last().is_some_and(|event| event.terminal);
         (log[start..].to_vec(), ended)
+    }
+
+    /// A client rejoins the run's stream (the events route).
+    pub fn note_rejoin(&self) {
+        self.rejoins
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn rejoins(&self) -> u32 {
+        self.rejoins.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn has_ended(&self) -> bool {

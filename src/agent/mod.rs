@@ -102,6 +102,10 @@ pub struct Agent {
     profiles: Arc<profiles::Profiles>,
     /// Uploaded images (seed 004): signed for models that cannot read S3 themselves.
     blobs: Option<Arc<crate::store::Blobs>>,
+    /// One EMF metrics record per run, when on.
+    metrics: Option<Arc<crate::telemetry::emf::Emf>>,
+    /// The profile this agent is (`gen_ai.agent.name`); none for the default agent.
+    name: Option<Arc<str>>,
 }
 
 /// Why a run could not start. Nothing was stored.
@@ -198,6 +202,24 @@ pub struct PreparedRun {
     reservation: crate::store::Reservation,
     /// The run's span: its task and companions log inside it.
     span: tracing::Span,
+    /// The run's `invoke_agent` trace span (disabled when traces are not exported).
+    trace: tracing::Span,
+    /// The run's store calls, time and capacity.
+    meter: Arc<crate::store::meter::StoreMeter>,
+    /// For the run's metrics: when its request arrived, and in which wire format.
+    observed: Observed,
+    /// When the model's first output arrived.
+    first_output: Option<std::time::Instant>,
+    /// From the request's arrival to `RUN_STARTED`.
+    time_to_first_byte: Duration,
+}
+
+/// What the API layer tells a run about its request, for the run's metrics.
+#[derive(Debug, Clone, Copy)]
+pub struct Observed {
+    pub received: std::time::Instant,
+    /// `ag-ui`, `ag-kit`, `agentscope` or `seed004`.
+    pub dialect: &'static str,
 }
 
 impl PreparedRun {
@@ -207,6 +229,17 @@ impl PreparedRun {
 
     pub fn run_id(&self) -> &RunId {
         &self.lease.run_id
+    }
+
+    /// Tells the run when its request arrived and in which wire format (otherwise: when it
+    /// began to start, AG-UI).
+    pub fn observe(&mut self, observed: Observed) {
+        self.observed = observed;
+    }
+
+    /// The run's trace id (32 hex digits) when its trace is exported.
+    pub fn trace_id(&self) -> Option<String> {
+        crate::telemetry::otel::trace_id(&self.trace, None)
     }
 }
 
@@ -242,7 +275,15 @@ impl Agent {
             live: Arc::new(LiveRuns::default()),
             profiles: Arc::default(),
             blobs: None,
+            metrics: None,
+            name: None,
         }
+    }
+
+    /// Writes one EMF metrics record per run to `metrics`.
+    pub fn with_metrics(mut self, metrics: Option<crate::telemetry::emf::Emf>) -> Self {
+        self.metrics = metrics.map(Arc::new);
+        self
     }
 
     /// Image uploads in `blobs`' bucket: stored `s3://` paths are signed for the model.
@@ -370,13 +411,59 @@ impl Agent {
         deadline: Instant,
         reservation: Option<crate::store::Reservation>,
     ) -> Result<PreparedRun, StartError> {
+        let began = std::time::Instant::now();
         let thread_id = input.thread_id.clone().unwrap_or_else(ThreadId::new_uuid);
         // One span per run, from its first store call to its last: every log line of the run
         // carries its ids.
         let span = tracing::info_span!("run", %thread_id, run_id = %input.run_id);
-        self.start_in_span(owner, input, thread_id, deadline, reservation, span.clone())
-            .instrument(span)
-            .await
+        let trace = self.trace_span(&thread_id, &input.run_id);
+        let meter = Arc::new(crate::store::meter::StoreMeter::default());
+        let spans = (span.clone(), trace.clone());
+        let mut prepared = crate::store::meter::metered(
+            meter.clone(),
+            self.start_in_span(owner, input, thread_id, deadline, reservation, spans)
+                .instrument(trace.clone()),
+        )
+        .instrument(span)
+        .await;
+        if let Err(error) = &prepared {
+            trace.record("otel.status_code", "ERROR");
+            trace.record("error.type", error.run_error_code());
+        }
+        if let Ok(prepared) = &mut prepared {
+            prepared.meter = meter;
+            prepared.observed.received = began;
+        }
+        prepared
+    }
+
+    /// The run's `invoke_agent` span (GenAI semantic conventions); its usage and status are
+    /// recorded when it ends.
+    fn trace_span(&self, thread_id: &ThreadId, run_id: &RunId) -> tracing::Span {
+        let identity = self.model.identity();
+        let span = tracing::info_span!(
+            target: crate::telemetry::TRACE_TARGET,
+            "invoke_agent",
+            otel.name = tracing::field::Empty,
+            otel.kind = "internal",
+            otel.status_code = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.agent.name = tracing::field::Empty,
+            gen_ai.conversation.id = %thread_id,
+            gen_ai.provider.name = %identity.provider,
+            gen_ai.request.model = %identity.model,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            agui.run.id = %run_id,
+            agui.run.outcome = tracing::field::Empty,
+        );
+        if !span.is_disabled() {
+            let name = self.name.as_deref().unwrap_or("agui-lambda");
+            span.record("otel.name", format!("invoke_agent {name}"));
+            span.record("gen_ai.agent.name", name);
+        }
+        span
     }
 
     async fn start_in_span(
@@ -386,7 +473,7 @@ impl Agent {
         thread_id: ThreadId,
         deadline: Instant,
         mut reservation: Option<crate::store::Reservation>,
-        span: tracing::Span,
+        (span, trace): (tracing::Span, tracing::Span),
     ) -> Result<PreparedRun, StartError> {
         if let Err(clash) = self.check_client_tools(&input.tools) {
             if let Some(reservation) = &reservation {
@@ -539,6 +626,14 @@ impl Agent {
             fallback_approvals: Vec::new(),
             reservation,
             span,
+            trace,
+            meter: Arc::default(),
+            observed: Observed {
+                received: std::time::Instant::now(),
+                dialect: "ag-ui",
+            },
+            first_output: None,
+            time_to_first_byte: Duration::ZERO,
         })
     }
 

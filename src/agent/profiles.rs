@@ -155,6 +155,7 @@ impl Agent {
             model: profile.model.clone(),
             tools: profile.tools.clone(),
             settings: profile.settings.clone(),
+            name: Some(Arc::from(agent_type)),
             ..self.clone()
         })
     }

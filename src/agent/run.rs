@@ -16,10 +16,12 @@ use crate::protocol::events::{
 };
 use crate::protocol::{Event, Message, MessageId, RunErrorCode, ToolCall, ToolCallId};
 use crate::store::StoreError;
+use crate::telemetry::emf::{RunMetrics, StoreFigures};
 use futures_util::{FutureExt, Stream, StreamExt};
 use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::time::timeout_at;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -58,6 +60,21 @@ impl From<TurnFault> for RunFailure {
 }
 
 impl RunFailure {
+    /// The trace's `error.type`.
+    fn error_type(&self) -> &'static str {
+        match self {
+            RunFailure::Model(_) => "model_error",
+            RunFailure::TruncatedToolCall => "truncated_tool_call",
+            RunFailure::ContentFilter => "content_filter",
+            RunFailure::Timeout => "timeout",
+            RunFailure::MaxSteps(_) => "max_steps",
+            RunFailure::ToolFatal { .. } => "tool_fatal",
+            RunFailure::Store(_) => "store_error",
+            RunFailure::Cancelled => "cancelled",
+            RunFailure::Attachment => "attachment",
+        }
+    }
+
     fn code(&self) -> RunErrorCode {
         match self {
             RunFailure::Model(_) | RunFailure::TruncatedToolCall | RunFailure::ContentFilter => {
@@ -82,6 +99,18 @@ pub enum RunOutcomeKind {
     Interrupted,
     Cancelled,
     Failed(RunErrorCode),
+}
+
+impl RunOutcomeKind {
+    /// The metrics' `outcome` dimension.
+    pub fn label(self) -> &'static str {
+        match self {
+            RunOutcomeKind::Finished => "finished",
+            RunOutcomeKind::Interrupted => "interrupted",
+            RunOutcomeKind::Cancelled => "cancelled",
+            RunOutcomeKind::Failed(_) => "error",
+        }
+    }
 }
 
 /// What the per-run log line reports.
@@ -151,19 +180,25 @@ impl PreparedRun {
             parent_run_id: self.parent_run_id.clone(),
             protocol_version: self.speaks_v1.then_some(PROTOCOL_VERSION),
         });
-        self.agent.live.insert(live.clone());
-        let agent = self.agent.clone();
+        let mut this = self;
+        this.time_to_first_byte = this.observed.received.elapsed();
+        this.agent.live.insert(live.clone());
+        let agent = this.agent.clone();
         let driven = live.clone();
-        let span = self.span.clone();
+        let span = this.span.clone();
+        let trace = this.trace.clone();
+        let meter = this.meter.clone();
         tokio::spawn(
             async move {
                 // A bug must not leave followers waiting and the thread's lease held by a run that
                 // no longer exists: the log still ends with one terminal event.
-                if AssertUnwindSafe(self.drive(driven.clone()))
-                    .catch_unwind()
-                    .await
-                    .is_err()
-                {
+                let drive = AssertUnwindSafe(this.drive(driven.clone())).catch_unwind();
+                // The trace span ends with this await, before the run counts as done: Lambda
+                // flushes spans once its runs are done, and this one must be among them.
+                let ran = crate::store::meter::metered(meter, drive)
+                    .instrument(trace)
+                    .await;
+                if ran.is_err() {
                     tracing::error!(run_id = %driven.run_id, "the run panicked");
                     if !driven.has_ended() {
                         driven.push(Event::RunError {
@@ -172,8 +207,8 @@ impl PreparedRun {
                             usage: RunUsage::default(),
                         });
                     }
-                    agent.live.remove(&driven);
                 }
+                agent.live.remove(&driven);
             }
             .instrument(span),
         );
@@ -204,24 +239,31 @@ impl PreparedRun {
         let began = std::time::Instant::now();
         let store = self.agent.store.clone();
         let settings = self.agent.settings.clone();
+        let meter = &self.meter;
         let recorder = settings.record_events.then(|| {
             tokio::spawn(
-                background::record(
-                    store.clone(),
-                    self.lease.clone(),
-                    live.clone(),
-                    settings.record_interval,
+                crate::store::meter::metered(
+                    meter.clone(),
+                    background::record(
+                        store.clone(),
+                        self.lease.clone(),
+                        live.clone(),
+                        settings.record_interval,
+                    ),
                 )
                 .in_current_span(),
             )
         });
         let heartbeat = tokio::spawn(
-            background::heartbeat(
-                store.clone(),
-                self.lease.clone(),
-                live.clone(),
-                settings.lease,
-                settings.cancel_poll,
+            crate::store::meter::metered(
+                meter.clone(),
+                background::heartbeat(
+                    store.clone(),
+                    self.lease.clone(),
+                    live.clone(),
+                    settings.lease,
+                    settings.cancel_poll,
+                ),
             )
             .in_current_span(),
         );
@@ -234,6 +276,8 @@ impl PreparedRun {
             .await;
         let reported_usage = summary.usage_reported;
         heartbeat.abort();
+        // Gone (with its hold on the run's spans) before the run counts as done.
+        let _ = heartbeat.await;
         if live.stop_reason() == Some(StopReason::LeaseLost) {
             result = Err(RunFailure::Store(StoreError::LeaseLost));
         }
@@ -301,17 +345,6 @@ impl PreparedRun {
             Err(RunFailure::Cancelled) => RunOutcomeKind::Cancelled,
             Err(failure) => RunOutcomeKind::Failed(failure.code()),
         };
-        tracing::info!(
-            thread_id = %self.lease.thread_id,
-            run_id = %self.lease.run_id,
-            steps = summary.steps,
-            tool_calls = summary.tool_calls,
-            input_tokens = summary.usage.input_tokens,
-            output_tokens = summary.usage.output_tokens,
-            duration_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX),
-            outcome = ?summary.outcome,
-            "run ended"
-        );
         live.push(terminal);
         // Usage is recorded after the terminal event, off the streaming path; the run is still
         // in flight (so a Lambda invocation does not end) until it is.
@@ -335,7 +368,79 @@ impl PreparedRun {
         if let Some(recorder) = recorder {
             let _ = recorder.await;
         }
-        self.agent.live.remove(&live);
+        // Last, so that the store's usage counts every write of the run.
+        self.report(&summary, began.elapsed(), live.rejoins());
+    }
+
+    /// The per-run log line, the run's EMF metrics record, and its trace span's outcome.
+    fn report(&self, summary: &RunSummary, duration: Duration, resumes: u32) {
+        let store = self.meter.usage();
+        let millis = |duration: Duration| duration.as_secs_f64() * 1000.0;
+        let outcome = summary.outcome.label();
+        tracing::info!(
+            thread_id = %self.lease.thread_id,
+            run_id = %self.lease.run_id,
+            steps = summary.steps,
+            tool_calls = summary.tool_calls,
+            input_tokens = summary.usage.input_tokens,
+            output_tokens = summary.usage.output_tokens,
+            duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
+            outcome = ?summary.outcome,
+            store_read_calls = store.read_calls,
+            store_write_calls = store.write_calls,
+            store_read_ms = millis(store.read_time),
+            store_write_ms = millis(store.write_time),
+            store_read_capacity = store.read_capacity_units,
+            store_write_capacity = store.write_capacity_units,
+            "run ended"
+        );
+        let trace_id = crate::telemetry::otel::trace_id(&self.trace, None);
+        if !self.trace.is_disabled() {
+            self.trace.record(
+                "gen_ai.usage.input_tokens",
+                attribute_int(summary.usage.input_tokens),
+            );
+            self.trace.record(
+                "gen_ai.usage.output_tokens",
+                attribute_int(summary.usage.output_tokens),
+            );
+            self.trace.record("agui.run.outcome", outcome);
+            if let RunOutcomeKind::Failed(code) = summary.outcome {
+                self.trace.record("otel.status_code", "ERROR");
+                if let Ok(serde_json::Value::String(code)) = serde_json::to_value(code) {
+                    self.trace.record("error.type", code.as_str());
+                }
+            }
+        }
+        if let Some(metrics) = &self.agent.metrics {
+            metrics.emit(&RunMetrics {
+                outcome,
+                model: self.agent.model.identity().model,
+                dialect: self.observed.dialect,
+                duration_ms: millis(self.observed.received.elapsed()),
+                time_to_first_byte_ms: millis(self.time_to_first_byte),
+                time_to_first_token_ms: self
+                    .first_output
+                    .map(|at| millis(at.saturating_duration_since(self.observed.received))),
+                input_tokens: summary.usage.input_tokens,
+                output_tokens: summary.usage.output_tokens,
+                tool_calls: summary.tool_calls,
+                steps: summary.steps,
+                store: StoreFigures {
+                    read_calls: store.read_calls,
+                    write_calls: store.write_calls,
+                    read_ms: millis(store.read_time),
+                    write_ms: millis(store.write_time),
+                    read_capacity_units: store.read_capacity_units,
+                    write_capacity_units: store.write_capacity_units,
+                },
+                cancelled: summary.outcome == RunOutcomeKind::Cancelled,
+                resumes,
+                thread_id: self.lease.thread_id.to_string(),
+                run_id: self.lease.run_id.to_string(),
+                trace_id,
+            });
+        }
     }
 
     async fn execute(
@@ -670,12 +775,29 @@ impl PreparedRun {
             tools: self.agent.tool_specs(&self.client_tools),
             sampling: self.sampling.clone(),
         };
+        let mut chat = ChatSpan::new(&self.agent.model.identity(), &request);
+        let streamed = self
+            .stream_turn(out, &request, used_call_ids, stop, &mut chat)
+            .await;
+        chat.end(&streamed);
+        streamed
+    }
+
+    /// The model's answer to `request`, streamed as events.
+    async fn stream_turn(
+        &mut self,
+        out: &Emitter<'_>,
+        request: &ModelRequest,
+        used_call_ids: &mut HashSet<ToolCallId>,
+        stop: &CancellationToken,
+        chat: &mut ChatSpan,
+    ) -> Result<TurnEnd, RunFailure> {
         let deadline = self.deadline;
         let mut turn = TurnAssembler::new(MessageId::generate());
         let mut stream = tokio::select! {
             biased;
             () = stop.cancelled() => return Ok(TurnEnd::Stopped(turn)),
-            stream = timeout_at(deadline, self.agent.model.stream(&request)) => {
+            stream = timeout_at(deadline, self.agent.model.stream(request)) => {
                 stream.map_err(|_| RunFailure::Timeout)??
             }
         };
@@ -687,7 +809,14 @@ impl PreparedRun {
                 next = timeout_at(deadline, stream.next()) => next.map_err(|_| RunFailure::Timeout)?,
             };
             let Some(delta) = next else { break };
-            turn.push(delta?, used_call_ids, &mut events);
+            let delta = delta?;
+            if delta.is_output() {
+                chat.first_chunk();
+                self.first_output
+                    .get_or_insert_with(std::time::Instant::now);
+            }
+            chat.observe(&delta);
+            turn.push(delta, used_call_ids, &mut events);
             out.emit_all(&mut events);
         }
         Ok(TurnEnd::Done(turn))
@@ -720,9 +849,7 @@ impl PreparedRun {
                 .filter(|(call, _)| registry.may_run_in_parallel(&call.name))
                 .map(|(call, slot)| {
                     let (registry, context) = (&registry, &context);
-                    async move {
-                        *slot = Some(registry.call(&call.name, &call.arguments, context).await)
-                    }
+                    async move { *slot = Some(traced_call(registry, call, context).await) }
                 });
             futures_util::future::join_all(parallel).await;
             let one_at_a_time = calls
@@ -730,7 +857,7 @@ impl PreparedRun {
                 .zip(outcomes.iter_mut())
                 .filter(|(call, _)| !registry.may_run_in_parallel(&call.name));
             for (call, slot) in one_at_a_time {
-                *slot = Some(registry.call(&call.name, &call.arguments, &context).await);
+                *slot = Some(traced_call(&registry, call, &context).await);
             }
         };
         tokio::select! {
@@ -785,6 +912,190 @@ impl PreparedRun {
     fn emit_state_changes(&mut self, out: &Emitter<'_>) {
         for patch in self.pending_deltas.drain(..) {
             out.emit(Event::StateDelta { delta: patch });
+        }
+    }
+}
+
+/// A count as a span attribute: OpenTelemetry's integers are signed (the bridge would turn a
+/// `u64` into a string).
+fn attribute_int(count: u64) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
+}
+
+/// A server tool's call inside its `execute_tool {name}` span; `None` for an unknown tool.
+async fn traced_call(
+    registry: &super::tools::ToolRegistry,
+    call: &TurnCall,
+    context: &ToolContext,
+) -> Option<Result<ToolOutput, ToolError>> {
+    let span = tracing::info_span!(
+        target: crate::telemetry::TRACE_TARGET,
+        "execute_tool",
+        otel.name = tracing::field::Empty,
+        otel.kind = "internal",
+        otel.status_code = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %call.name,
+        gen_ai.tool.call.id = %call.id,
+        gen_ai.tool.type = "function",
+        gen_ai.tool.call.arguments = tracing::field::Empty,
+        gen_ai.tool.call.result = tracing::field::Empty,
+    );
+    let traced = !span.is_disabled();
+    if traced {
+        span.record("otel.name", format!("execute_tool {}", call.name));
+        if crate::telemetry::otel::capture_content() {
+            span.record("gen_ai.tool.call.arguments", call.arguments.as_str());
+        }
+    }
+    let outcome = registry
+        .call(&call.name, &call.arguments, context)
+        .instrument(span.clone())
+        .await;
+    if traced {
+        match &outcome {
+            Some(Ok(output)) => {
+                if crate::telemetry::otel::capture_content() {
+                    span.record("gen_ai.tool.call.result", output.content.as_str());
+                }
+            }
+            Some(Err(ToolError::Failed(_))) => {
+                span.record("otel.status_code", "ERROR");
+                span.record("error.type", "tool_error");
+            }
+            Some(Err(ToolError::Fatal(_))) => {
+                span.record("otel.status_code", "ERROR");
+                span.record("error.type", "tool_fatal");
+            }
+            None => {
+                span.record("otel.status_code", "ERROR");
+                span.record("error.type", "unknown_tool");
+            }
+        }
+    }
+    outcome
+}
+
+/// A model turn's `chat {model}` client span (GenAI semantic conventions). Disabled, and free,
+/// when traces are not exported.
+struct ChatSpan {
+    span: tracing::Span,
+    began: std::time::Instant,
+    first_chunk: Option<std::time::Duration>,
+    finish_reasons: Vec<String>,
+    usage: Usage,
+}
+
+impl ChatSpan {
+    fn new(identity: &crate::model::ModelIdentity, request: &ModelRequest) -> Self {
+        let span = tracing::info_span!(
+            target: crate::telemetry::TRACE_TARGET,
+            "chat",
+            otel.name = tracing::field::Empty,
+            otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+            gen_ai.operation.name = "chat",
+            gen_ai.provider.name = %identity.provider,
+            gen_ai.request.model = %identity.model,
+            gen_ai.request.max_tokens = tracing::field::Empty,
+            gen_ai.request.temperature = tracing::field::Empty,
+            gen_ai.response.id = tracing::field::Empty,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            gen_ai.response.time_to_first_chunk = tracing::field::Empty,
+            gen_ai.system_instructions = tracing::field::Empty,
+            gen_ai.input.messages = tracing::field::Empty,
+            gen_ai.output.messages = tracing::field::Empty,
+        );
+        if !span.is_disabled() {
+            span.record("otel.name", format!("chat {}", identity.model));
+            if let Some(max) = request.sampling.max_tokens {
+                span.record("gen_ai.request.max_tokens", i64::from(max));
+            }
+            if let Some(temperature) = request.sampling.temperature {
+                span.record("gen_ai.request.temperature", temperature);
+            }
+            if crate::telemetry::otel::capture_content() {
+                if let Some(system) = &request.system {
+                    span.record("gen_ai.system_instructions", system.as_str());
+                }
+                if let Ok(messages) = serde_json::to_string(&request.messages) {
+                    span.record("gen_ai.input.messages", messages);
+                }
+            }
+        }
+        Self {
+            span,
+            began: std::time::Instant::now(),
+            first_chunk: None,
+            finish_reasons: Vec::new(),
+            usage: Usage::default(),
+        }
+    }
+
+    fn first_chunk(&mut self) {
+        if self.first_chunk.is_none() {
+            self.first_chunk = Some(self.began.elapsed());
+        }
+    }
+
+    fn observe(&mut self, delta: &crate::model::ModelDelta) {
+        if self.span.is_disabled() {
+            return;
+        }
+        match delta {
+            crate::model::ModelDelta::ResponseId(id) => {
+                self.span.record("gen_ai.response.id", id.as_str());
+            }
+            crate::model::ModelDelta::Finish(reason) => {
+                self.finish_reasons.push(reason.as_str().to_owned());
+            }
+            crate::model::ModelDelta::Usage(usage) => {
+                self.usage += *usage;
+            }
+            _ => {}
+        }
+    }
+
+    fn end(mut self, streamed: &Result<TurnEnd, RunFailure>) {
+        if self.span.is_disabled() {
+            return;
+        }
+        let usage = self.usage;
+        self.span.record(
+            "gen_ai.usage.input_tokens",
+            attribute_int(usage.input_tokens),
+        );
+        self.span.record(
+            "gen_ai.usage.output_tokens",
+            attribute_int(usage.output_tokens),
+        );
+        if let Some(first) = self.first_chunk {
+            self.span
+                .record("gen_ai.response.time_to_first_chunk", first.as_secs_f64());
+        }
+        crate::telemetry::otel::set_strings(
+            &self.span,
+            "gen_ai.response.finish_reasons",
+            std::mem::take(&mut self.finish_reasons),
+        );
+        match streamed {
+            Ok(TurnEnd::Done(turn)) => {
+                if crate::telemetry::otel::capture_content()
+                    && let Ok(answer) = serde_json::to_string(&turn.preview())
+                {
+                    self.span.record("gen_ai.output.messages", answer);
+                }
+            }
+            Ok(TurnEnd::Stopped(_)) => {
+                self.span.record("error.type", "cancelled");
+            }
+            Err(failure) => {
+                self.span.record("otel.status_code", "ERROR");
+                self.span.record("error.type", failure.error_type());
+            }
         }
     }
 }

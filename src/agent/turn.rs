@@ -147,6 +147,7 @@ impl TurnAssembler {
             | ModelDelta::Reasoning(_)
             | ModelDelta::ReasoningSignature(_)
             | ModelDelta::RedactedReasoning(_)
+            | ModelDelta::ResponseId(_)
             | ModelDelta::ToolCallArgs { .. } => {}
         }
     }
@@ -201,6 +202,18 @@ impl TurnAssembler {
 
     /// What a stopped turn leaves: the text streamed so far. Tool calls whose arguments may be
     /// cut are dropped, so the stored history never holds a call nobody can answer.
+    /// What the model answered so far, as an OpenAI-style assistant message (for traces).
+    pub(super) fn preview(&self) -> serde_json::Value {
+        let calls: Vec<serde_json::Value> = self
+            .calls
+            .iter()
+            .map(|call| {
+                serde_json::json!({"id": call.id, "name": call.name, "arguments": call.arguments})
+            })
+            .collect();
+        serde_json::json!([{"role": "assistant", "content": self.text, "tool_calls": calls}])
+    }
+
     pub(super) fn partial(self) -> Option<Message> {
         (!self.text.is_empty()).then(|| Message::Assistant {
             id: self.message_id,

@@ -66,6 +66,8 @@ where
                 }
                 run.done().await;
             }
+            // The environment may freeze once this invocation ends: its spans go out first.
+            crate::telemetry::flush().await;
             result
         })
     }
@@ -193,9 +195,17 @@ pub async fn handle(app: &App, request: Request) -> http::Response<ResponseBody>
         .filter(|deadline| *deadline > 0)
         .map(deadline_instant);
     let iam_caller = iam_caller(&request);
+    let xray = request
+        .extensions()
+        .get::<lambda_http::Context>()
+        .and_then(|context| context.xray_trace_id.clone())
+        .map(crate::telemetry::TraceParent);
     let (mut parts, body) = request.into_parts();
     if let Some(caller) = iam_caller {
         parts.extensions.insert(caller);
+    }
+    if let Some(xray) = xray {
+        parts.extensions.insert(xray);
     }
     let bytes = match body {
         Body::Empty => Bytes::new(),

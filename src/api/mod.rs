@@ -3,6 +3,7 @@
 
 pub mod auth;
 mod body;
+mod dev_page;
 pub mod dispatch;
 mod error;
 pub mod lambda;
@@ -18,6 +19,7 @@ use crate::agent::{Agent, RunSource};
 use crate::protocol::dialect::{AguiEncoder, Encoder};
 use crate::protocol::{Limits, RunId, ThreadId, agentscope, agkit, input, sse};
 use crate::store::{CancelState, Principal, StoreError};
+use crate::telemetry::TraceParent;
 use auth::Authenticator;
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -25,6 +27,7 @@ use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use serde_json::json;
 use std::time::Duration;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 /// Everything a request needs; built once per cold start.
 pub struct App {
@@ -35,6 +38,8 @@ pub struct App {
     ping_interval: Duration,
     run_timeout: Duration,
     deadline_margin: Duration,
+    /// `DEV_UI`: `GET /` serves the dev chat page.
+    dev_ui: bool,
     /// Where accepted detached runs go.
     dispatcher: dispatch::Dispatcher,
     /// Signed-URL image uploads, when a bucket is configured.
@@ -51,6 +56,8 @@ pub struct ApiSettings {
     pub run_timeout: Duration,
     pub deadline_margin: Duration,
     pub cors_allowed_origins: Vec<String>,
+    /// `DEV_UI`: serve the dev chat page on `GET /` (and its files under `/dev/`).
+    pub dev_ui: bool,
 }
 
 /// The protocol a request speaks.
@@ -62,6 +69,17 @@ enum Dialect {
     AgentScope,
     /// `/send-message`: AG-Kit when the body names a `conversationId` and no `threadId`.
     SniffAgKit,
+}
+
+impl Dialect {
+    /// The metrics' `dialect` dimension.
+    fn label(self) -> &'static str {
+        match self {
+            Dialect::AgUi | Dialect::SniffAgKit => "ag-ui",
+            Dialect::AgKit => "ag-kit",
+            Dialect::AgentScope => "agentscope",
+        }
+    }
 }
 
 const HISTORY_PAGE_DEFAULT: usize = 100;
@@ -77,6 +95,7 @@ impl App {
             ping_interval: settings.ping_interval,
             run_timeout: settings.run_timeout,
             deadline_margin: settings.deadline_margin,
+            dev_ui: settings.dev_ui,
             dispatcher: dispatch::Dispatcher::Local,
             blobs: None,
             this: std::sync::OnceLock::new(),
@@ -90,6 +109,12 @@ impl App {
     }
 
     /// Image uploads through signed URLs into `blobs`' bucket.
+    /// One EMF metrics record per run (`EMF_METRICS`).
+    pub fn with_metrics(mut self, metrics: Option<crate::telemetry::emf::Emf>) -> Self {
+        self.agent = self.agent.with_metrics(metrics);
+        self
+    }
+
     pub fn with_blobs(mut self, blobs: Option<std::sync::Arc<crate::store::Blobs>>) -> Self {
         self.agent = self.agent.with_blobs(blobs.clone());
         self.blobs = blobs;
@@ -136,13 +161,53 @@ impl App {
     /// Answers one request. `invocation_deadline` is the Lambda deadline when there is one.
     pub async fn handle(
         &self,
+        mut request: Request<Bytes>,
+        invocation_deadline: Option<Instant>,
+    ) -> Response<ResponseBody> {
+        request
+            .extensions_mut()
+            .insert(Arrival(std::time::Instant::now()));
+        let xray = request.extensions().get::<TraceParent>().cloned();
+        let span = tracing::info_span!(
+            target: crate::telemetry::TRACE_TARGET,
+            "request",
+            otel.name = %request.method(),
+            otel.kind = "server",
+            otel.status_code = tracing::field::Empty,
+            http.request.method = %request.method(),
+            url.path = request.uri().path(),
+            http.response.status_code = tracing::field::Empty,
+        );
+        crate::telemetry::otel::set_parent(&span, xray.as_ref(), request.headers());
+        let trace_id = crate::telemetry::otel::trace_id(&span, xray.as_ref());
+        let mut response = self
+            .answer(request, invocation_deadline)
+            .instrument(span.clone())
+            .await;
+        if !span.is_disabled() {
+            span.record(
+                "http.response.status_code",
+                i64::from(response.status().as_u16()),
+            );
+            if response.status().is_server_error() {
+                span.record("otel.status_code", "ERROR");
+            }
+        }
+        if let Some(value) = trace_id.and_then(|id| HeaderValue::from_str(&id).ok()) {
+            response.headers_mut().insert("x-trace-id", value);
+        }
+        response
+    }
+
+    async fn answer(
+        &self,
         request: Request<Bytes>,
         invocation_deadline: Option<Instant>,
     ) -> Response<ResponseBody> {
         let origin = self.allowed_origin(request.headers());
         // Refusals on /process take the AgentScope response shape; every other route the
         // AG-UI one.
-        let agentscope_route = Route::parse(request.method(), request.uri().path())
+        let agentscope_route = Route::parse(request.method(), request.uri().path(), self.dev_ui)
             .is_ok_and(|route| route.is_agentscope());
         let mut response = if request.method() == Method::OPTIONS {
             preflight(origin.is_some())
@@ -188,8 +253,10 @@ impl App {
         if matches!(
             error,
             ApiError::Input(crate::protocol::InputError::TooLarge { .. })
-        ) && matches!(Route::parse(&Method::POST, path), Ok(Route::AcceptRun))
-        {
+        ) && matches!(
+            Route::parse(&Method::POST, path, self.dev_ui),
+            Ok(Route::AcceptRun)
+        ) {
             return self.refusal(
                 "",
                 headers,
@@ -221,12 +288,19 @@ impl App {
         request: Request<Bytes>,
         invocation_deadline: Option<Instant>,
     ) -> Result<Response<ResponseBody>, ApiError> {
+        let route = Route::parse(request.method(), request.uri().path(), self.dev_ui);
+        // The dev page's files are the same for everyone and hold no data: a browser opening
+        // the page sends no credentials yet (the page asks for them, then sends them itself).
+        if let Ok(Route::DevPage(asset)) = route {
+            return Ok(dev_page::response(asset, request.headers()));
+        }
         // Authentication comes before routing, so an unauthenticated caller learns nothing.
         let principal = self.auth.authenticate(
             request.headers(),
             request.extensions().get::<auth::IamCaller>(),
         )?;
-        match Route::parse(request.method(), request.uri().path())? {
+        match route? {
+            Route::DevPage(asset) => Ok(dev_page::response(asset, request.headers())),
             Route::Run(dialect) => {
                 self.run(principal, request, invocation_deadline, dialect)
                     .await
@@ -307,7 +381,11 @@ impl App {
             ),
         };
         let deadline = self.run_deadline(invocation_deadline);
-        let run = match self.agent.start(principal, input, deadline).await {
+        let received = request
+            .extensions()
+            .get::<Arrival>()
+            .map_or_else(std::time::Instant::now, |arrival| arrival.0);
+        let mut run = match self.agent.start(principal, input, deadline).await {
             Ok(run) => run,
             // AG-UI's interrupt rules name RUN_ERROR for these: a stream that opens with it.
             Err(crate::agent::StartError::Interrupt(error))
@@ -330,6 +408,10 @@ impl App {
             }
             Err(error) => return Err(error.into()),
         };
+        run.observe(crate::agent::Observed {
+            received,
+            dialect: dialect.label(),
+        });
         let thread_id = run.thread_id().clone();
         let run_id = run.run_id().clone();
         if let Some(mut encoder) = buffered {
@@ -436,7 +518,10 @@ impl App {
             .map_err(ApiError::from_store)?
             .ok_or(ApiError::RunNotFound)?;
         let batches = match source {
-            RunSource::Live(run) => run.follow(after).boxed(),
+            RunSource::Live(run) => {
+                run.note_rejoin();
+                run.follow(after).boxed()
+            }
             RunSource::Stored { run, active } => {
                 let first = self
                     .agent
@@ -541,6 +626,8 @@ fn sse_response(
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Route {
     Run(Dialect),
+    /// `GET /` and `GET /dev/{file}`: the dev chat page, when `DEV_UI` is on.
+    DevPage(dev_page::Asset),
     /// `GET /threads/{threadId}`
     Thread(String),
     /// `GET /threads/{threadId}/runs/{runId}/events`
@@ -576,12 +663,14 @@ enum Route {
 }
 
 impl Route {
-    fn parse(method: &Method, path: &str) -> Result<Self, ApiError> {
+    /// `dev_ui` adds the dev page's routes; without it `GET /` is the 405 of a run path and
+    /// `/dev/…` is 404, as before the page existed.
+    fn parse(method: &Method, path: &str, dev_ui: bool) -> Result<Self, ApiError> {
         let path = normalise_path(path);
         let segments: Vec<&str> = path.split('/').skip(1).collect();
         let owned = |segment: &&str| (*segment).to_owned();
         // Each path's routes by method; a path with none is 404, a method not listed 405.
-        let routes: Vec<(Method, Route)> = match segments.as_slice() {
+        let mut routes: Vec<(Method, Route)> = match segments.as_slice() {
             [""] | ["agent"] => vec![(Method::POST, Route::Run(Dialect::AgUi))],
             ["send-message"] => vec![(Method::POST, Route::Run(Dialect::SniffAgKit))],
             ["ag-kit", "send-message"] => vec![(Method::POST, Route::Run(Dialect::AgKit))],
@@ -617,6 +706,12 @@ impl Route {
             )],
             _ => vec![],
         };
+        if let Some(asset) = dev_ui
+            .then(|| dev_page::Asset::from_segments(&segments))
+            .flatten()
+        {
+            routes.push((Method::GET, Route::DevPage(asset)));
+        }
         if routes.is_empty() {
             return Err(ApiError::NotFound(path));
         }
@@ -632,13 +727,17 @@ impl Route {
     }
 }
 
+/// When the request arrived: a run's time to first byte and token count from it.
+#[derive(Debug, Clone, Copy)]
+struct Arrival(std::time::Instant);
+
 fn add_cors(response: &mut Response<ResponseBody>, origin: Option<HeaderValue>) {
     if let Some(origin) = origin {
         let headers = response.headers_mut();
         headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
         headers.insert(
             header::ACCESS_CONTROL_EXPOSE_HEADERS,
-            HeaderValue::from_static("x-thread-id, x-run-id, retry-after"),
+            HeaderValue::from_static("x-thread-id, x-run-id, x-trace-id, retry-after"),
         );
         headers.append(header::VARY, HeaderValue::from_static("origin"));
     }
@@ -748,6 +847,37 @@ mod tests {
         assert_eq!(normalise_path("/lambda-url/agui-lambda/agent"), "/agent");
         assert_eq!(normalise_path("/lambda-url/agui-lambda"), "/");
         assert_eq!(normalise_path("/lambda-url/agui-lambda/"), "/");
+    }
+
+    #[test]
+    fn the_dev_page_is_routed_only_when_on() {
+        let get = |path: &str, dev_ui: bool| Route::parse(&Method::GET, path, dev_ui);
+        assert_eq!(
+            get("/", true).ok(),
+            Some(Route::DevPage(dev_page::Asset::Index))
+        );
+        assert_eq!(
+            get("/lambda-url/agui-lambda/dev/app.js", true).ok(),
+            Some(Route::DevPage(dev_page::Asset::App))
+        );
+        assert_eq!(
+            Route::parse(&Method::POST, "/", true).ok(),
+            Some(Route::Run(Dialect::AgUi))
+        );
+        // GET /agent stays what it was, on or off.
+        assert!(matches!(
+            get("/agent", true),
+            Err(ApiError::MethodNotAllowed)
+        ));
+        assert!(matches!(get("/", false), Err(ApiError::MethodNotAllowed)));
+        assert!(matches!(
+            get("/dev/app.js", false),
+            Err(ApiError::NotFound(_))
+        ));
+        assert!(matches!(
+            get("/dev/nope.js", true),
+            Err(ApiError::NotFound(_))
+        ));
     }
 
     #[test]

@@ -67,6 +67,8 @@ pub enum ModelDelta {
     },
     Usage(Usage),
     Finish(FinishReason),
+    /// The provider's id of this response (OpenAI's `chatcmpl-…`), once per turn, for traces.
+    ResponseId(String),
 }
 
 /// Token counts in AG-UI's accounting: `input_tokens` and `output_tokens` are totals; the
@@ -100,6 +102,19 @@ impl std::ops::AddAssign for Usage {
     }
 }
 
+impl ModelDelta {
+    /// Output the user could see: text, reasoning or a tool call (not usage, ids or the end).
+    pub fn is_output(&self) -> bool {
+        matches!(
+            self,
+            ModelDelta::Text(_)
+                | ModelDelta::Reasoning(_)
+                | ModelDelta::RedactedReasoning(_)
+                | ModelDelta::ToolCallStart { .. }
+        )
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FinishReason {
     Stop,
@@ -118,6 +133,17 @@ impl FinishReason {
             "length" | "max_tokens" => FinishReason::Length,
             "content_filter" => FinishReason::ContentFilter,
             other => FinishReason::Other(other.to_owned()),
+        }
+    }
+
+    /// The OpenTelemetry GenAI name (`gen_ai.response.finish_reasons`).
+    pub fn as_str(&self) -> &str {
+        match self {
+            FinishReason::Stop => "stop",
+            FinishReason::ToolCalls => "tool_call",
+            FinishReason::Length => "length",
+            FinishReason::ContentFilter => "content_filter",
+            FinishReason::Other(reason) => reason,
         }
     }
 }

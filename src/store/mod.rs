@@ -21,6 +21,7 @@ pub use blobs::Blobs;
 #[cfg(feature = "aws")]
 pub mod dynamo;
 pub mod memory;
+pub mod meter;
 
 use crate::protocol::events::RecordedEvent;
 use crate::protocol::{Message, RunId, ThreadId};

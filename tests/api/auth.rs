@@ -503,6 +503,6 @@ async fn cors_preflight_and_headers_for_allowed_origins_only() {
     );
     assert_eq!(
         run.headers()["access-control-expose-headers"],
-        "x-thread-id, x-run-id, retry-after"
+        "x-thread-id, x-run-id, x-trace-id, retry-after"
     );
 }

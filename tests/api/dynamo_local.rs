@@ -74,6 +74,12 @@ pub async fn new_table() -> (Client, String) {
     (client, table)
 }
 
+/// A store on a fresh table.
+pub async fn new_store() -> std::sync::Arc<dyn agui_lambda::store::ThreadStore> {
+    let (client, table) = new_table().await;
+    std::sync::Arc::new(DynamoStore::new(client, table, 30))
+}
+
 /// Every item of the table, all pages.
 pub async fn scan(
     client: &Client,

@@ -193,6 +193,26 @@ pub async fn spawn_app_with_blobs(
         TestModel::Fixture(model),
         ToolRegistry::with_builtins().unwrap(),
         Some(Arc::new(blobs)),
+        None,
+    )
+    .await
+}
+
+/// An app on the in-process fixture model and the given store, writing its EMF records to
+/// `metrics`.
+pub async fn spawn_app_with_metrics(
+    overrides: &[(&str, &str)],
+    store: Arc<dyn ThreadStore>,
+    metrics: agui_lambda::telemetry::emf::Emf,
+) -> TestApp {
+    let model = Arc::new(FixtureModel::load());
+    spawn_full(
+        overrides,
+        Some(store),
+        TestModel::Fixture(model),
+        ToolRegistry::with_builtins().unwrap(),
+        None,
+        Some(metrics),
     )
     .await
 }
@@ -217,7 +237,7 @@ async fn spawn_with_tools(
     model: TestModel,
     tools: ToolRegistry,
 ) -> TestApp {
-    spawn_full(overrides, store, model, tools, None).await
+    spawn_full(overrides, store, model, tools, None, None).await
 }
 
 async fn spawn_full(
@@ -226,6 +246,7 @@ async fn spawn_full(
     model: TestModel,
     mut tools: ToolRegistry,
     blobs: Option<Arc<Blobs>>,
+    metrics: Option<agui_lambda::telemetry::emf::Emf>,
 ) -> TestApp {
     let mut vars: HashMap<String, String> = HashMap::new();
     if let TestModel::Aimock(aimock) = &model {
@@ -264,7 +285,8 @@ async fn spawn_full(
         tools,
     )
     .unwrap()
-    .with_blobs(blobs);
+    .with_blobs(blobs)
+    .with_metrics(metrics);
     let (addr, server) =
         agui_lambda::api::local::bind(Arc::new(app), "127.0.0.1:0".parse().unwrap())
             .await

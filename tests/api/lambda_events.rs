@@ -42,6 +42,13 @@ const PLAIN_CHAT_THREAD: &str = "5f0c6a1e-2b7d-4c39-9d1e-8a4b2f6c7e10";
 async fn every_event_file_gets_its_documented_status() {
     let app = demo_app().await;
 
+    let (status, page) = answer(&app, "dev-page.json").await;
+    assert_eq!(
+        status, 200,
+        "dev-page.json: DEV_UI is on by default outside Lambda"
+    );
+    assert!(page.contains("<html"), "dev-page.json: {page}");
+
     for file in ["history-read.json", "run-events.json", "run-cancel.json"] {
         let (status, _) = answer(&app, file).await;
         assert_eq!(status, 404, "{file}: no thread yet");
@@ -323,4 +330,38 @@ async fn seed_events_get_their_documented_status_and_a_detached_run_runs_once() 
     assert_eq!(after.messages.len(), 4, "one more exchange, not two");
     let task = store.task(&owner, &run_id).await.unwrap().unwrap();
     assert_eq!(task.state, TaskState::Started);
+}
+
+/// Without an exporter the function still names the invocation's trace: the X-Ray root Lambda
+/// hands over, in the `x-trace-id` header, so a user can look the request up in X-Ray.
+#[tokio::test]
+async fn the_x_ray_trace_of_the_invocation_is_named_in_the_response() {
+    let app = demo_app().await;
+    let text = std::fs::read_to_string(repo_path("events/plain-chat.json")).unwrap();
+    let event: Value = serde_json::from_str(&text).unwrap();
+    let mut context = lambda_runtime::Context::default();
+    context.xray_trace_id =
+        Some("Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1".into());
+    let response = agui_lambda::api::lambda::answer_event(
+        &app,
+        lambda_runtime::LambdaEvent::new(event.clone(), context),
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["x-trace-id"],
+        "5759e988bd862e3fe1be46a994272793"
+    );
+    let _ = response.into_body().collect().await.unwrap();
+    app.live_runs().idle().await;
+
+    // No X-Ray header (tracing off for the function) and no exporter: no trace to name.
+    let response = agui_lambda::api::lambda::answer_event(
+        &app,
+        lambda_runtime::LambdaEvent::new(event, lambda_runtime::Context::default()),
+    )
+    .await;
+    assert!(response.headers().get("x-trace-id").is_none());
+    let _ = response.into_body().collect().await.unwrap();
+    app.live_runs().idle().await;
 }

@@ -8,6 +8,8 @@ use serde_json::Value;
 #[derive(Deserialize)]
 struct Chunk {
     #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
     choices: Option<Vec<Choice>>,
     #[serde(default)]
     usage: Option<WireUsage>,
@@ -95,6 +97,8 @@ pub struct ChunkParser {
     slots: Vec<Slot>,
     finished: bool,
     done: bool,
+    /// The response's id was passed on.
+    identified: bool,
 }
 
 impl ChunkParser {
@@ -120,6 +124,12 @@ impl ChunkParser {
         let chunk: Chunk = serde_json::from_str(data).map_err(|_| ModelError::Malformed)?;
         if let Some(error) = chunk.error.filter(|error| !error.is_null()) {
             return Err(ModelError::Api(error_message(&error)));
+        }
+        if !self.identified
+            && let Some(id) = chunk.id.filter(|id| !id.is_empty())
+        {
+            self.identified = true;
+            out.push(ModelDelta::ResponseId(id));
         }
         // n = 1: only the first choice is ours.
         let choice = chunk

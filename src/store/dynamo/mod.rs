@@ -21,6 +21,7 @@ use super::{
 };
 use crate::protocol::events::RecordedEvent;
 use crate::protocol::{Message, RunId, ThreadId};
+use crate::store::meter::{self, Access};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
@@ -38,6 +39,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+mod calls;
 mod items;
 mod table;
 
@@ -122,9 +124,20 @@ pub struct StoreUsage {
 
 impl DynamoStore {
     pub fn new(client: Client, table: impl Into<String>, ttl_days: u32) -> Self {
+        let table = table.into();
+        // Every call gets its span and counts into its run's meter.
+        let client = Client::from_conf(
+            client
+                .config()
+                .to_builder()
+                .interceptor(calls::StoreCalls {
+                    table: table.clone(),
+                })
+                .build(),
+        );
         Self {
             client,
-            table: table.into(),
+            table,
             ttl_seconds: (ttl_days > 0).then(|| i64::from(ttl_days) * 86_400),
             events_ttl_seconds: 24 * 3600,
             usage: Usage::default(),
@@ -242,10 +255,12 @@ impl DynamoStore {
     }
 
     fn count_read(&self, capacity: Option<&ConsumedCapacity>) {
+        let milli_units = milli(capacity);
         self.usage.reads.fetch_add(1, Ordering::Relaxed);
         self.usage
             .read_milli_units
-            .fetch_add(milli(capacity), Ordering::Relaxed);
+            .fetch_add(milli_units, Ordering::Relaxed);
+        meter::count_capacity(Access::Read, milli_units);
     }
 
     /// Counts a write call; its capacity once it answered (a failed call reports none).
@@ -254,9 +269,11 @@ impl DynamoStore {
     }
 
     fn count_write_capacity<'a>(&self, capacity: impl IntoIterator<Item = &'a ConsumedCapacity>) {
+        let milli_units = milli(capacity);
         self.usage
             .write_milli_units
-            .fetch_add(milli(capacity), Ordering::Relaxed);
+            .fetch_add(milli_units, Ordering::Relaxed);
+        meter::count_capacity(Access::Write, milli_units);
     }
 
     fn expires_at(&self, created_at_ms: i64) -> Option<AttributeValue> {

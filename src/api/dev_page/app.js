@@ -1,0 +1,590 @@
+// The dev page: a chat with this agent over its own HTTP API (README: The dev page).
+// POST agent with an AG-UI RunAgentInput, the SSE read with fetch + ReadableStream; the
+// frontend tools of seeds 000 and 001 run here; AG-UI 1.0 interrupts get approve/deny buttons
+// and a run with `resume`; Stop cancels the run; a reload restores the thread
+// (GET threads/{id}) and rejoins a run in progress (GET threads/{t}/runs/{r}/events).
+import { renderMarkdown } from "./markdown.js";
+
+// Seed 000's frontend tool, exactly as the seed defines it (parameters as its JSON string).
+const CHANGE_BACKGROUND = {
+  name: "change-background-color",
+  description:
+    "Change the background color. The color should be one of the following: blue, red, green, transparent, yellow, purple, orange, pink, brown, gray, black, or white. No other colors or any variants.",
+  parameters:
+    '{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"color":{"type":"string"}},"required":["color"],"additionalProperties":false}',
+};
+// Seed 001's scenario 4: human-in-the-loop through a frontend tool the page shows as a question.
+const CONFIRM_ACTION = {
+  name: "confirmAction",
+  description: "Ask the user to confirm a dangerous action before it is carried out",
+  parameters: {
+    type: "object",
+    properties: { action: { type: "string" }, count: { type: "number" } },
+    required: ["action"],
+  },
+};
+const FRONTEND_TOOLS = [CHANGE_BACKGROUND, CONFIRM_ACTION];
+const COLORS = ["blue", "red", "green", "transparent", "yellow", "purple", "orange", "pink", "brown", "gray", "black", "white"];
+const TOKEN_KEY = "agui-dev:token";
+const THREAD_KEY = "agui-dev:thread";
+const interruptsKey = () => `agui-dev:interrupts:${state.threadId}`;
+
+const $ = (id) => document.getElementById(id);
+const log = $("log");
+const pending = $("pending");
+const input = $("input");
+
+const state = {
+  threadId: "",
+  messages: [],
+  runId: null,
+  running: false,
+  controller: null,
+  lastEventId: 0,
+  runCalls: [], // tool call ids started in the current run
+  thinking: null, // the id of an open THINKING_* message
+};
+
+function uuid() {
+  if (crypto.randomUUID) return crypto.randomUUID();
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 15) | 64;
+  b[8] = (b[8] & 63) | 128;
+  const h = [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+// Routes relative to the page, so it also works under a path prefix (cargo lambda watch).
+const api = (path) => new URL(path, new URL(".", location.href)).toString();
+const enc = encodeURIComponent;
+
+function headers(extra = {}) {
+  const h = { accept: "application/json", ...extra };
+  const token = localStorage.getItem(TOKEN_KEY);
+  if (token) h.authorization = `Bearer ${token}`;
+  return h;
+}
+
+function timezone() {
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  return zone && /^[A-Za-z_]+(\/[A-Za-z0-9_+-]+)*$/.test(zone) ? zone : undefined;
+}
+
+// ---- status, notices ------------------------------------------------------------------------
+
+function setStatus(name, text = name) {
+  const status = $("status");
+  status.dataset.state = name;
+  status.textContent = text;
+  state.running = name === "running" || name === "stopping";
+  $("send").disabled = state.running;
+  $("stop").hidden = !state.running;
+}
+
+function notice(text, kind = "") {
+  const div = document.createElement("div");
+  div.className = `notice ${kind}`;
+  div.textContent = text;
+  log.append(div);
+  scrollDown();
+}
+
+function scrollDown() {
+  log.scrollTop = log.scrollHeight;
+}
+
+// ---- rendering ------------------------------------------------------------------------------
+
+function textOf(content) {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) {
+    return content.map((part) => (part.type === "text" ? part.text : `[${part.type}]`)).join("\n");
+  }
+  return content == null ? "" : JSON.stringify(content);
+}
+
+function element(tag, className, text) {
+  const el = document.createElement(tag);
+  if (className) el.className = className;
+  if (text !== undefined) el.textContent = text;
+  return el;
+}
+
+function nodeFor(message, tag = "div") {
+  let node = log.querySelector(`[data-id="${CSS.escape(message.id)}"]`);
+  if (!node) {
+    node = element(tag, `msg msg-${message.role}`);
+    node.dataset.id = message.id;
+    log.append(node);
+  }
+  return node;
+}
+
+function ownerOfCall(toolCallId) {
+  return state.messages.find((m) => m.role === "assistant" && m.toolCalls?.some((c) => c.id === toolCallId));
+}
+
+function renderMessage(message) {
+  switch (message.role) {
+    case "user": {
+      const node = nodeFor(message);
+      node.textContent = textOf(message.content);
+      break;
+    }
+    case "assistant": {
+      const node = nodeFor(message);
+      let body = node.querySelector(":scope > .body");
+      if (!body) {
+        body = element("div", "body markdown");
+        node.prepend(body);
+      }
+      const html = renderMarkdown(textOf(message.content));
+      if (body.innerHTML !== html) body.innerHTML = html;
+      body.hidden = !message.content;
+      let calls = node.querySelector(":scope > .calls");
+      if (!calls) node.append((calls = element("div", "calls")));
+      for (const call of message.toolCalls ?? []) renderCall(calls, call);
+      break;
+    }
+    case "reasoning": {
+      const node = nodeFor(message, "details");
+      node.open = true;
+      if (!node.firstChild) node.append(element("summary", "", "Reasoning"), element("div", "markdown"));
+      node.lastChild.innerHTML = renderMarkdown(textOf(message.content));
+      break;
+    }
+    case "tool": {
+      const owner = ownerOfCall(message.toolCallId);
+      if (owner) {
+        renderMessage(owner);
+      } else {
+        const node = nodeFor(message);
+        node.textContent = `tool result: ${textOf(message.content)}`;
+      }
+      break;
+    }
+    default:
+      break; // system, developer and activity messages are not shown
+  }
+  scrollDown();
+}
+
+function renderCall(container, call) {
+  let node = container.querySelector(`[data-tool-call-id="${CSS.escape(call.id)}"]`);
+  if (!node) {
+    node = element("details", "tool-call");
+    node.open = true;
+    node.dataset.toolCallId = call.id;
+    const summary = element("summary");
+    summary.append("tool call ", element("span", "tool-name", call.function.name));
+    node.append(summary, element("pre", "tool-args"), element("div", "tool-result"));
+    container.append(node);
+  }
+  node.querySelector(".tool-args").textContent = call.function.arguments || "";
+  const result = state.messages.find((m) => m.role === "tool" && m.toolCallId === call.id);
+  const slot = node.querySelector(".tool-result");
+  slot.replaceChildren();
+  if (result) {
+    slot.append(element("span", "tool-result-label", "result: "), element("code", "tool-result-text", textOf(result.content)));
+  }
+}
+
+function renderAll() {
+  log.replaceChildren();
+  for (const message of state.messages) if (message.role !== "tool" || !ownerOfCall(message.toolCallId)) renderMessage(message);
+}
+
+// ---- the message list, as events change it --------------------------------------------------
+
+function find(id) {
+  return state.messages.find((m) => m.id === id);
+}
+
+function upsert(message) {
+  const known = find(message.id);
+  if (known) return Object.assign(known, message);
+  state.messages.push(message);
+  return message;
+}
+
+function handleEvent(event) {
+  switch (event.type) {
+    case "RUN_STARTED":
+      state.runCalls = [];
+      break;
+    case "MESSAGES_SNAPSHOT":
+      state.messages = event.messages.map((m) => ({ ...m }));
+      renderAll();
+      break;
+    case "TEXT_MESSAGE_START":
+      // A rejoined run replays from its start: the message starts over.
+      renderMessage(upsert({ id: event.messageId, role: "assistant", content: "" }));
+      break;
+    case "TEXT_MESSAGE_CONTENT":
+    case "TEXT_MESSAGE_CHUNK": {
+      const id = event.messageId ?? state.messages.at(-1)?.id;
+      const message = find(id) ?? upsert({ id, role: "assistant", content: "" });
+      message.content = (message.content ?? "") + (event.delta ?? "");
+      renderMessage(message);
+      break;
+    }
+    case "REASONING_MESSAGE_START":
+      renderMessage(upsert({ id: event.messageId, role: "reasoning", content: "" }));
+      break;
+    case "REASONING_MESSAGE_CONTENT":
+    case "REASONING_MESSAGE_CHUNK": {
+      const message = find(event.messageId) ?? upsert({ id: event.messageId, role: "reasoning", content: "" });
+      message.content += event.delta ?? "";
+      renderMessage(message);
+      break;
+    }
+    case "THINKING_TEXT_MESSAGE_START":
+      state.thinking = `thinking-${uuid()}`;
+      renderMessage(upsert({ id: state.thinking, role: "reasoning", content: "" }));
+      break;
+    case "THINKING_TEXT_MESSAGE_CONTENT": {
+      const message = find(state.thinking) ?? upsert({ id: (state.thinking = `thinking-${uuid()}`), role: "reasoning", content: "" });
+      message.content += event.delta ?? "";
+      renderMessage(message);
+      break;
+    }
+    case "TOOL_CALL_START": {
+      const parentId = event.parentMessageId ?? `calls-${event.toolCallId}`;
+      const parent = find(parentId) ?? upsert({ id: parentId, role: "assistant", content: "" });
+      parent.toolCalls ??= [];
+      const call = { id: event.toolCallId, type: "function", function: { name: event.toolCallName, arguments: "" } };
+      const known = parent.toolCalls.findIndex((c) => c.id === call.id);
+      if (known >= 0) parent.toolCalls[known] = call;
+      else parent.toolCalls.push(call);
+      state.runCalls.push(call.id);
+      renderMessage(parent);
+      break;
+    }
+    case "TOOL_CALL_ARGS": {
+      const owner = ownerOfCall(event.toolCallId);
+      if (!owner) break;
+      owner.toolCalls.find((c) => c.id === event.toolCallId).function.arguments += event.delta ?? "";
+      renderMessage(owner);
+      break;
+    }
+    case "TOOL_CALL_RESULT":
+      renderMessage(upsert({ id: event.messageId, role: "tool", toolCallId: event.toolCallId, content: event.content }));
+      break;
+    default:
+      break; // steps, state, custom and raw events change nothing shown here
+  }
+}
+
+// ---- SSE over fetch -------------------------------------------------------------------------
+
+// Calls `onEvent` for each `data:` frame of the response; returns the terminal event, if any.
+async function readEvents(response, onEvent) {
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  let terminal = null;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value;
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const frame = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const data = [];
+      for (const line of frame.split("\n")) {
+        if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+        else if (line.startsWith("id:")) state.lastEventId = Number(line.slice(3).trim()) || state.lastEventId;
+      }
+      if (!data.length) continue; // a `: ping`
+      const event = JSON.parse(data.join("\n"));
+      onEvent(event);
+      if (event.type === "RUN_FINISHED" || event.type === "RUN_ERROR") terminal = event;
+    }
+  }
+  return terminal;
+}
+
+async function refusal(response) {
+  try {
+    const body = await response.json();
+    return `${response.status} ${body.error?.code ?? ""}: ${body.error?.message ?? ""}`;
+  } catch {
+    return `HTTP ${response.status}`;
+  }
+}
+
+// Follows one run to its end: the response already open, else the run's events route. A
+// stream cut before its terminal event is rejoined from its last event id.
+async function follow(runId, response) {
+  state.runId = runId;
+  setStatus("running");
+  let terminal = null;
+  for (let attempt = 0; !terminal && attempt < 5; attempt++) {
+    try {
+      if (!response) {
+        state.controller = new AbortController();
+        const extra = state.lastEventId ? { "last-event-id": String(state.lastEventId) } : {};
+        response = await fetch(api(`threads/${enc(state.threadId)}/runs/${enc(runId)}/events`), {
+          headers: headers({ accept: "text/event-stream", ...extra }),
+          signal: state.controller.signal,
+        });
+        if (!response.ok) {
+          notice(`could not follow the run: ${await refusal(response)}`, "error");
+          setStatus("error");
+          return;
+        }
+      }
+      terminal = await readEvents(response, handleEvent);
+    } catch (error) {
+      if (state.controller?.signal.aborted) return;
+      console.warn("stream broke, rejoining", error);
+    }
+    response = null;
+  }
+  await finished(terminal);
+}
+
+async function startRun({ messages = [], resume } = {}) {
+  const runId = uuid();
+  const body = {
+    threadId: state.threadId,
+    runId,
+    protocolVersion: "1.0",
+    messages,
+    tools: FRONTEND_TOOLS,
+    context: [],
+    forwardedProps: timezone() ? { client_time: { device_timezone: timezone() } } : {},
+  };
+  if (resume) body.resume = resume;
+  state.lastEventId = 0;
+  state.runId = runId;
+  setStatus("running");
+  state.controller = new AbortController();
+  let response;
+  try {
+    response = await fetch(api("agent"), {
+      method: "POST",
+      headers: headers({ "content-type": "application/json", accept: "text/event-stream" }),
+      body: JSON.stringify(body),
+      signal: state.controller.signal,
+    });
+  } catch (error) {
+    notice(`the request failed: ${error}`, "error");
+    setStatus("error");
+    return;
+  }
+  if (!response.ok) {
+    notice(await refusal(response), "error");
+    setStatus("error");
+    return;
+  }
+  await follow(runId, response);
+}
+
+// What a run's end asks of the page: nothing, a frontend tool, or a person's answer.
+async function finished(terminal) {
+  state.controller = null;
+  if (!terminal) {
+    notice("the run's stream ended without its end", "error");
+    setStatus("error");
+    return;
+  }
+  if (terminal.type === "RUN_ERROR") {
+    notice(`run failed: ${terminal.code ?? ""} ${terminal.message ?? ""}`, "error");
+    setStatus("error");
+    return;
+  }
+  const outcome = terminal.outcome;
+  if (outcome?.type === "cancelled") {
+    notice("run cancelled");
+    setStatus("cancelled");
+    return;
+  }
+  if (outcome?.type === "interrupt") {
+    localStorage.setItem(interruptsKey(), JSON.stringify(outcome.interrupts));
+    showInterrupts(outcome.interrupts);
+    return;
+  }
+  const answered = new Set(state.messages.filter((m) => m.role === "tool").map((m) => m.toolCallId));
+  const ids = outcome?.pendingToolCallIds ?? state.runCalls.filter((id) => !answered.has(id));
+  const calls = ids
+    .map((id) => ownerOfCall(id)?.toolCalls.find((c) => c.id === id))
+    .filter((call) => call && FRONTEND_TOOLS.some((tool) => tool.name === call.function.name));
+  if (!calls.length) {
+    setStatus("done");
+    return;
+  }
+  const results = [];
+  for (const call of calls) results.push(await runFrontendTool(call));
+  const messages = results.map((content, i) => ({ id: uuid(), role: "tool", toolCallId: calls[i].id, content }));
+  for (const message of messages) renderMessage(upsert(message));
+  await startRun({ messages });
+}
+
+function parseArgs(call) {
+  try {
+    return JSON.parse(call.function.arguments || "{}");
+  } catch {
+    return {};
+  }
+}
+
+// Runs one of the page's tools; resolves to its result text.
+function runFrontendTool(call) {
+  const args = parseArgs(call);
+  if (call.function.name === CHANGE_BACKGROUND.name) {
+    const color = String(args.color ?? "").toLowerCase();
+    if (!COLORS.includes(color)) return Promise.resolve(`Error: ${color || "no color"} is not one of ${COLORS.join(", ")}`);
+    document.body.style.backgroundColor = color;
+    return Promise.resolve(`Background color successfully changed to: ${color}`);
+  }
+  // confirmAction: the person decides.
+  setStatus("waiting", "waiting for you");
+  return new Promise((resolve) => {
+    const card = approvalCard(
+      `Confirm: ${args.action ?? "the action"}${args.count !== undefined ? ` (${args.count})` : ""}?`,
+      call,
+      (approved) => {
+        card.remove();
+        resolve(approved ? "confirmed" : "denied");
+      },
+    );
+  });
+}
+
+function approvalCard(question, call, answer) {
+  const card = element("div", "approval");
+  card.append(element("p", "question", question));
+  if (call) {
+    const detail = element("p");
+    detail.append(element("span", "tool-name", call.function.name), " ", element("code", "", call.function.arguments || "{}"));
+    card.append(detail);
+  }
+  const approve = element("button", "approve", "Approve");
+  const deny = element("button", "deny", "Deny");
+  approve.type = deny.type = "button";
+  approve.addEventListener("click", () => answer(true));
+  deny.addEventListener("click", () => answer(false));
+  card.append(approve, deny);
+  pending.append(card);
+  return card;
+}
+
+// AG-UI 1.0 interrupts: one card each; once all are answered, a run resumes with the answers.
+function showInterrupts(interrupts) {
+  pending.replaceChildren();
+  setStatus("waiting", "waiting for you");
+  const answers = new Map();
+  for (const interrupt of interrupts) {
+    const call = ownerOfCall(interrupt.toolCallId)?.toolCalls.find((c) => c.id === interrupt.toolCallId);
+    const card = approvalCard(interrupt.message ?? "Approve this tool call?", call, (approved) => {
+      card.remove();
+      answers.set(interrupt.id, {
+        interruptId: interrupt.id,
+        status: "resolved",
+        payload: approved ? { approved: true } : { approved: false, reason: "denied on the dev page" },
+      });
+      if (answers.size === interrupts.length) {
+        localStorage.removeItem(interruptsKey());
+        startRun({ resume: [...answers.values()] });
+      }
+    });
+  }
+}
+
+// ---- the page's controls --------------------------------------------------------------------
+
+async function send(text) {
+  const message = { id: uuid(), role: "user", content: text };
+  renderMessage(upsert(message));
+  await startRun({ messages: [message] });
+}
+
+async function stop() {
+  if (!state.runId) return;
+  setStatus("stopping");
+  const runId = state.runId;
+  const response = await fetch(api(`threads/${enc(state.threadId)}/runs/${enc(runId)}/cancel`), {
+    method: "POST",
+    headers: headers(),
+  });
+  if (!response.ok) notice(`could not stop the run: ${await refusal(response)}`, "error");
+  // The stream ends with RUN_FINISHED (outcome cancelled); if it does not, stop reading.
+  setTimeout(() => {
+    if (state.running && state.runId === runId) state.controller?.abort();
+  }, 10_000);
+}
+
+function useThread(id) {
+  state.threadId = id;
+  localStorage.setItem(THREAD_KEY, id);
+  history.replaceState(null, "", `#thread=${enc(id)}`);
+  $("thread-id").textContent = id;
+}
+
+// Restores the thread's messages, then rejoins its run in progress or shows its open questions.
+async function restore() {
+  const messages = [];
+  let after = null;
+  let activeRunId = null;
+  do {
+    const query = `limit=500${after ? `&after=${enc(after)}` : ""}`;
+    const response = await fetch(api(`threads/${enc(state.threadId)}?${query}`), { headers: headers() });
+    if (response.status === 404) break; // a new thread
+    if (!response.ok) {
+      notice(`could not load the thread: ${await refusal(response)}${response.status === 401 ? " (set a key under Settings)" : ""}`, "error");
+      return;
+    }
+    const page = await response.json();
+    messages.push(...page.messages);
+    activeRunId = page.activeRunId ?? null;
+    after = page.next ?? null;
+  } while (after);
+  state.messages = messages;
+  renderAll();
+  if (activeRunId) {
+    state.lastEventId = 0;
+    await follow(activeRunId);
+    return;
+  }
+  const open = JSON.parse(localStorage.getItem(interruptsKey()) || "null");
+  if (open?.length) showInterrupts(open);
+}
+
+function main() {
+  const known = new URLSearchParams(location.hash.slice(1)).get("thread") || localStorage.getItem(THREAD_KEY);
+  useThread(known || uuid());
+  const token = $("token");
+  token.value = localStorage.getItem(TOKEN_KEY) ?? "";
+  token.addEventListener("change", () => {
+    if (token.value.trim()) localStorage.setItem(TOKEN_KEY, token.value.trim());
+    else localStorage.removeItem(TOKEN_KEY);
+  });
+  $("composer").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const text = input.value.trim();
+    if (!text || state.running) return;
+    input.value = "";
+    send(text);
+  });
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey) {
+      event.preventDefault();
+      $("composer").requestSubmit();
+    }
+  });
+  $("stop").addEventListener("click", stop);
+  $("new-thread").addEventListener("click", () => {
+    if (state.running) return;
+    useThread(uuid());
+    state.messages = [];
+    pending.replaceChildren();
+    document.body.style.backgroundColor = "";
+    renderAll();
+    setStatus("idle");
+  });
+  setStatus("idle");
+  if (known) restore(); // a new thread has nothing to restore
+}
+
+main();

@@ -1,0 +1,108 @@
+//! Every DynamoDB call the store makes, seen once: a `DynamoDB.<Operation>` client span with the
+//! database semantic conventions' attributes, and its time counted into the run's meter. An SDK
+//! interceptor, so no call site can forget it.
+
+use crate::store::meter::{self, Access};
+use aws_sdk_dynamodb::config::interceptors::{
+    BeforeSerializationInterceptorContextRef, FinalizerInterceptorContextRef,
+};
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_smithy_runtime_api::box_error::BoxError;
+use aws_smithy_runtime_api::client::orchestrator::Metadata;
+use aws_smithy_types::config_bag::{Storable, StoreReplace};
+use std::time::Instant;
+
+/// The interceptor, for the store's one table.
+#[derive(Debug)]
+pub(super) struct StoreCalls {
+    pub table: String,
+}
+
+/// A call in flight: its span and when it began.
+#[derive(Debug)]
+struct InFlight {
+    span: tracing::Span,
+    began: Instant,
+    access: Access,
+}
+
+impl Storable for InFlight {
+    type Storer = StoreReplace<Self>;
+}
+
+fn access_of(operation: &str) -> Access {
+    match operation {
+        "GetItem" | "BatchGetItem" | "Query" | "Scan" | "TransactGetItems" | "DescribeTable" => {
+            Access::Read
+        }
+        _ => Access::Write,
+    }
+}
+
+impl Intercept for StoreCalls {
+    fn name(&self) -> &'static str {
+        "StoreCalls"
+    }
+
+    // Not `read_before_execution`: a client interceptor runs that before the operation's own
+    // configuration (its name) is in the bag.
+    fn read_before_serialization(
+        &self,
+        _context: &BeforeSerializationInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let operation = cfg
+            .load::<Metadata>()
+            .map(|metadata| metadata.name().to_owned())
+            .unwrap_or_default();
+        let span = tracing::info_span!(
+            target: crate::telemetry::TRACE_TARGET,
+            "DynamoDB",
+            otel.name = tracing::field::Empty,
+            otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+            db.system.name = "aws.dynamodb",
+            db.operation.name = tracing::field::Empty,
+            rpc.system = "aws-api",
+            rpc.service = "DynamoDB",
+            rpc.method = tracing::field::Empty,
+            aws.dynamodb.table_names = tracing::field::Empty,
+        );
+        if !span.is_disabled() {
+            span.record("otel.name", format!("DynamoDB.{operation}"));
+            span.record("db.operation.name", operation.as_str());
+            span.record("rpc.method", operation.as_str());
+            span.record("aws.dynamodb.table_names", self.table.as_str());
+        }
+        cfg.interceptor_state().store_put(InFlight {
+            span,
+            began: Instant::now(),
+            access: access_of(&operation),
+        });
+        Ok(())
+    }
+
+    fn read_after_execution(
+        &self,
+        context: &FinalizerInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        if let Some(call) = cfg.load::<InFlight>() {
+            meter::count_call(call.access, call.began.elapsed());
+            if matches!(context.output_or_error(), Some(Err(_))) && !call.span.is_disabled() {
+                let status = context
+                    .response()
+                    .map(|response| response.status().as_u16().to_string())
+                    .unwrap_or_else(|| "_OTHER".to_owned());
+                call.span.record("otel.status_code", "ERROR");
+                call.span.record("error.type", status.as_str());
+            }
+        }
+        // Ends the span now, not whenever the SDK drops its configuration.
+        cfg.interceptor_state().unset::<InFlight>();
+        Ok(())
+    }
+}

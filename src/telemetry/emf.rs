@@ -1,0 +1,203 @@
+//! CloudWatch metrics in the Embedded Metric Format: one JSON record per run, written as one
+//! line to stdout, which Lambda's log pipeline turns into metrics with no collector and no API
+//! call. Dimension sets `[service]` and `[service, outcome, model, dialect]`.
+
+use serde_json::{Map, Value, json};
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+/// `METRICS_NAMESPACE` when unset.
+pub const DEFAULT_NAMESPACE: &str = "AguiLambda";
+
+/// What one run measured, for its record.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunMetrics {
+    /// `finished`, `interrupted`, `cancelled` or `error`.
+    pub outcome: &'static str,
+    pub model: String,
+    /// The wire format it was asked in: `ag-ui`, `ag-kit`, `agentscope` or `seed004`.
+    pub dialect: &'static str,
+    pub duration_ms: f64,
+    /// From the request's arrival to `RUN_STARTED`, the stream's first bytes.
+    pub time_to_first_byte_ms: f64,
+    /// From the request's arrival to the model's first output; none when it produced nothing.
+    pub time_to_first_token_ms: Option<f64>,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub tool_calls: u32,
+    pub steps: u32,
+    pub store: StoreFigures,
+    pub cancelled: bool,
+    /// Times a client rejoined the run's stream while it ran.
+    pub resumes: u32,
+    pub thread_id: String,
+    pub run_id: String,
+    pub trace_id: Option<String>,
+}
+
+/// The run's calls to the thread store, the time they took and the capacity they consumed.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StoreFigures {
+    pub read_calls: u64,
+    pub write_calls: u64,
+    pub read_ms: f64,
+    pub write_ms: f64,
+    pub read_capacity_units: f64,
+    pub write_capacity_units: f64,
+}
+
+/// Where records go: stdout, or (in tests) a list of the same lines.
+#[derive(Debug, Clone)]
+enum Output {
+    Stdout,
+    Memory(Arc<Mutex<Vec<String>>>),
+}
+
+/// Writes one EMF record per run.
+#[derive(Debug, Clone)]
+pub struct Emf {
+    namespace: String,
+    service: String,
+    output: Output,
+}
+
+impl Emf {
+    pub fn stdout(namespace: impl Into<String>, service: impl Into<String>) -> Self {
+        Self {
+            namespace: namespace.into(),
+            service: service.into(),
+            output: Output::Stdout,
+        }
+    }
+
+    /// Records kept in memory instead of printed: the lines a test reads.
+    pub fn in_memory(
+        namespace: impl Into<String>,
+        service: impl Into<String>,
+    ) -> (Self, Arc<Mutex<Vec<String>>>) {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let emf = Self {
+            namespace: namespace.into(),
+            service: service.into(),
+            output: Output::Memory(lines.clone()),
+        };
+        (emf, lines)
+    }
+
+    pub fn emit(&self, run: &RunMetrics) {
+        let line = self.record(run, chrono::Utc::now().timestamp_millis());
+        match &self.output {
+            Output::Stdout => {
+                // One write, so the record never interleaves with a log line.
+                let mut stdout = std::io::stdout().lock();
+                let _ = stdout.write_all(format!("{line}\n").as_bytes());
+                let _ = stdout.flush();
+            }
+            Output::Memory(lines) => {
+                if let Ok(mut lines) = lines.lock() {
+                    lines.push(line);
+                }
+            }
+        }
+    }
+
+    /// The record's JSON text.
+    pub fn record(&self, run: &RunMetrics, timestamp_ms: i64) -> String {
+        const MS: &str = "Milliseconds";
+        const COUNT: &str = "Count";
+        let store = &run.store;
+        let mut metrics: Vec<(&str, &str, Value)> = vec![
+            ("Runs", COUNT, json!(1)),
+            ("Errors", COUNT, json!(u8::from(run.outcome == "error"))),
+            ("Duration", MS, json!(run.duration_ms)),
+            ("TimeToFirstByte", MS, json!(run.time_to_first_byte_ms)),
+        ];
+        if let Some(ttft) = run.time_to_first_token_ms {
+            metrics.push(("TimeToFirstToken", MS, json!(ttft)));
+        }
+        metrics.extend([
+            ("InputTokens", COUNT, json!(run.input_tokens)),
+            ("OutputTokens", COUNT, json!(run.output_tokens)),
+            ("ToolCalls", COUNT, json!(run.tool_calls)),
+            ("Steps", COUNT, json!(run.steps)),
+            ("StoreReadTime", MS, json!(store.read_ms)),
+            ("StoreWriteTime", MS, json!(store.write_ms)),
+            ("StoreReadCalls", COUNT, json!(store.read_calls)),
+            ("StoreWriteCalls", COUNT, json!(store.write_calls)),
+            ("StoreReadCapacity", COUNT, json!(store.read_capacity_units)),
+            (
+                "StoreWriteCapacity",
+                COUNT,
+                json!(store.write_capacity_units),
+            ),
+            ("Cancels", COUNT, json!(u8::from(run.cancelled))),
+            ("Resumes", COUNT, json!(run.resumes)),
+        ]);
+        let definitions: Vec<Value> = metrics
+            .iter()
+            .map(|(name, unit, _)| json!({"Name": name, "Unit": unit}))
+            .collect();
+        let mut record = Map::new();
+        record.insert(
+            "_aws".into(),
+            json!({
+                "Timestamp": timestamp_ms,
+                "CloudWatchMetrics": [{
+                    "Namespace": self.namespace,
+                    "Dimensions": [["service"], ["service", "outcome", "model", "dialect"]],
+                    "Metrics": definitions,
+                }],
+            }),
+        );
+        record.insert("service".into(), json!(self.service));
+        record.insert("outcome".into(), json!(run.outcome));
+        record.insert("model".into(), json!(run.model));
+        record.insert("dialect".into(), json!(run.dialect));
+        for (name, _, value) in metrics {
+            record.insert(name.into(), value);
+        }
+        // Searchable in Logs Insights, never dimensions (one metric per run id would be costly).
+        record.insert("threadId".into(), json!(run.thread_id));
+        record.insert("runId".into(), json!(run.run_id));
+        if let Some(trace_id) = &run.trace_id {
+            record.insert("traceId".into(), json!(trace_id));
+        }
+        Value::Object(record).to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_names_every_metric_it_carries_once_with_its_unit() {
+        let emf = Emf::stdout("Ns", "svc");
+        let run = RunMetrics {
+            outcome: "error",
+            model: "m".into(),
+            dialect: "ag-ui",
+            duration_ms: 12.5,
+            input_tokens: 7,
+            ..RunMetrics::default()
+        };
+        let record: Value = serde_json::from_str(&emf.record(&run, 1_700_000_000_000)).unwrap();
+        let directive = &record["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(directive["Namespace"], "Ns");
+        let names: Vec<&str> = directive["Metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|metric| metric["Name"].as_str().unwrap())
+            .collect();
+        assert!(!names.contains(&"TimeToFirstToken"), "no token, no metric");
+        for name in &names {
+            assert!(record[*name].is_number(), "{name} has a value");
+        }
+        assert_eq!(record["Errors"], 1);
+        assert_eq!(record["InputTokens"], 7);
+        assert_eq!(record["Duration"], 12.5);
+        assert_eq!(record["service"], "svc");
+        assert_eq!(record["_aws"]["Timestamp"], 1_700_000_000_000_i64);
+    }
+}
