@@ -236,11 +236,6 @@ impl PreparedRun {
     pub fn observe(&mut self, observed: Observed) {
         self.observed = observed;
     }
-
-    /// The run's trace id (32 hex digits) when its trace is exported.
-    pub fn trace_id(&self) -> Option<String> {
-        crate::telemetry::otel::trace_id(&self.trace, None)
-    }
 }
 
 /// When a lease of `duration` taken now expires, in epoch milliseconds.

@@ -132,6 +132,10 @@ impl LambdaInvoker {
         for (name, value) in headers.into_iter().chain(instructions.headers()) {
             request = request.header(name, value);
         }
+        // Lambda continues the caller's X-Ray trace in the invocation it starts.
+        if let Some(trace) = crate::telemetry::otel::xray_header(&tracing::Span::current()) {
+            request = request.header("x-amzn-trace-id", trace);
+        }
         let call = request.send();
         if self.emulated {
             tokio::spawn(async move {

@@ -11,6 +11,7 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::time::Instant;
+use tracing::Instrument;
 
 pub async fn run(app: Arc<App>) -> Result<(), lambda_http::Error> {
     app.remember_self();
@@ -78,7 +79,22 @@ where
 pub async fn answer_event(app: &App, event: LambdaEvent<Value>) -> http::Response<ResponseBody> {
     let LambdaEvent { payload, context } = event;
     if let Some(detached) = payload.get(super::dispatch::EVENT_KEY) {
-        return run_detached(app, detached.clone(), context.deadline).await;
+        // The invocation's own span: the detached run's trace hangs off it, in the X-Ray trace
+        // Lambda continued from the accepting request.
+        let span = tracing::info_span!(
+            target: crate::telemetry::TRACE_TARGET,
+            "detached run",
+            otel.name = "detached run",
+            otel.kind = "server",
+        );
+        let xray = context
+            .xray_trace_id
+            .clone()
+            .map(crate::telemetry::TraceParent);
+        crate::telemetry::otel::set_parent(&span, xray.as_ref(), &http::HeaderMap::new());
+        return run_detached(app, detached.clone(), context.deadline)
+            .instrument(span)
+            .await;
     }
     if let Some(error) = undecodable_body(&payload) {
         let path = payload

@@ -139,6 +139,17 @@ pub fn trace_id(span: &tracing::Span, xray: Option<&TraceParent>) -> Option<Stri
     .map(|context| context.trace_id().to_string())
 }
 
+/// `span`'s context as an X-Ray trace header (`Root=…;Parent=…;Sampled=…`), for a call that
+/// Lambda should continue in the same trace (a self-invocation); none when it is not traced.
+pub fn xray_header(span: &tracing::Span) -> Option<String> {
+    if span.is_disabled() {
+        return None;
+    }
+    let context = span.context();
+    let span_context = context.span().span_context().clone();
+    opentelemetry_aws::trace::xray_propagator::span_context_to_string(&span_context)
+}
+
 /// Sets a string-array attribute (`gen_ai.response.finish_reasons`), which a tracing field
 /// cannot carry.
 pub fn set_strings(span: &tracing::Span, key: &'static str, values: Vec<String>) {
