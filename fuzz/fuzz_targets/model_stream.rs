@@ -128,6 +128,7 @@ fn through_chunk_parser(bytes: &[u8]) -> Outcome {
 fn check_invariants(outcome: &Outcome) {
     let mut started = HashSet::new();
     let mut finishes = 0;
+    let mut identified = false;
     let mut accumulator = ToolCallAccumulator::default();
     for (position, item) in outcome.iter().enumerate() {
         match item {
@@ -144,6 +145,11 @@ fn check_invariants(outcome: &Outcome) {
                         assert!(!text.is_empty(), "empty text delta");
                     }
                     ModelDelta::Finish(_) => finishes += 1,
+                    ModelDelta::ResponseId(id) => {
+                        assert!(!id.is_empty(), "empty response id");
+                        assert!(!identified, "the response id is passed on once");
+                        identified = true;
+                    }
                     ModelDelta::Usage(_) => {}
                     ModelDelta::ReasoningSignature(_) | ModelDelta::RedactedReasoning(_) => {
                         panic!("Chat Completions carries no signed or redacted reasoning")
