@@ -16,12 +16,9 @@
 //! `cargo test --all-targets`) it runs a short smoke pass instead.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use agui_lambda::agent::{Agent, AgentSettings, ToolRegistry};
 use agui_lambda::model::openai::delta_stream;
 use agui_lambda::model::{DeltaStream, ModelError, ModelProvider, ModelRequest};
-use agui_lambda::protocol::input::{ForwardedProps, RunInput};
-use agui_lambda::protocol::{Message, MessageId, RunId, UserContent};
-use agui_lambda::store::{MemoryStore, Principal};
+use agui_lambda::store::Principal;
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -29,6 +26,8 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
+
+mod support;
 
 /// A model whose wire bytes come from a channel, parsed by the real OpenAI receive path.
 struct ChannelModel {
@@ -79,34 +78,13 @@ const END: &[u8] = b"data: {\"id\":\"chatcmpl-BZ3k9vQmR2xYt7LpW4nH8sJd1fGa\",\"o
 /// Streams `chunks` text chunks through one run; returns each chunk's delay in microseconds.
 async fn measure(chunks: usize, pace: Option<Duration>) -> Vec<f64> {
     let (bytes_tx, bytes_rx) = mpsc::channel::<Bytes>(16);
-    let agent = Agent::new(
-        Arc::new(ChannelModel {
-            bytes: Mutex::new(Some(bytes_rx)),
-        }),
-        Arc::new(ToolRegistry::with_builtins().unwrap()),
-        Arc::new(MemoryStore::new()),
-        AgentSettings::default(),
-    );
-    let input = RunInput {
-        thread_id: None,
-        run_id: RunId::generate(),
-        parent_run_id: None,
-        state: None,
-        messages: vec![Message::User {
-            id: MessageId::generate(),
-            content: UserContent::Text("benchmark long answer".to_owned()),
-            name: None,
-        }],
-        tools: vec![],
-        context: vec![],
-        forwarded_props: ForwardedProps::default(),
-        protocol_version: None,
-        resume: Vec::new(),
-    };
+    let agent = support::agent(Arc::new(ChannelModel {
+        bytes: Mutex::new(Some(bytes_rx)),
+    }));
     let run = agent
         .start(
             Principal::anonymous(),
-            input,
+            support::run_input(),
             tokio::time::Instant::now() + Duration::from_secs(120),
         )
         .await

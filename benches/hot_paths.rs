@@ -6,20 +6,21 @@
 //! second, so 1 / thrpt is the time per chunk or per streamed event.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use agui_lambda::agent::{Agent, AgentSettings, ToolRegistry};
+use agui_lambda::agent::Agent;
+use agui_lambda::model::ModelDelta;
 use agui_lambda::model::openai::{ChunkParser, delta_stream};
-use agui_lambda::model::scripted::{ScriptedModel, ScriptedTurn};
-use agui_lambda::model::{FinishReason, ModelDelta, Usage};
+use agui_lambda::model::scripted::ScriptedModel;
 use agui_lambda::protocol::events::Event;
-use agui_lambda::protocol::input::{ForwardedProps, RunInput};
-use agui_lambda::protocol::{Message, MessageId, RunId, ToolCallId, UserContent, sse};
-use agui_lambda::store::{MemoryStore, Principal};
+use agui_lambda::protocol::{MessageId, ToolCallId, sse};
+use agui_lambda::store::Principal;
 use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures_util::StreamExt;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+mod support;
 
 /// What OpenAI sends for one text token with `stream_options.include_usage` on.
 const TEXT_CHUNK: &str = r#"{"id":"chatcmpl-BZ3k9vQmR2xYt7LpW4nH8sJd1fGa","object":"chat.completion.chunk","created":1767225600,"model":"gpt-4o-mini-2024-07-18","service_tier":"default","system_fingerprint":"fp_34a54ae93c","choices":[{"index":0,"delta":{"content":" streaming"},"logprobs":null,"finish_reason":null}],"usage":null,"obfuscation":"xT3q"}"#;
@@ -29,11 +30,6 @@ const TOOL_START_CHUNK: &str = r#"{"id":"chatcmpl-BZ3k9vQmR2xYt7LpW4nH8sJd1fGa",
 
 /// A later fragment: a few characters of the arguments' JSON.
 const TOOL_ARGS_CHUNK: &str = r#"{"id":"chatcmpl-BZ3k9vQmR2xYt7LpW4nH8sJd1fGa","object":"chat.completion.chunk","created":1767225600,"model":"gpt-4o-mini-2024-07-18","service_tier":"default","system_fingerprint":"fp_34a54ae93c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"zone\":\"Eu"}}]},"logprobs":null,"finish_reason":null}],"usage":null,"obfuscation":"k9"}"#;
-
-const WORDS: [&str; 12] = [
-    " the", " server", " streams", " every", " token", " to", " the", " browser", " as", " an",
-    " event", ".",
-];
 
 const STREAM_CHUNKS: usize = 200;
 const PIPELINE_DELTAS: usize = 2_000;
@@ -80,7 +76,7 @@ fn chunk_parsing(c: &mut Criterion) {
 fn recorded_stream() -> Vec<Bytes> {
     let mut frames: Vec<Bytes> = (0..STREAM_CHUNKS - 2)
         .map(|i| {
-            let chunk = TEXT_CHUNK.replace(" streaming", WORDS[i % WORDS.len()]);
+            let chunk = TEXT_CHUNK.replace(" streaming", support::WORDS[i % support::WORDS.len()]);
             Bytes::from(format!("data: {chunk}\n\n"))
         })
         .collect();
@@ -153,39 +149,6 @@ fn event_encoding(c: &mut Criterion) {
     group.finish();
 }
 
-/// A 2,000-token text answer, one delta per token, as the OpenAI provider would yield it.
-fn long_turn() -> ScriptedTurn {
-    let mut deltas: Vec<ModelDelta> = (0..PIPELINE_DELTAS)
-        .map(|i| ModelDelta::Text(WORDS[i % WORDS.len()].to_owned()))
-        .collect();
-    deltas.push(ModelDelta::Finish(FinishReason::Stop));
-    deltas.push(ModelDelta::Usage(Usage {
-        input_tokens: 25,
-        output_tokens: PIPELINE_DELTAS as u64,
-        ..Default::default()
-    }));
-    ScriptedTurn::Stream(deltas)
-}
-
-fn run_input() -> RunInput {
-    RunInput {
-        thread_id: None,
-        run_id: RunId::generate(),
-        parent_run_id: None,
-        state: None,
-        messages: vec![Message::User {
-            id: MessageId::generate(),
-            content: UserContent::Text("benchmark long answer".to_owned()),
-            name: None,
-        }],
-        tools: vec![],
-        context: vec![],
-        forwarded_props: ForwardedProps::default(),
-        protocol_version: None,
-        resume: Vec::new(),
-    }
-}
-
 /// One whole run through the same path as the HTTP handler: `Agent::start`, `into_batches`,
 /// `api::stream::frames` (which calls `encode_event` with a fresh timestamp per event). Returns the
 /// number of SSE events (body chunks hold a batch of them) and their total size.
@@ -193,7 +156,7 @@ async fn one_run(agent: &Agent) -> (usize, usize) {
     let run = agent
         .start(
             Principal::anonymous(),
-            run_input(),
+            support::run_input(),
             tokio::time::Instant::now() + Duration::from_secs(60),
         )
         .await
@@ -216,12 +179,7 @@ async fn one_run(agent: &Agent) -> (usize, usize) {
 }
 
 fn new_agent(model: &ScriptedModel) -> Agent {
-    Agent::new(
-        Arc::new(model.clone()),
-        Arc::new(ToolRegistry::with_builtins().unwrap()),
-        Arc::new(MemoryStore::new()),
-        AgentSettings::default(),
-    )
+    support::agent(Arc::new(model.clone()))
 }
 
 fn pipeline(c: &mut Criterion) {
@@ -229,7 +187,7 @@ fn pipeline(c: &mut Criterion) {
         .enable_time()
         .build()
         .unwrap();
-    let turn = long_turn();
+    let turn = support::text_turn(PIPELINE_DELTAS);
     let model = ScriptedModel::new([turn.clone()]);
     let (events, bytes) = runtime.block_on(one_run(&new_agent(&model)));
     // RUN_STARTED, STEP_STARTED, TEXT_MESSAGE_START, 2,000 × CONTENT, TEXT_MESSAGE_END,

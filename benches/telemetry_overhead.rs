@@ -9,52 +9,19 @@
 //! mode (default 200; `cargo test --bench telemetry_overhead` runs 3 as a smoke test).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use agui_lambda::agent::{Agent, AgentSettings, ToolRegistry};
-use agui_lambda::model::scripted::{ScriptedModel, ScriptedTurn};
-use agui_lambda::model::{FinishReason, ModelDelta, Usage};
-use agui_lambda::protocol::input::{ForwardedProps, RunInput};
-use agui_lambda::protocol::{Message, MessageId, RunId, UserContent};
-use agui_lambda::store::{MemoryStore, Principal};
+use agui_lambda::agent::Agent;
+use agui_lambda::model::scripted::ScriptedModel;
+use agui_lambda::store::Principal;
 use agui_lambda::telemetry;
 use futures_util::StreamExt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+mod support;
+
 const DELTAS: usize = 2_000;
 const WARM_UP_RUNS: usize = 5;
-
-fn turn() -> ScriptedTurn {
-    let mut deltas: Vec<ModelDelta> = (0..DELTAS)
-        .map(|i| ModelDelta::Text(format!(" token{}", i % 50)))
-        .collect();
-    deltas.push(ModelDelta::Finish(FinishReason::Stop));
-    deltas.push(ModelDelta::Usage(Usage {
-        input_tokens: 25,
-        output_tokens: DELTAS as u64,
-        ..Default::default()
-    }));
-    ScriptedTurn::Stream(deltas)
-}
-
-fn input() -> RunInput {
-    RunInput {
-        thread_id: None,
-        run_id: RunId::generate(),
-        parent_run_id: None,
-        state: None,
-        messages: vec![Message::User {
-            id: MessageId::generate(),
-            content: UserContent::Text("benchmark".to_owned()),
-            name: None,
-        }],
-        tools: vec![],
-        context: vec![],
-        forwarded_props: ForwardedProps::default(),
-        protocol_version: None,
-        resume: Vec::new(),
-    }
-}
 
 /// One run: (events, time to the first SSE frame).
 async fn one_run(agent: &Agent) -> (usize, Duration) {
@@ -62,7 +29,7 @@ async fn one_run(agent: &Agent) -> (usize, Duration) {
     let run = agent
         .start(
             Principal::anonymous(),
-            input(),
+            support::run_input(),
             tokio::time::Instant::now() + Duration::from_secs(60),
         )
         .await
@@ -162,13 +129,8 @@ fn child(traces: bool, runs: usize) {
         let mut events = 0;
         for index in 0..WARM_UP_RUNS + runs {
             // A fresh script per run: a scripted model plays each turn once.
-            let agent = Agent::new(
-                Arc::new(ScriptedModel::new([turn()])),
-                Arc::new(ToolRegistry::with_builtins().unwrap()),
-                Arc::new(MemoryStore::new()),
-                AgentSettings::default(),
-            )
-            .with_metrics(Some(telemetry::emf::Emf::stdout("Bench", "bench")));
+            let agent = support::agent(Arc::new(ScriptedModel::new([support::text_turn(DELTAS)])))
+                .with_metrics(Some(telemetry::emf::Emf::stdout("Bench", "bench")));
             let before = process_cpu();
             let (count, first) = one_run(&agent).await;
             telemetry::flush().await;

@@ -1,0 +1,60 @@
+//! What the benches share: the run input they start, the scripted answer they stream, and the
+//! agent on the in-memory store they run it through.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use agui_lambda::agent::{Agent, AgentSettings, ToolRegistry};
+use agui_lambda::model::scripted::ScriptedTurn;
+use agui_lambda::model::{FinishReason, ModelDelta, ModelProvider, Usage};
+use agui_lambda::protocol::input::{ForwardedProps, RunInput};
+use agui_lambda::protocol::{Message, MessageId, RunId, UserContent};
+use agui_lambda::store::MemoryStore;
+use std::sync::Arc;
+
+pub const WORDS: [&str; 12] = [
+    " the", " server", " streams", " every", " token", " to", " the", " browser", " as", " an",
+    " event", ".",
+];
+
+/// A new thread's first run: one user message.
+pub fn run_input() -> RunInput {
+    RunInput {
+        thread_id: None,
+        run_id: RunId::generate(),
+        parent_run_id: None,
+        state: None,
+        messages: vec![Message::User {
+            id: MessageId::generate(),
+            content: UserContent::Text("benchmark long answer".to_owned()),
+            name: None,
+        }],
+        tools: vec![],
+        context: vec![],
+        forwarded_props: ForwardedProps::default(),
+        protocol_version: None,
+        resume: Vec::new(),
+    }
+}
+
+/// A `tokens`-token text answer, one delta per token, as the OpenAI provider would yield it.
+pub fn text_turn(tokens: usize) -> ScriptedTurn {
+    let mut deltas: Vec<ModelDelta> = (0..tokens)
+        .map(|i| ModelDelta::Text(WORDS[i % WORDS.len()].to_owned()))
+        .collect();
+    deltas.push(ModelDelta::Finish(FinishReason::Stop));
+    deltas.push(ModelDelta::Usage(Usage {
+        input_tokens: 25,
+        output_tokens: tokens as u64,
+        ..Default::default()
+    }));
+    ScriptedTurn::Stream(deltas)
+}
+
+/// An agent on `model`, the built-in tools and a fresh in-memory store.
+pub fn agent(model: Arc<dyn ModelProvider>) -> Agent {
+    Agent::new(
+        model,
+        Arc::new(ToolRegistry::with_builtins().unwrap()),
+        Arc::new(MemoryStore::new()),
+        AgentSettings::default(),
+    )
+}
