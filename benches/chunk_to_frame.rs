@@ -97,7 +97,7 @@ async fn measure(chunks: usize, pace: Option<Duration>) -> Vec<f64> {
         let mut frames = Box::pin(agui_lambda::api::stream::frames(
             run.into_batches(),
             Duration::from_secs(15),
-            agui_lambda::protocol::dialect::AguiEncoder,
+            agui_lambda::dialects::AguiEncoder,
         ));
         let mut last = None;
         while let Some(frame) = frames.next().await {

@@ -164,7 +164,7 @@ async fn one_run(agent: &Agent) -> (usize, usize) {
     let mut frames = Box::pin(agui_lambda::api::stream::frames(
         run.into_batches(),
         Duration::from_secs(15),
-        agui_lambda::protocol::dialect::AguiEncoder,
+        agui_lambda::dialects::AguiEncoder,
     ));
     let (mut count, mut bytes) = (0, 0);
     while let Some(chunk) = frames.next().await {

@@ -37,7 +37,7 @@ async fn one_run(agent: &Agent) -> (usize, Duration) {
     let mut frames = Box::pin(agui_lambda::api::stream::frames(
         run.into_batches(),
         Duration::from_secs(15),
-        agui_lambda::protocol::dialect::AguiEncoder,
+        agui_lambda::dialects::AguiEncoder,
     ));
     let mut first = None;
     let mut events = 0;

@@ -115,8 +115,8 @@ done
 # cargo lambda watch serves one request at a time: the double-texting tests run in the next step.
 (cd tests/node && E2E_SEQUENTIAL=1 AGUI_URL="$WATCH_URL/agent" CAPTURE_DIR="$ARTIFACTS/captures" node --test --test-concurrency=1 e2e.test.mjs) \
   || { echo "--- cargo lambda watch log"; tail -n 50 "$ARTIFACTS/watch.log"; exit 1; }
-# Seed 004's detached run: the function invokes itself through the emulator's Invoke API.
-(cd tests/node && AGUI_BASE="$WATCH_URL" CAPTURE_DIR="$ARTIFACTS/captures" node --test seed004.test.mjs) \
+# The v1 agent API's detached run: the function invokes itself through the emulator's Invoke API.
+(cd tests/node && AGUI_BASE="$WATCH_URL" CAPTURE_DIR="$ARTIFACTS/captures" node --test v1-agent.test.mjs) \
   || { echo "--- cargo lambda watch log"; tail -n 50 "$ARTIFACTS/watch.log"; exit 1; }
 curl -fs "http://127.0.0.1:$OTLP_PORT/spans" >"$ARTIFACTS/watch-spans.json"
 python tests/check_lambda_traces.py "http://127.0.0.1:$OTLP_PORT" \
@@ -134,7 +134,7 @@ wait_for_function "http://127.0.0.1:$LOCAL_PORT" "the local server" "${PIDS[-1]}
   node --test --test-concurrency=1 --test-name-pattern "limits|lifecycle" e2e.test.mjs) \
   || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/local.log"; exit 1; }
 # The same detached run on the local server: a background task.
-(cd tests/node && AGUI_BASE="http://127.0.0.1:$LOCAL_PORT" node --test seed004.test.mjs) \
+(cd tests/node && AGUI_BASE="http://127.0.0.1:$LOCAL_PORT" node --test v1-agent.test.mjs) \
   || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/local.log"; exit 1; }
 # AG-UI 1.0 with both real clients: approvals as interrupts (1.0.0) and as the confirm tool
 # (0.0.59), usage, capabilities. A server whose get_current_time needs approval.

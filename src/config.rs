@@ -122,7 +122,7 @@ pub enum ProfilesConfigError {
     BadName(String),
     #[error("profile {0} is given twice")]
     Duplicate(String),
-    #[error("profile name \"memory\" is reserved for seed 004's internal automation mode")]
+    #[error("profile name \"memory\" is reserved for the v1 agent API's internal automation mode")]
     Internal,
     #[error("profile {0}: systemPrompt is longer than {MAX_PROFILE_PROMPT_CHARS} characters")]
     PromptTooLong(String),
@@ -187,7 +187,7 @@ pub struct StoreConfig {
     pub thread_ttl_days: u32,
     /// Run event logs (for resuming streams) are deleted this many hours after they were written.
     pub run_events_ttl_hours: u32,
-    /// `ATTACHMENTS_BUCKET`: seed 004's signed-URL image uploads; off when unset.
+    /// `ATTACHMENTS_BUCKET`: the v1 agent API's signed-URL image uploads; off when unset.
     pub attachments_bucket: Option<String>,
     /// `ATTACHMENTS_S3_ENDPOINT`: an S3-compatible endpoint (path-style URLs), for local use.
     pub attachments_endpoint: Option<String>,
@@ -1257,7 +1257,7 @@ mod tests {
         assert!(error(r#"{"": {}}"#).contains("is not 1-64"));
         assert_eq!(
             error(r#"{"memory": {}}"#),
-            "AGENT_PROFILES: profile name \"memory\" is reserved for seed 004's internal automation mode"
+            "AGENT_PROFILES: profile name \"memory\" is reserved for the v1 agent API's internal automation mode"
         );
         let too_many: Vec<String> = (0..=MAX_PROFILES)
             .map(|n| format!(r#""p{n}": {{}}"#))

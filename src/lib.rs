@@ -35,6 +35,7 @@
 pub mod agent;
 pub mod api;
 pub mod config;
+pub mod dialects;
 pub mod mcp;
 pub mod model;
 pub mod protocol;
@@ -81,7 +82,11 @@ mod layering {
     #[test]
     fn modules_depend_one_way() {
         let allowed: BTreeMap<&str, &[&str]> = BTreeMap::from([
-            ("api", &["agent", "protocol", "store", "telemetry"][..]),
+            (
+                "api",
+                &["agent", "dialects", "protocol", "store", "telemetry"][..],
+            ),
+            ("dialects", &["protocol"][..]),
             ("agent", &["protocol", "store", "model", "telemetry"][..]),
             ("model", &["protocol"][..]),
             ("store", &["protocol", "telemetry"][..]),

@@ -572,7 +572,7 @@ fn agent_profiles(
         .collect()
 }
 
-/// Seed 004's image uploads when `ATTACHMENTS_BUCKET` is set: presigned with the function's own
+/// The v1 agent API's image uploads when `ATTACHMENTS_BUCKET` is set: presigned with the function's own
 /// AWS credentials and region (`ATTACHMENTS_S3_ENDPOINT` for an S3-compatible server).
 #[cfg(feature = "aws")]
 pub async fn blobs_from_config(

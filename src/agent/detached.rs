@@ -1,4 +1,4 @@
-//! Detached runs (seed 004's `POST /api/v1/agent/runs`): the caller is answered once the run is
+//! Detached runs (the v1 agent API's `POST /api/v1/agent/runs`): the caller is answered once the run is
 //! admitted, and the run executes later, elsewhere (a self-invocation on Lambda, a task locally).
 //! Admission and the one start per run id live here; the transport that carries a run is the
 //! HTTP layer's.
@@ -112,7 +112,7 @@ impl Agent {
                 // From the admission's answer, since the request arrived in another invocation.
                 prepared.observe(super::Observed {
                     received: std::time::Instant::now(),
-                    dialect: "seed004",
+                    dialect: "v1-agent",
                 });
                 DetachedStart::Started(prepared.spawn())
             }

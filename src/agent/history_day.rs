@@ -1,4 +1,4 @@
-//! The history by calendar day (seed 004's `GET /api/v1/agent/history`): the latest day of a
+//! The history by calendar day (the v1 agent API's `GET /api/v1/agent/history`): the latest day of a
 //! thread's visible messages, read newest first from the store and stopping as soon as the day
 //! is known to be complete. Depends on `store` and `protocol` only.
 

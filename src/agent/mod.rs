@@ -100,7 +100,7 @@ pub struct Agent {
     live: Arc<LiveRuns>,
     /// Named profiles chosen by `agent_type` ([`Agent::profile`]); empty: this agent serves all.
     profiles: Arc<profiles::Profiles>,
-    /// Uploaded images (seed 004): signed for models that cannot read S3 themselves.
+    /// Uploaded images (the v1 agent API): signed for models that cannot read S3 themselves.
     blobs: Option<Arc<crate::store::Blobs>>,
     /// One EMF metrics record per run, when on.
     metrics: Option<Arc<crate::telemetry::emf::Emf>>,
@@ -214,11 +214,19 @@ pub struct PreparedRun {
     time_to_first_byte: Duration,
 }
 
+/// How a starting run is observed: its log and trace spans, its store meter, when it began.
+struct Observing {
+    span: tracing::Span,
+    trace: tracing::Span,
+    meter: Arc<crate::store::meter::StoreMeter>,
+    began: std::time::Instant,
+}
+
 /// What the API layer tells a run about its request, for the run's metrics.
 #[derive(Debug, Clone, Copy)]
 pub struct Observed {
     pub received: std::time::Instant,
-    /// `ag-ui`, `ag-kit`, `agentscope` or `seed004`.
+    /// `ag-ui`, `ag-kit`, `agentscope` or `v1-agent`.
     pub dialect: &'static str,
 }
 
@@ -413,10 +421,15 @@ impl Agent {
         let span = tracing::info_span!("run", %thread_id, run_id = %input.run_id);
         let trace = self.trace_span(&thread_id, &input.run_id);
         let meter = Arc::new(crate::store::meter::StoreMeter::default());
-        let spans = (span.clone(), trace.clone());
-        let mut prepared = crate::store::meter::metered(
-            meter.clone(),
-            self.start_in_span(owner, input, thread_id, deadline, reservation, spans)
+        let observing = Observing {
+            span: span.clone(),
+            trace: trace.clone(),
+            meter: meter.clone(),
+            began,
+        };
+        let prepared = crate::store::meter::metered(
+            meter,
+            self.start_in_span(owner, input, thread_id, deadline, reservation, observing)
                 .instrument(trace.clone()),
         )
         .instrument(span)
@@ -424,10 +437,6 @@ impl Agent {
         if let Err(error) = &prepared {
             trace.record("otel.status_code", "ERROR");
             trace.record("error.type", error.run_error_code());
-        }
-        if let Ok(prepared) = &mut prepared {
-            prepared.meter = meter;
-            prepared.observed.received = began;
         }
         prepared
     }
@@ -468,7 +477,7 @@ impl Agent {
         thread_id: ThreadId,
         deadline: Instant,
         mut reservation: Option<crate::store::Reservation>,
-        (span, trace): (tracing::Span, tracing::Span),
+        observing: Observing,
     ) -> Result<PreparedRun, StartError> {
         if let Err(clash) = self.check_client_tools(&input.tools) {
             if let Some(reservation) = &reservation {
@@ -620,11 +629,11 @@ impl Agent {
             repeat_only,
             fallback_approvals: Vec::new(),
             reservation,
-            span,
-            trace,
-            meter: Arc::default(),
+            span: observing.span,
+            trace: observing.trace,
+            meter: observing.meter,
             observed: Observed {
-                received: std::time::Instant::now(),
+                received: observing.began,
                 dialect: "ag-ui",
             },
             first_output: None,

@@ -1,10 +1,10 @@
 //! Named agent profiles (`AGENT_PROFILES`): a system prompt, a model and a set of server tools
-//! per name, chosen per request by seed 004's `forwardedProps.agent_type`. Each profile is
+//! per name, chosen per request by the v1 agent API's `forwardedProps.agent_type`. Each profile is
 //! resolved once, at start-up, into the parts an [`Agent`] holds, so choosing one for a request
 //! only clones `Arc`s.
 //!
 //! The rule: with no profile configured, the default agent serves every `agent_type`; with
-//! profiles configured, `agent_type` must name one of them. `memory` is seed 004's internal
+//! profiles configured, `agent_type` must name one of them. `memory` is the v1 agent API's internal
 //! automation mode and is refused either way. Parsing the setting is `config`'s job and building
 //! the profiles' models `startup`'s; this module knows neither, nor HTTP.
 
@@ -14,7 +14,7 @@ use crate::model::ModelProvider;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// The `agent_type` seed 004 reserves for automated tasks: never a profile, never served over
+/// The `agent_type` the v1 agent API reserves for automated tasks: never a profile, never served over
 /// HTTP.
 pub const INTERNAL_AGENT_TYPE: &str = "memory";
 
@@ -41,7 +41,7 @@ pub struct AgentProfile {
 pub enum ProfileSetupError {
     #[error("profile {profile}: no server tool is named {tool}")]
     UnknownTool { profile: String, tool: String },
-    #[error("profile name \"memory\" is reserved for seed 004's internal automation mode")]
+    #[error("profile name \"memory\" is reserved for the v1 agent API's internal automation mode")]
     Internal,
     /// A tool of the profile could not be registered again (it was once, so this is a bug).
     #[error("profile {profile}: {source}")]
@@ -58,7 +58,7 @@ pub enum ProfileError {
     /// Profiles are configured and this is none of them (at most 64 characters of it are kept).
     #[error("agent_type {0:?} names no agent profile of this deployment")]
     Unknown(String),
-    /// `memory`, which seed 004 keeps for automated tasks.
+    /// `memory`, which the v1 agent API keeps for automated tasks.
     #[error("agent_type \"memory\" is internal and not accepted over HTTP")]
     Internal,
 }
@@ -138,7 +138,7 @@ impl Agent {
     /// With no profile configured, every `agent_type` but `memory` gets this agent as it is
     /// (a deployment without profiles has a single agent, whatever the caller calls it). With
     /// profiles configured, an `agent_type` that names none is [`ProfileError::Unknown`].
-    /// `memory` is [`ProfileError::Internal`] either way: seed 004 refuses it over HTTP.
+    /// `memory` is [`ProfileError::Internal`] either way: the v1 agent API refuses it over HTTP.
     pub fn profile(&self, agent_type: &str) -> Result<Agent, ProfileError> {
         if agent_type == INTERNAL_AGENT_TYPE {
             return Err(ProfileError::Internal);

@@ -394,7 +394,6 @@ impl PreparedRun {
             store_write_capacity = store.write_capacity_units,
             "run ended"
         );
-        let trace_id = crate::telemetry::otel::trace_id(&self.trace, None);
         if !self.trace.is_disabled() {
             self.trace.record(
                 "gen_ai.usage.input_tokens",
@@ -438,7 +437,7 @@ impl PreparedRun {
                 resumes,
                 thread_id: self.lease.thread_id.to_string(),
                 run_id: self.lease.run_id.to_string(),
-                trace_id,
+                trace_id: crate::telemetry::otel::trace_id(&self.trace, None),
             });
         }
     }

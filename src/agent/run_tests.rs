@@ -89,7 +89,7 @@ async fn run(h: &Harness, input: RunInput) -> Vec<Value> {
     values
 }
 
-/// Event types with ids left out, to compare against the seed transcripts.
+/// Event types with ids left out, to compare against the protocol document's transcripts.
 fn shape(events: &[Value]) -> Vec<String> {
     events
         .iter()

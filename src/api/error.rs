@@ -2,8 +2,8 @@
 //! are `{"error":{"code","message","field"?}}`; internal details go to the log, never the body.
 
 use crate::agent::StartError;
+use crate::dialects::v1_agent::V1AgentError;
 use crate::protocol::InputError;
-use crate::protocol::seed004::SeedError;
 use bytes::Bytes;
 use http::StatusCode;
 use serde_json::json;
@@ -32,9 +32,9 @@ pub enum ApiError {
     RunNotFound,
     #[error("the history cursor is not valid for this thread")]
     BadCursor,
-    /// Seed 004's routes: the seed's own messages, word for word.
+    /// The v1 agent API's routes: the contract's own messages, word for word.
     #[error(transparent)]
-    Seed(#[from] crate::protocol::seed004::SeedError),
+    V1Agent(#[from] crate::dialects::v1_agent::V1AgentError),
     #[error("attachments are not configured on this server (ATTACHMENTS_BUCKET)")]
     AttachmentsOff,
     #[error(transparent)]
@@ -70,10 +70,10 @@ impl ApiError {
             | ApiError::BadCursor
             | ApiError::UnreadableBody(_) => StatusCode::BAD_REQUEST,
             ApiError::Input(InputError::TooLarge { .. })
-            | ApiError::Seed(SeedError::TooLarge)
+            | ApiError::V1Agent(V1AgentError::TooLarge)
             | ApiError::Start(StartError::TooLarge(_)) => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::Seed(error) if error.is_syntax() => StatusCode::BAD_REQUEST,
-            ApiError::Seed(SeedError::Invalid(_)) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::V1Agent(error) if error.is_syntax() => StatusCode::BAD_REQUEST,
+            ApiError::V1Agent(V1AgentError::Invalid(_)) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::AttachmentsOff => StatusCode::NOT_FOUND,
             ApiError::Attachment(crate::store::BlobError::Unavailable(_)) => {
                 StatusCode::SERVICE_UNAVAILABLE
@@ -106,10 +106,10 @@ impl ApiError {
         match self {
             ApiError::Input(InputError::Syntax(_)) => "invalid_json",
             ApiError::Input(InputError::TooLarge { .. })
-            | ApiError::Seed(SeedError::TooLarge)
+            | ApiError::V1Agent(V1AgentError::TooLarge)
             | ApiError::Start(StartError::TooLarge(_)) => "payload_too_large",
-            ApiError::Seed(error) if error.is_syntax() => "invalid_json",
-            ApiError::Seed(SeedError::Invalid(_)) => "invalid_request",
+            ApiError::V1Agent(error) if error.is_syntax() => "invalid_json",
+            ApiError::V1Agent(V1AgentError::Invalid(_)) => "invalid_request",
             ApiError::AttachmentsOff => "attachments_disabled",
             ApiError::Attachment(crate::store::BlobError::Unavailable(_)) => "store_unavailable",
             ApiError::Attachment(_) => "invalid_attachment",

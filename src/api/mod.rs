@@ -8,16 +8,17 @@ pub mod dispatch;
 mod error;
 pub mod lambda;
 pub mod local;
-mod seed;
 pub mod stream;
 mod threads;
+mod v1_agent;
 
 pub use body::ResponseBody;
 pub use error::ApiError;
 
 use crate::agent::{Agent, RunSource};
-use crate::protocol::dialect::{AguiEncoder, Encoder};
-use crate::protocol::{Limits, RunId, ThreadId, agentscope, agkit, input, sse};
+use crate::dialects::{AguiEncoder, Encoder};
+use crate::dialects::{agentscope, agkit};
+use crate::protocol::{Limits, RunId, ThreadId, input, sse};
 use crate::store::{CancelState, Principal, StoreError};
 use crate::telemetry::TraceParent;
 use auth::Authenticator;
@@ -243,7 +244,7 @@ impl App {
 
     /// The one door for refusals made before a request reaches [`App::handle`] (a body that
     /// cannot be read, or is too large): the same JSON error, with CORS headers.
-    /// `path` is the request's: seed 004's route answers an oversized body in its own words.
+    /// `path` is the request's: the v1 agent API's route answers an oversized body in its own words.
     pub fn refusal(
         &self,
         path: &str,
@@ -260,7 +261,7 @@ impl App {
             return self.refusal(
                 "",
                 headers,
-                &ApiError::Seed(crate::protocol::seed004::SeedError::TooLarge),
+                &ApiError::V1Agent(crate::dialects::v1_agent::V1AgentError::TooLarge),
             );
         }
         tracing::info!(
@@ -652,11 +653,11 @@ enum Route {
     ForkThread(String),
     /// `GET /usage`: the caller's token usage by day and model.
     Usage,
-    /// `POST /api/v1/agent/runs`: seed 004's detached run.
+    /// `POST /api/v1/agent/runs`: the v1 agent API's detached run.
     AcceptRun,
     /// `GET /api/v1/agent/runs/{runId}/events`
     TaskEvents(String),
-    /// `GET /api/v1/agent/history`: seed 004's history by day.
+    /// `GET /api/v1/agent/history`: the v1 agent API's history by day.
     HistoryDay,
     /// `POST /api/v1/agent/attachments`: a signed upload URL for an image.
     CreateUpload,

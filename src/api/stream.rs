@@ -2,7 +2,7 @@
 //! following a run that lives in another process through its log in the store.
 
 use crate::agent::Agent;
-use crate::protocol::dialect::Encoder;
+use crate::dialects::Encoder;
 use crate::protocol::events::{Event, RecordedEvent, RunErrorCode};
 use crate::protocol::sse::PING_FRAME;
 use crate::store::{EventPage, Principal, RunRef, ThreadActivity};
@@ -141,7 +141,7 @@ pub fn follow_stored(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::dialect::AguiEncoder;
+    use crate::dialects::AguiEncoder;
     use crate::protocol::ids::{RunId, ThreadId};
 
     fn finished(seq: u64) -> Arc<RecordedEvent> {

@@ -272,7 +272,7 @@ pub enum ReasoningRole {
     Reasoning,
 }
 
-/// `RUN_ERROR` codes (seed 003), plus the server's own where none of those fits.
+/// `RUN_ERROR` codes (the AG-UI summary), plus the server's own where none of those fits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum RunErrorCode {

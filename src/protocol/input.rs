@@ -12,7 +12,7 @@ use serde_json::Value;
 use std::collections::HashSet;
 use std::str::FromStr;
 
-/// Input limits; the defaults are seed 004's contract.
+/// Input limits; the defaults are the v1 agent API's contract.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Limits {
     pub max_payload_bytes: usize,
@@ -110,7 +110,7 @@ pub struct ContextEntry {
     pub value: String,
 }
 
-/// The parts of `forwardedProps` the server understands (seed 004); the rest is ignored.
+/// The parts of `forwardedProps` the server understands (the v1 agent API); the rest is ignored.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ForwardedProps {
     pub device_timezone: Option<chrono_tz::Tz>,
@@ -523,7 +523,7 @@ impl WireInput {
     }
 }
 
-/// Seed 000 sends `parameters` as a JSON string; AG-UI sends an object.
+/// The AG-Kit send-message protocol sends `parameters` as a JSON string; AG-UI sends an object.
 fn parse_parameters(parameters: Option<Value>, field: &str) -> Result<Value, InputError> {
     let value = match parameters {
         None | Some(Value::Null) => {

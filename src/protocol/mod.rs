@@ -1,16 +1,12 @@
 //! The AG-UI protocol: ids, messages, the `RunAgentInput` parser, events and their SSE framing.
 //! Pure data and encoding; depends on no other module of the crate.
 
-pub mod agentscope;
-pub mod agkit;
-pub mod dialect;
 pub mod events;
 pub mod ids;
 pub mod input;
 pub mod interrupt;
 pub mod message;
 pub mod sampling;
-pub mod seed004;
 pub mod sse;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod verify;

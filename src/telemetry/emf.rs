@@ -15,7 +15,7 @@ pub struct RunMetrics {
     /// `finished`, `interrupted`, `cancelled` or `error`.
     pub outcome: &'static str,
     pub model: String,
-    /// The wire format it was asked in: `ag-ui`, `ag-kit`, `agentscope` or `seed004`.
+    /// The wire format it was asked in: `ag-ui`, `ag-kit`, `agentscope` or `v1-agent`.
     pub dialect: &'static str,
     pub duration_ms: f64,
     /// From the request's arrival to `RUN_STARTED`, the stream's first bytes.

@@ -1,11 +1,11 @@
-//! The AgentScope Agent API dialect (seed 002) on `POST /process`: golden streams, the
+//! The AgentScope Agent API dialect (the AgentScope Agent API) on `POST /process`: golden streams, the
 //! package's own pydantic schemas (agentscope-runtime, via tests/python/validate_agentscope.py)
 //! over every captured stream, the frontend-tool loop, refusals in the dialect's shape, and
 //! threads that move between AgentScope and AG-UI with their whole history.
 
 use crate::helpers::*;
-use agui_lambda::protocol::agentscope::AgentScopeEncoder;
-use agui_lambda::protocol::dialect::Encoder;
+use agui_lambda::dialects::Encoder;
+use agui_lambda::dialects::agentscope::AgentScopeEncoder;
 use agui_lambda::protocol::events::{RunUsage, TextRole, TokenUsage};
 use agui_lambda::protocol::{Event, MessageId, RunId, ThreadId};
 use serde_json::{Map, Value, json};
@@ -177,8 +177,8 @@ fn encode_body(events: &[Event]) -> String {
         .collect()
 }
 
-/// The run events behind seed 002's example: one assistant text, "这张" + "图片显示...".
-fn seed_example_events() -> Vec<Event> {
+/// The run events behind the AgentScope Agent API document's example: one assistant text, "这张" + "图片显示...".
+fn documented_example_events() -> Vec<Event> {
     let thread = ThreadId::parse("session_123", 128).unwrap();
     let run = RunId::parse("run_1", 128).unwrap();
     let message = MessageId::parse("msg_abc", 128).unwrap();
@@ -224,19 +224,19 @@ fn seed_example_events() -> Vec<Event> {
     ]
 }
 
-/// Seed 002's streaming example ("智能体响应流"), ids and timestamps aside: the golden stream,
-/// each of the seed's lines in order within it, and agentscope-runtime's own ResponseBuilder
+/// The AgentScope Agent API document's streaming example ("智能体响应流"), ids and timestamps aside: the golden stream,
+/// each of the document's lines in order within it, and agentscope-runtime's own ResponseBuilder
 /// output for the same text (tests/python/make_builder_reference.py) frame for frame.
 #[test]
 fn agentscope_streaming_example_is_reproduced_exactly() {
-    let ours = encode_all(&seed_example_events());
-    assert_golden("seed-002-stream.jsonl", &ours);
+    let ours = encode_all(&documented_example_events());
+    assert_golden("agentscope-doc-stream.jsonl", &ours);
 
-    // The seed's lines, in order. Its message line says `"type":"assistant"`, which is the role:
+    // The document's lines, in order. Its message line says `"type":"assistant"`, which is the role:
     // under the runtime's schema (and in its builder's output) that message is
     // `type: "message", role: "assistant"`.
-    let mut seed = normalise(&fixture_lines("seed-002-example.jsonl"));
-    for line in &mut seed {
+    let mut documented = normalise(&fixture_lines("agentscope-doc-example.jsonl"));
+    for line in &mut documented {
         if line["object"] == "message" && line["type"] == "assistant" {
             line["type"] = json!("message");
             line["role"] = json!("assistant");
@@ -244,12 +244,12 @@ fn agentscope_streaming_example_is_reproduced_exactly() {
     }
     let normal = normalise(&ours);
     let mut at = 0;
-    for line in &seed {
+    for line in &documented {
         let found = normal[at..]
             .iter()
             .position(|frame| contains(frame, line))
-            .unwrap_or_else(|| panic!("seed line {line} not found after frame {at}"));
-        // What lies between two seed lines is only the lifecycle the seed abbreviates.
+            .unwrap_or_else(|| panic!("document line {line} not found after frame {at}"));
+        // What lies between two document lines is only the lifecycle the document abbreviates.
         for skipped in &normal[at..at + found] {
             assert_eq!(skipped["status"], "in_progress", "unexpected {skipped}");
             assert_ne!(skipped["object"], "content", "unexpected {skipped}");
@@ -279,7 +279,7 @@ fn agentscope_streaming_example_is_reproduced_exactly() {
         assert_eq!(ours, reference);
     }
 
-    validate_with_agentscope(&[("seed-002", &encode_body(&seed_example_events()))]);
+    validate_with_agentscope(&[("agentscope-doc", &encode_body(&documented_example_events()))]);
 }
 
 fn strip_nested_sequence(value: &mut Value, top: bool) {
@@ -369,7 +369,7 @@ async fn history_roles(app: &TestApp, thread: &str) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn process_streams_a_plain_chat_in_the_seed_lifecycle() {
+async fn process_streams_a_plain_chat_in_the_documented_lifecycle() {
     let app = spawn_app().await;
     let thread = new_thread();
     let reply = process(&app, &request(&thread, json!([user("hello")]))).await;

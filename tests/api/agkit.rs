@@ -1,4 +1,4 @@
-//! AG-Kit's `send-message` dialect (seed 000) over HTTP.
+//! AG-Kit's `send-message` dialect (the AG-Kit send-message protocol) over HTTP.
 
 use serde_json::{Value, json};
 
@@ -20,7 +20,7 @@ fn text(frames: &[Value]) -> String {
 
 const COLOR_TOOL: &str = r#"{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"color":{"type":"string"}},"required":["color"],"additionalProperties":false}"#;
 
-/// Seed 000's background-colour round trip, frame for frame (ids are the model's).
+/// The AG-Kit send-message protocol's background-colour round trip, frame for frame (ids are the model's).
 #[tokio::test]
 async fn wire_agkit_background_colour_frontend_tool_round_trip() {
     let app = spawn_wire_app().await;
@@ -120,7 +120,7 @@ async fn wire_without_a_conversation_id_a_thread_starts_and_its_id_comes_back() 
     );
 }
 
-/// Decided where the seed is silent: a server tool shows as the call plus `tool-result`; a
+/// Decided where that protocol is silent: a server tool shows as the call plus `tool-result`; a
 /// failed run ends with an `error` frame; state and reasoning are not sent.
 #[tokio::test]
 async fn server_tools_and_failures_in_this_dialect() {

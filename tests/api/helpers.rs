@@ -442,7 +442,7 @@ impl Answer {
         self.json()["error"]["code"].as_str().unwrap().to_owned()
     }
 
-    /// A refusal's message (on seed 004's routes, the seed's wording).
+    /// A refusal's message (on the v1 agent API's routes, the contract's wording).
     pub fn message(&self) -> String {
         self.json()["error"]["message"].as_str().unwrap().to_owned()
     }

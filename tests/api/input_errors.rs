@@ -95,7 +95,7 @@ async fn wire_snake_case_and_legacy_shapes_are_accepted() {
     let body = json!({
         "thread_id": new_thread(), "run_id": "r", "state": null,
         "messages": [{"id": "u1", "role": "user", "content": [{"type": "text", "text": "hello"}, {"type": "binary", "mimeType": "image/png", "url": "https://example.com/cat.png"}]}],
-        "tools": [{"name": "change_background_color", "description": "seed 000", "parameters": "{\"type\":\"object\",\"properties\":{\"color\":{\"type\":\"string\"}}}"}],
+        "tools": [{"name": "change_background_color", "description": "the AG-Kit send-message protocol", "parameters": "{\"type\":\"object\",\"properties\":{\"color\":{\"type\":\"string\"}}}"}],
     });
     let events = app.run(&body).await.events();
     assert_eq!(text_of(&events), "Hello! How can I help you today?");

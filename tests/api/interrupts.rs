@@ -251,7 +251,7 @@ async fn inputs_that_break_the_interrupt_rules_get_run_error_and_change_nothing(
 async fn a_legacy_client_approves_through_its_confirm_tool() {
     let app = spawn_app_with(GATED).await;
     let thread = new_thread();
-    // 0.0.59: no protocolVersion, and it declares `confirmAction` (seed 001, scenario 4).
+    // 0.0.59: no protocolVersion, and it declares `confirmAction` (the AG-UI HTTP Agent document, scenario 4).
     let first = app
         .run(&run_input(&thread, "run_1", json!([ask_time()])))
         .await

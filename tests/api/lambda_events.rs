@@ -225,12 +225,12 @@ fn every_event_file_is_in_the_events_readme() {
     assert_eq!(listed, files);
 }
 
-const SEED_THREAD: &str = "550e8400-e29b-41d4-a716-446655440000";
+const V1_THREAD: &str = "550e8400-e29b-41d4-a716-446655440000";
 
-/// Seed 004's routes as Function URL events, and the self-invocation that carries a detached
+/// The v1 agent API's routes as Function URL events, and the self-invocation that carries a detached
 /// run on Lambda (`detached-run.json`): it starts only a run that was accepted, and only once.
 #[tokio::test]
-async fn seed_events_get_their_documented_status_and_a_detached_run_runs_once() {
+async fn v1_agent_events_get_their_documented_status_and_a_detached_run_runs_once() {
     use agui_lambda::protocol::{RunId, ThreadId};
     use agui_lambda::store::{MemoryStore, Principal, TaskRecord, TaskState, ThreadStore};
     let config = Config::from_map(&HashMap::from([(
@@ -255,30 +255,30 @@ async fn seed_events_get_their_documented_status_and_a_detached_run_runs_once() 
     // What the servers do; under Lambda, detached runs then go by self-invocation instead.
     app.remember_self();
 
-    for file in ["seed-run-events.json", "seed-history.json"] {
+    for file in ["v1-agent-run-events.json", "v1-agent-history.json"] {
         let (status, body) = answer(&app, file).await;
         assert_eq!(status, 404, "{file}: nothing yet: {body}");
     }
-    let (status, body) = answer(&app, "seed-attachments.json").await;
+    let (status, body) = answer(&app, "v1-agent-attachments.json").await;
     assert_eq!(status, 404, "{body}");
     assert!(body.contains("attachments_disabled"), "{body}");
 
-    let (status, body) = answer(&app, "seed-run.json").await;
+    let (status, body) = answer(&app, "v1-agent-run.json").await;
     assert_eq!(status, 202, "{body}");
     assert_eq!(
         body,
         format!(
-            r#"{{"taskId":"run-001","threadId":"{SEED_THREAD}","runId":"run-001","created":true}}"#
+            r#"{{"taskId":"run-001","threadId":"{V1_THREAD}","runId":"run-001","created":true}}"#
         )
     );
-    let (status, body) = answer(&app, "seed-run-events.json").await;
+    let (status, body) = answer(&app, "v1-agent-run-events.json").await;
     assert_eq!(status, 200, "{body}");
     let events = parse_sse(&body).unwrap();
     verify_run(&events).unwrap();
     assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED");
-    let (status, body) = answer(&app, "seed-history.json").await;
+    let (status, body) = answer(&app, "v1-agent-history.json").await;
     assert_eq!(status, 200, "{body}");
-    let history = json("seed-history.json", &body);
+    let history = json("v1-agent-history.json", &body);
     assert_eq!(history["scope"], "history_day");
     assert_eq!(history["messages"].as_array().unwrap().len(), 2, "{body}");
 
@@ -301,7 +301,7 @@ async fn seed_events_get_their_documented_status_and_a_detached_run_runs_once() 
     };
     assert_eq!(deliver().await["detachedRun"], "duplicate");
     let owner = Principal::new("anonymous");
-    let thread = ThreadId::parse(SEED_THREAD, 128).unwrap();
+    let thread = ThreadId::parse(V1_THREAD, 128).unwrap();
     let before = store
         .load(&owner, &thread)
         .await

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerates tests/fixtures/agentscope/builder-reference.jsonl: seed 002's streaming example
+"""Regenerates tests/fixtures/agentscope/builder-reference.jsonl: the AgentScope Agent API document's streaming example
 ("这张" + "图片显示...") as agentscope-runtime's own ResponseBuilder produces it, numbered by its
 SequenceNumberGenerator the way its Runner numbers a stream. Needs the full agentscope-runtime
 package (the builder imports it); the golden test only reads the file."""

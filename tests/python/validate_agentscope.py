@@ -6,7 +6,7 @@
 A capture is an SSE stream (`data: <json>` frames) or one JSON response object (`stream: false`,
 or a refusal). Every object must validate, strictly, as the package's `AgentResponse`, `Message`
 or content model (by `object` / `type`) and dump back to exactly what was sent (nothing dropped
-or coerced). A stream must also follow seed 002's lifecycle: `sequence_number` 0, 1, 2, ...; the
+or coerced). A stream must also follow the AgentScope Agent API document's lifecycle: `sequence_number` 0, 1, 2, ...; the
 response `created` -> `in_progress` -> `completed` | `failed` (with `error {code, message}`);
 each message `created` -> `in_progress` -> `completed` (or `incomplete` when the run fails);
 every content names an open message in `msg_id`; text deltas add up to the completed text.

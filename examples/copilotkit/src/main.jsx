@@ -10,7 +10,7 @@ import {
 import "@copilotkit/react-core/v2/styles.css";
 import "./app.css";
 
-// Seed 000's frontend tool, as the seed writes it (its parameters are a JSON Schema string).
+// The AG-Kit send-message protocol's frontend tool, as that protocol writes it (its parameters are a JSON Schema string).
 const CHANGE_BACKGROUND_COLOR = {
   name: "change-background-color",
   description:
@@ -20,7 +20,7 @@ const CHANGE_BACKGROUND_COLOR = {
 };
 
 // The confirm tool agui-lambda asks approvals through for AG-UI 0.0.x clients such as
-// CopilotKit 1.75 (APPROVAL_CONFIRM_TOOL, default `confirmAction`; seed 001's scenario 4).
+// CopilotKit 1.75 (APPROVAL_CONFIRM_TOOL, default `confirmAction`; the AG-UI HTTP Agent document's scenario 4).
 const CONFIRM_ACTION = {
   name: "confirmAction",
   description: "Ask the user to confirm an action before it is carried out.",
@@ -32,7 +32,7 @@ const CONFIRM_ACTION = {
 };
 
 // CopilotKit takes tool parameters as a Standard Schema; this one carries a plain JSON Schema
-// (Standard JSON Schema V1), so the seed's schema is used as it is, without zod. CopilotKit
+// (Standard JSON Schema V1), so that schema is used as it is, without zod. CopilotKit
 // removes `$schema` and `additionalProperties` before it sends a tool's schema to the agent.
 function jsonSchema(schema) {
   const check = (value) => {

@@ -7,7 +7,7 @@ use std::str::FromStr;
 use super::{ServerTool, ToolContext, ToolError, ToolOutput};
 
 /// `get_current_time`: the time now in an IANA zone; the zone defaults to the client's device
-/// zone (seed 004's `forwardedProps.client_time`), then UTC.
+/// zone (the v1 agent API's `forwardedProps.client_time`), then UTC.
 pub struct CurrentTime;
 
 #[async_trait]

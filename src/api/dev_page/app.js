@@ -1,11 +1,11 @@
 // The dev page: a chat with this agent over its own HTTP API (README: The dev page).
 // POST agent with an AG-UI RunAgentInput, the SSE read with fetch + ReadableStream; the
-// frontend tools of seeds 000 and 001 run here; AG-UI 1.0 interrupts get approve/deny buttons
+// frontend tools of the AG-Kit send-message protocol and the AG-UI HTTP Agent document run here; AG-UI 1.0 interrupts get approve/deny buttons
 // and a run with `resume`; Stop cancels the run; a reload restores the thread
 // (GET threads/{id}) and rejoins a run in progress (GET threads/{t}/runs/{r}/events).
 import { renderMarkdown } from "./markdown.js";
 
-// Seed 000's frontend tool, exactly as the seed defines it (parameters as its JSON string).
+// The AG-Kit send-message protocol's frontend tool, exactly as that protocol defines it (parameters as its JSON string).
 const CHANGE_BACKGROUND = {
   name: "change-background-color",
   description:
@@ -13,7 +13,7 @@ const CHANGE_BACKGROUND = {
   parameters:
     '{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"color":{"type":"string"}},"required":["color"],"additionalProperties":false}',
 };
-// Seed 001's scenario 4: human-in-the-loop through a frontend tool the page shows as a question.
+// The AG-UI HTTP Agent document's scenario 4: human-in-the-loop through a frontend tool the page shows as a question.
 const CONFIRM_ACTION = {
   name: "confirmAction",
   description: "Ask the user to confirm a dangerous action before it is carried out",

@@ -52,10 +52,8 @@ impl Intercept for StoreCalls {
         _runtime_components: &RuntimeComponents,
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        let operation = cfg
-            .load::<Metadata>()
-            .map(|metadata| metadata.name().to_owned())
-            .unwrap_or_default();
+        let operation = cfg.load::<Metadata>().map_or("", Metadata::name);
+        let access = access_of(operation);
         let span = tracing::info_span!(
             target: crate::telemetry::TRACE_TARGET,
             "DynamoDB",
@@ -72,14 +70,14 @@ impl Intercept for StoreCalls {
         );
         if !span.is_disabled() {
             span.record("otel.name", format!("DynamoDB.{operation}"));
-            span.record("db.operation.name", operation.as_str());
-            span.record("rpc.method", operation.as_str());
+            span.record("db.operation.name", operation);
+            span.record("rpc.method", operation);
             span.record("aws.dynamodb.table_names", self.table.as_str());
         }
         cfg.interceptor_state().store_put(InFlight {
             span,
             began: Instant::now(),
-            access: access_of(&operation),
+            access,
         });
         Ok(())
     }

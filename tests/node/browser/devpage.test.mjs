@@ -151,7 +151,7 @@ for (const answer of ["approve", "deny"]) {
 }
 
 for (const answer of ["approve", "deny"]) {
-  test(`human in the loop, seed 001 scenario 4: ${answer} the confirmAction frontend tool`, async () => {
+  test(`human in the loop, the AG-UI HTTP Agent document scenario 4: ${answer} the confirmAction frontend tool`, async () => {
     const { page, problems, close } = await openPage();
     await send(page, "[devpage] clear out the temp files");
     await waitStatus(page, "waiting");

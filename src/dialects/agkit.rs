@@ -1,12 +1,12 @@
-//! AG-Kit's `send-message` dialect (seed 000): id-less incremental messages keyed by
+//! AG-Kit's `send-message` dialect (the AG-Kit send-message protocol): id-less incremental messages keyed by
 //! `conversationId`, and lower-case events `text`, `tool-call-start`, `tool-call-args`,
-//! `tool-call-end`. Where the seed is silent this server adds `tool-result` (a server tool's
+//! `tool-call-end`. Where that protocol is silent this server adds `tool-result` (a server tool's
 //! result) and `error` (the run failed), and sends nothing else.
 
-use super::dialect::{Encoder, data_frame};
-use super::events::Event;
-use super::ids::MessageId;
-use super::input::{InputError, Limits, RunInput, from_value};
+use super::{Encoder, data_frame};
+use crate::protocol::events::Event;
+use crate::protocol::ids::MessageId;
+use crate::protocol::input::{InputError, Limits, RunInput, from_value};
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 

@@ -1,9 +1,14 @@
-//! Dialects: the same run spoken in other protocols. A dialect is an input transform into the
-//! one validated [`RunInput`](super::RunInput) plus an [`Encoder`] over the run's AG-UI events.
+//! Dialects: the same run spoken in other protocols (the AG-Kit `send-message` dialect, the
+//! AgentScope Agent API, the v1 agent API's strict input and answers). A dialect is an input transform into the
+//! one validated [`RunInput`](crate::protocol::RunInput) plus an [`Encoder`] over the run's AG-UI events.
 //! AG-UI itself is the identity dialect.
 
-use super::events::{Event, RecordedEvent};
-use super::sse;
+pub mod agentscope;
+pub mod agkit;
+pub mod v1_agent;
+
+use crate::protocol::events::{Event, RecordedEvent};
+use crate::protocol::sse;
 use bytes::Bytes;
 
 /// Turns a run's AG-UI events into a dialect's wire frames.

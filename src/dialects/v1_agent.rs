@@ -1,17 +1,17 @@
-//! Seed 004's `POST /api/v1/agent/runs` body, parsed strictly (for that route only: `input.rs`
+//! The v1 agent API's `POST /api/v1/agent/runs` body, parsed strictly (for that route only: `input.rs`
 //! stays lenient for HttpAgent and CopilotKit), and the bodies of its answer and of
 //! `GET /api/v1/agent/history`. Check order and our own messages: see [`parse_run_request`].
 
-use super::ids::{IdError, MessageId, RunId, ThreadId};
-use super::input::{self, InputError, Limits, RunInput};
-use super::message::{Message, PartSource, UserContent, UserPart};
+use crate::protocol::ids::{IdError, MessageId, RunId, ThreadId};
+use crate::protocol::input::{self, InputError, Limits, RunInput};
+use crate::protocol::message::{Message, PartSource, UserContent, UserPart};
 use chrono::{DateTime, FixedOffset, NaiveDate, SecondsFormat, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::str::FromStr;
 
-/// Refusal messages. The first group is the seed's, word for word; the second is ours, for cases
-/// the seed does not name.
+/// Refusal messages. The first group is the contract's, word for word; the second is ours, for cases
+/// the contract does not name.
 pub mod msg {
     pub const TOO_LARGE: &str = "RunAgentInput payload exceeds size limit";
     pub const THREAD_ID_NOT_UUID: &str = "threadId must be a valid UUID";
@@ -44,7 +44,7 @@ pub mod msg {
     pub const ATTACHMENT_TOO_LARGE: &str = "binary content exceeds size limit";
     pub const ATTACHMENT_EMPTY: &str = "binary content is empty";
 
-    /// The seed's messages that `input.rs` can also produce (with a field prefix or a suffix).
+    /// The contract's messages that `input.rs` can also produce (with a field prefix or a suffix).
     pub(super) const SHARED_WITH_INPUT: [&str; 5] = [
         RUN_ID_TOO_LONG,
         TOO_MANY_MESSAGES,
@@ -57,29 +57,29 @@ pub mod msg {
 /// Image types a binary part may carry: what the model providers take as images.
 pub const ACCEPTED_IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 
-/// A refused request; `Display` is the seed's message exactly (or ours, see [`msg`]).
+/// A refused request; `Display` is the contract's message exactly (or ours, see [`msg`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SeedError {
+pub enum V1AgentError {
     #[error("RunAgentInput payload exceeds size limit")]
     TooLarge,
     #[error("{0}")]
     Invalid(String),
 }
 
-impl SeedError {
+impl V1AgentError {
     fn invalid(message: impl Into<String>) -> Self {
-        SeedError::Invalid(message.into())
+        V1AgentError::Invalid(message.into())
     }
 
     /// Whether the body was not JSON at all, which house style answers with 400 (not 422).
     pub fn is_syntax(&self) -> bool {
-        matches!(self, SeedError::Invalid(message) if message == msg::NOT_JSON)
+        matches!(self, V1AgentError::Invalid(message) if message == msg::NOT_JSON)
     }
 }
 
-/// A request that passed every seed 004 check.
+/// A request that passed every the v1 agent API check.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SeedRunRequest {
+pub struct V1RunRequest {
     /// The usual typed input; `thread_id` is always `Some` (a lowercase UUID).
     pub input: RunInput,
     /// `forwardedProps.agent_type`, never `memory`; whether it is registered is the caller's check.
@@ -107,7 +107,7 @@ pub struct AttachmentRef {
     pub url: String,
 }
 
-/// Parses a seed 004 run request. Checks run in the seed table's order, and the first failure is
+/// Parses a v1 agent API run request. Checks run in the contract's table order, and the first failure is
 /// the answer:
 ///
 /// 1. body size (`limits.max_payload_bytes`) → `TooLarge`;
@@ -128,15 +128,15 @@ pub struct AttachmentRef {
 ///     `data:` url); audio, video and document parts fail the first check; then at most
 ///     `limits.max_attachments_per_message` of them;
 /// 11. everything else `input::from_value` checks (ids, tools, url scheme, ...): its message,
-///     field first, unless it is one of the seed's.
-pub fn parse_run_request(body: &[u8], limits: &Limits) -> Result<SeedRunRequest, SeedError> {
+///     field first, unless it is one of the contract's.
+pub fn parse_run_request(body: &[u8], limits: &Limits) -> Result<V1RunRequest, V1AgentError> {
     if body.len() > limits.max_payload_bytes {
-        return Err(SeedError::TooLarge);
+        return Err(V1AgentError::TooLarge);
     }
     let value: Value =
-        serde_json::from_slice(body).map_err(|_| SeedError::invalid(msg::NOT_JSON))?;
+        serde_json::from_slice(body).map_err(|_| V1AgentError::invalid(msg::NOT_JSON))?;
     let Value::Object(mut body) = value else {
-        return Err(SeedError::invalid(msg::NOT_OBJECT));
+        return Err(V1AgentError::invalid(msg::NOT_OBJECT));
     };
     normalise_aliases(&mut body)?;
     check_thread_id(&mut body)?;
@@ -150,7 +150,7 @@ pub fn parse_run_request(body: &[u8], limits: &Limits) -> Result<SeedRunRequest,
     }
     let input = input::from_value(Value::Object(body), limits).map_err(from_input_error)?;
     let attachments = attachment_refs(&input);
-    Ok(SeedRunRequest {
+    Ok(V1RunRequest {
         input,
         agent_type,
         client_time,
@@ -160,29 +160,29 @@ pub fn parse_run_request(body: &[u8], limits: &Limits) -> Result<SeedRunRequest,
 
 /// Checks `client_time` (the run body's, or the history GET's decoded query parameter):
 /// `device_timezone`, then `client_now_iso`, then `client_epoch_ms`, each required; other keys
-/// are ignored. Not an object → the seed's forwardedProps message.
-pub fn parse_client_time(value: &Value) -> Result<ClientTime, SeedError> {
+/// are ignored. Not an object → the contract's forwardedProps message.
+pub fn parse_client_time(value: &Value) -> Result<ClientTime, V1AgentError> {
     let Value::Object(time) = value else {
-        return Err(SeedError::invalid(msg::INVALID_FORWARDED_PROPS));
+        return Err(V1AgentError::invalid(msg::INVALID_FORWARDED_PROPS));
     };
     let device_timezone = time
         .get("device_timezone")
         .and_then(Value::as_str)
         .and_then(|name| chrono_tz::Tz::from_str(name).ok())
-        .ok_or_else(|| SeedError::invalid(msg::INVALID_DEVICE_TIMEZONE))?;
+        .ok_or_else(|| V1AgentError::invalid(msg::INVALID_DEVICE_TIMEZONE))?;
     // RFC 3339 always carries an offset (`Z` or ±hh:mm), so a parse proves one is there.
     let client_now = time
         .get("client_now_iso")
         .and_then(Value::as_str)
         .and_then(|text| DateTime::parse_from_rfc3339(text).ok())
-        .ok_or_else(|| SeedError::invalid(msg::INVALID_CLIENT_NOW))?;
+        .ok_or_else(|| V1AgentError::invalid(msg::INVALID_CLIENT_NOW))?;
     // `as_i64` is `None` for 1.5 and for 1e3 alike: JSON numbers with a fraction or exponent
     // are not integer milliseconds.
     let client_epoch_ms = time
         .get("client_epoch_ms")
         .and_then(Value::as_i64)
         .filter(|ms| DateTime::from_timestamp_millis(*ms).is_some())
-        .ok_or_else(|| SeedError::invalid(msg::INVALID_CLIENT_EPOCH_MS))?;
+        .ok_or_else(|| V1AgentError::invalid(msg::INVALID_CLIENT_EPOCH_MS))?;
     Ok(ClientTime {
         device_timezone,
         client_now,
@@ -229,7 +229,7 @@ const MIME_ALIAS: [(&str, &str); 1] = [("mime_type", "mimeType")];
 
 /// Renames snake_case keys where AG-UI has camelCase ones, only at the levels the protocol
 /// defines: `state`, tool schemas and `forwardedProps` are the client's own and keep their keys.
-fn normalise_aliases(body: &mut Map<String, Value>) -> Result<(), SeedError> {
+fn normalise_aliases(body: &mut Map<String, Value>) -> Result<(), V1AgentError> {
     rename(body, &TOP_LEVEL_ALIASES)?;
     let Some(Value::Array(messages)) = body.get_mut("messages") else {
         return Ok(());
@@ -253,12 +253,12 @@ fn normalise_aliases(body: &mut Map<String, Value>) -> Result<(), SeedError> {
     Ok(())
 }
 
-fn rename(map: &mut Map<String, Value>, aliases: &[(&str, &str)]) -> Result<(), SeedError> {
+fn rename(map: &mut Map<String, Value>, aliases: &[(&str, &str)]) -> Result<(), V1AgentError> {
     for (snake, camel) in aliases {
         if let Some(value) = map.remove(*snake) {
             // Two values for one field: picking either would silently drop the other.
             if map.contains_key(*camel) {
-                return Err(SeedError::invalid(format!(
+                return Err(V1AgentError::invalid(format!(
                     "{camel} and {snake} must not both be given"
                 )));
             }
@@ -278,42 +278,42 @@ fn is_uuid(text: &str) -> bool {
         })
 }
 
-fn check_thread_id(body: &mut Map<String, Value>) -> Result<(), SeedError> {
+fn check_thread_id(body: &mut Map<String, Value>) -> Result<(), V1AgentError> {
     match body.get_mut("threadId") {
-        None | Some(Value::Null) => Err(SeedError::invalid(msg::THREAD_ID_REQUIRED)),
+        None | Some(Value::Null) => Err(V1AgentError::invalid(msg::THREAD_ID_REQUIRED)),
         Some(Value::String(id)) if is_uuid(id) => {
             // One UUID is one thread whatever case the client printed it in.
             id.make_ascii_lowercase();
             Ok(())
         }
-        Some(_) => Err(SeedError::invalid(msg::THREAD_ID_NOT_UUID)),
+        Some(_) => Err(V1AgentError::invalid(msg::THREAD_ID_NOT_UUID)),
     }
 }
 
-fn check_run_id(body: &Map<String, Value>, limits: &Limits) -> Result<(), SeedError> {
+fn check_run_id(body: &Map<String, Value>, limits: &Limits) -> Result<(), V1AgentError> {
     match body.get("runId") {
-        None | Some(Value::Null) => Err(SeedError::invalid(msg::RUN_ID_REQUIRED)),
+        None | Some(Value::Null) => Err(V1AgentError::invalid(msg::RUN_ID_REQUIRED)),
         Some(Value::String(id)) => match RunId::parse(id.as_str(), limits.max_run_id_chars) {
             Ok(_) => Ok(()),
-            Err(IdError::Empty) => Err(SeedError::invalid(msg::RUN_ID_REQUIRED)),
-            Err(IdError::TooLong(_)) => Err(SeedError::invalid(msg::RUN_ID_TOO_LONG)),
-            Err(err) => Err(SeedError::invalid(format!("runId {err}"))),
+            Err(IdError::Empty) => Err(V1AgentError::invalid(msg::RUN_ID_REQUIRED)),
+            Err(IdError::TooLong(_)) => Err(V1AgentError::invalid(msg::RUN_ID_TOO_LONG)),
+            Err(err) => Err(V1AgentError::invalid(format!("runId {err}"))),
         },
-        Some(_) => Err(SeedError::invalid(msg::RUN_ID_NOT_STRING)),
+        Some(_) => Err(V1AgentError::invalid(msg::RUN_ID_NOT_STRING)),
     }
 }
 
 fn check_messages<'a>(
     body: &'a Map<String, Value>,
     limits: &Limits,
-) -> Result<&'a [Value], SeedError> {
+) -> Result<&'a [Value], V1AgentError> {
     match body.get("messages") {
-        None | Some(Value::Null) => Err(SeedError::invalid(msg::MESSAGES_REQUIRED)),
+        None | Some(Value::Null) => Err(V1AgentError::invalid(msg::MESSAGES_REQUIRED)),
         Some(Value::Array(messages)) if messages.len() > limits.max_messages => {
-            Err(SeedError::invalid(msg::TOO_MANY_MESSAGES))
+            Err(V1AgentError::invalid(msg::TOO_MANY_MESSAGES))
         }
         Some(Value::Array(messages)) => Ok(messages),
-        Some(_) => Err(SeedError::invalid(msg::MESSAGES_NOT_ARRAY)),
+        Some(_) => Err(V1AgentError::invalid(msg::MESSAGES_NOT_ARRAY)),
     }
 }
 
@@ -322,7 +322,7 @@ fn is_user(message: &Value) -> bool {
 }
 
 /// Counted as `input.rs` counts (characters, text parts summed), so both agree on the limit.
-fn check_user_text(messages: &[Value], limits: &Limits) -> Result<(), SeedError> {
+fn check_user_text(messages: &[Value], limits: &Limits) -> Result<(), V1AgentError> {
     for message in messages.iter().filter(|message| is_user(message)) {
         let chars: usize = match message.get("content") {
             Some(Value::String(text)) => text.chars().count(),
@@ -335,14 +335,16 @@ fn check_user_text(messages: &[Value], limits: &Limits) -> Result<(), SeedError>
             _ => 0,
         };
         if chars > limits.max_user_text_chars {
-            return Err(SeedError::invalid(msg::USER_TEXT_TOO_LONG));
+            return Err(V1AgentError::invalid(msg::USER_TEXT_TOO_LONG));
         }
     }
     Ok(())
 }
 
-fn check_forwarded_props(props: Option<&Value>) -> Result<(String, Option<ClientTime>), SeedError> {
-    let refused = || SeedError::invalid(msg::INVALID_FORWARDED_PROPS);
+fn check_forwarded_props(
+    props: Option<&Value>,
+) -> Result<(String, Option<ClientTime>), V1AgentError> {
+    let refused = || V1AgentError::invalid(msg::INVALID_FORWARDED_PROPS);
     let Some(Value::Object(props)) = props else {
         return Err(refused());
     };
@@ -368,18 +370,18 @@ fn check_forwarded_props(props: Option<&Value>) -> Result<(String, Option<Client
     Ok((agent_type.to_owned(), client_time))
 }
 
-fn check_user_position(messages: &[Value]) -> Result<(), SeedError> {
+fn check_user_position(messages: &[Value]) -> Result<(), V1AgentError> {
     if messages.iter().filter(|message| is_user(message)).count() != 1 {
-        return Err(SeedError::invalid(msg::NOT_ONE_USER_MESSAGE));
+        return Err(V1AgentError::invalid(msg::NOT_ONE_USER_MESSAGE));
     }
     if !messages.first().is_some_and(is_user) {
-        return Err(SeedError::invalid(msg::FIRST_NOT_USER));
+        return Err(V1AgentError::invalid(msg::FIRST_NOT_USER));
     }
     Ok(())
 }
 
 /// The attachment parts of one user message; text and unknown part types are left to `input.rs`.
-fn check_parts(message: &Value, limits: &Limits) -> Result<(), SeedError> {
+fn check_parts(message: &Value, limits: &Limits) -> Result<(), V1AgentError> {
     let Some(Value::Array(parts)) = message.get("content") else {
         return Ok(());
     };
@@ -402,24 +404,24 @@ fn check_parts(message: &Value, limits: &Limits) -> Result<(), SeedError> {
                 )?;
             }
             Some("audio" | "video" | "document") => {
-                return Err(SeedError::invalid(msg::BINARY_NOT_IMAGE));
+                return Err(V1AgentError::invalid(msg::BINARY_NOT_IMAGE));
             }
             _ => continue,
         }
         attachments += 1;
     }
     if attachments > limits.max_attachments_per_message {
-        return Err(SeedError::invalid(msg::TOO_MANY_ATTACHMENTS));
+        return Err(V1AgentError::invalid(msg::TOO_MANY_ATTACHMENTS));
     }
     Ok(())
 }
 
-/// Type, then url, then data: the seed table's order.
+/// Type, then url, then data: the contract's table order.
 fn check_media(
     mime_type: Option<&Value>,
     url: Option<&Value>,
     has_data: bool,
-) -> Result<(), SeedError> {
+) -> Result<(), V1AgentError> {
     let accepted = mime_type.and_then(Value::as_str).is_some_and(|mime| {
         let essence = mime.split(';').next().unwrap_or(mime).trim();
         ACCEPTED_IMAGE_TYPES
@@ -427,33 +429,33 @@ fn check_media(
             .any(|accepted| essence.eq_ignore_ascii_case(accepted))
     });
     if !accepted {
-        return Err(SeedError::invalid(msg::BINARY_NOT_IMAGE));
+        return Err(V1AgentError::invalid(msg::BINARY_NOT_IMAGE));
     }
     let Some(url) = url.and_then(Value::as_str).filter(|url| !url.is_empty()) else {
-        return Err(SeedError::invalid(msg::BINARY_NO_URL));
+        return Err(V1AgentError::invalid(msg::BINARY_NO_URL));
     };
     // `input.rs` turns a `data:` url into inline data, which this route refuses.
     let data_url = url
         .get(..5)
         .is_some_and(|scheme| scheme.eq_ignore_ascii_case("data:"));
     if has_data || data_url {
-        return Err(SeedError::invalid(msg::BINARY_DATA));
+        return Err(V1AgentError::invalid(msg::BINARY_DATA));
     }
     Ok(())
 }
 
-fn from_input_error(err: InputError) -> SeedError {
+fn from_input_error(err: InputError) -> V1AgentError {
     match &err {
-        InputError::TooLarge { .. } => SeedError::TooLarge,
-        InputError::Syntax(_) => SeedError::invalid(msg::NOT_JSON),
+        InputError::TooLarge { .. } => V1AgentError::TooLarge,
+        InputError::Syntax(_) => V1AgentError::invalid(msg::NOT_JSON),
         InputError::Invalid { message, .. } => {
-            // The seed's message alone, without input.rs's field prefix or "of 200" suffix.
+            // The contract's message alone, without input.rs's field prefix or "of 200" suffix.
             match msg::SHARED_WITH_INPUT
                 .iter()
-                .find(|seed| message.starts_with(**seed))
+                .find(|known| message.starts_with(**known))
             {
-                Some(seed) => SeedError::invalid(*seed),
-                None => SeedError::invalid(err.to_string()),
+                Some(known) => V1AgentError::invalid(*known),
+                None => V1AgentError::invalid(err.to_string()),
             }
         }
     }
@@ -530,7 +532,7 @@ impl HistorySnapshot {
     }
 }
 
-/// The seed's only scope; a type so no other value can be sent.
+/// The contract's only scope; a type so no other value can be sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum HistoryScope {
     #[default]
@@ -538,7 +540,7 @@ pub enum HistoryScope {
     HistoryDay,
 }
 
-/// `role: "user"`; a field of its own so the key comes where the seed puts it (after `seq`).
+/// `role: "user"`; a field of its own so the key comes where the contract puts it (after `seq`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum UserRole {
     #[default]
@@ -555,7 +557,7 @@ pub enum AssistantRole {
 }
 
 /// A message as `/history` shows it. Untagged, not tagged by `role`, because serde writes a tag
-/// first and the seed's key order is id, seq, role.
+/// first and the contract's key order is id, seq, role.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum HistoryMessage {
@@ -574,7 +576,7 @@ pub enum HistoryMessage {
         role: AssistantRole,
         content: String,
         /// Always `null` from [`history_message`]: we do not compile `agent_output.ui_hints`.
-        /// Sent even when `null`, as the seed's type has no `?`.
+        /// Sent even when `null`, as the contract's type has no `?`.
         ui_schema: Option<Value>,
         #[serde(with = "utc_seconds")]
         timestamp: DateTime<Utc>,
@@ -658,7 +660,7 @@ pub fn history_message(seq: u64, at_ms: i64, message: &Message) -> Option<Histor
     }
 }
 
-/// ISO-8601 UTC to the whole second with `Z` ("2026-03-15T10:00:00Z"), as the seed shows.
+/// ISO-8601 UTC to the whole second with `Z` ("2026-03-15T10:00:00Z"), as the contract shows.
 mod utc_seconds {
     use super::*;
 
@@ -694,5 +696,5 @@ mod iso_day {
 }
 
 #[cfg(test)]
-#[path = "seed004_tests.rs"]
+#[path = "v1_agent_tests.rs"]
 mod tests;

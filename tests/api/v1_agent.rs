@@ -1,6 +1,6 @@
-//! Seed 004's backend as its clients call it, over HTTP on DynamoDB Local: a detached run
+//! The v1 agent API as its clients call it, over HTTP on DynamoDB Local: a detached run
 //! (`POST /api/v1/agent/runs` → `TaskAcceptedResponse`), followed by run id and read back by day
-//! (`GET /api/v1/agent/history`); the seed's exact refusals on its route only; agent profiles by
+//! (`GET /api/v1/agent/history`); the contract's exact refusals on its route only; agent profiles by
 //! `agent_type`; history paged across three days; image uploads through signed URLs into moto.
 
 use agui_lambda::api::auth::hash_api_key;
@@ -26,7 +26,7 @@ async fn dynamo_store() -> Arc<dyn ThreadStore> {
 }
 
 /// Alice and bob by API key, the fixture model, DynamoDB Local.
-async fn seed_app(extra: &[(&str, &str)]) -> (TestApp, Arc<dyn ThreadStore>) {
+async fn v1_app(extra: &[(&str, &str)]) -> (TestApp, Arc<dyn ThreadStore>) {
     let store = dynamo_store().await;
     let keys = api_keys();
     let mut overrides = vec![("AUTH_MODE", "api-key"), ("API_KEYS", keys.as_str())];
@@ -34,8 +34,8 @@ async fn seed_app(extra: &[(&str, &str)]) -> (TestApp, Arc<dyn ThreadStore>) {
     (spawn_app_on(&overrides, Some(store.clone())).await, store)
 }
 
-/// The seed's plain-text request example, with our ids and text.
-fn seed_request(thread: &str, run: &str, text: &str) -> Value {
+/// The contract's plain-text request example, with our ids and text.
+fn v1_request(thread: &str, run: &str, text: &str) -> Value {
     json!({
         "threadId": thread,
         "runId": run,
@@ -87,7 +87,7 @@ fn today_utc() -> String {
 
 #[tokio::test]
 async fn a_detached_run_is_accepted_at_once_followed_by_run_id_and_read_back_by_day() {
-    let (app, _store) = seed_app(&[]).await;
+    let (app, _store) = v1_app(&[]).await;
     let thread = new_uuid();
     let run = format!("run-{}", new_uuid());
 
@@ -96,11 +96,11 @@ async fn a_detached_run_is_accepted_at_once_followed_by_run_id_and_read_back_by_
         ALICE,
         "POST",
         "/api/v1/agent/runs",
-        Some(seed_request(&thread, &run, "hello").to_string()),
+        Some(v1_request(&thread, &run, "hello").to_string()),
     )
     .await;
     assert_eq!(answer.status, 202, "{}", answer.body);
-    // TaskAcceptedResponse, key for key in the seed's order; the task is the run.
+    // TaskAcceptedResponse, key for key in the contract's order; the task is the run.
     assert_eq!(
         answer.body,
         format!(r#"{{"taskId":"{run}","threadId":"{thread}","runId":"{run}","created":true}}"#)
@@ -182,7 +182,7 @@ async fn a_detached_run_is_accepted_at_once_followed_by_run_id_and_read_back_by_
         ALICE,
         "POST",
         "/api/v1/agent/runs",
-        Some(seed_request(&thread, &run, "hello").to_string()),
+        Some(v1_request(&thread, &run, "hello").to_string()),
     )
     .await;
     assert_eq!(again.status, 409, "{}", again.body);
@@ -193,7 +193,7 @@ async fn a_detached_run_is_accepted_at_once_followed_by_run_id_and_read_back_by_
     let accepted = accept(
         &app,
         ALICE,
-        &seed_request(&thread, &second, "think step by step"),
+        &v1_request(&thread, &second, "think step by step"),
     )
     .await;
     assert_eq!(accepted["created"], false);
@@ -234,10 +234,10 @@ async fn a_detached_run_is_accepted_at_once_followed_by_run_id_and_read_back_by_
 #[tokio::test]
 async fn a_detached_run_is_refused_when_it_cannot_run_and_a_failed_start_is_recorded() {
     // A token quota of 1 a day: the first run is admitted and spends more.
-    let (app, store) = seed_app(&[("QUOTA_TOKENS_PER_DAY", "1")]).await;
+    let (app, store) = v1_app(&[("QUOTA_TOKENS_PER_DAY", "1")]).await;
     let thread = new_uuid();
     let first = format!("run-{}", new_uuid());
-    accept(&app, ALICE, &seed_request(&thread, &first, "hello")).await;
+    accept(&app, ALICE, &v1_request(&thread, &first, "hello")).await;
     follow(&app, ALICE, &first).await;
     // Over the quota: refused at once, as a streamed run would be.
     let over = call_raw(
@@ -245,22 +245,17 @@ async fn a_detached_run_is_refused_when_it_cannot_run_and_a_failed_start_is_reco
         ALICE,
         "POST",
         "/api/v1/agent/runs",
-        Some(seed_request(&thread, &format!("run-{}", new_uuid()), "hello").to_string()),
+        Some(v1_request(&thread, &format!("run-{}", new_uuid()), "hello").to_string()),
     )
     .await;
     assert_eq!(over.status, 429, "{}", over.body);
     assert!(over.headers.contains_key("retry-after"));
 
     // A thread busy with a slow run: another detached run is refused before it is accepted.
-    let (busy_app, _) = seed_app(&[]).await;
+    let (busy_app, _) = v1_app(&[]).await;
     let busy = new_uuid();
     let slow = format!("run-{}", new_uuid());
-    accept(
-        &busy_app,
-        ALICE,
-        &seed_request(&busy, &slow, "stream slowly"),
-    )
-    .await;
+    accept(&busy_app, ALICE, &v1_request(&busy, &slow, "stream slowly")).await;
     let mut holding = false;
     for _ in 0..200 {
         let thread = call_raw(&busy_app, ALICE, "GET", &format!("/threads/{busy}"), None).await;
@@ -276,7 +271,7 @@ async fn a_detached_run_is_refused_when_it_cannot_run_and_a_failed_start_is_reco
         ALICE,
         "POST",
         "/api/v1/agent/runs",
-        Some(seed_request(&busy, &format!("run-{}", new_uuid()), "hello").to_string()),
+        Some(v1_request(&busy, &format!("run-{}", new_uuid()), "hello").to_string()),
     )
     .await;
     assert_eq!(refused.status, 409, "{}", refused.body);
@@ -287,7 +282,7 @@ async fn a_detached_run_is_refused_when_it_cannot_run_and_a_failed_start_is_reco
     // Bob names alice's thread: nothing tells him it exists, so the run is accepted, then
     // fails to start; the failure is what his events show, and alice's thread is untouched.
     let intruder = format!("run-{}", new_uuid());
-    let accepted = accept(&app, BOB, &seed_request(&thread, &intruder, "hello")).await;
+    let accepted = accept(&app, BOB, &v1_request(&thread, &intruder, "hello")).await;
     assert_eq!(accepted["created"], true);
     let answer = call_raw(
         &app,
@@ -314,15 +309,15 @@ async fn a_detached_run_is_refused_when_it_cannot_run_and_a_failed_start_is_reco
 }
 
 #[tokio::test]
-async fn the_seed_s_rules_and_words_hold_on_its_route_only() {
-    let (app, _store) = seed_app(&[]).await;
+async fn the_contract_s_rules_and_words_hold_on_its_route_only() {
+    let (app, _store) = v1_app(&[]).await;
     let thread = new_uuid();
     let post = |body: String| {
         let app = &app;
         async move { call_raw(app, ALICE, "POST", "/api/v1/agent/runs", Some(body)).await }
     };
     let with = |edit: &dyn Fn(&mut Value)| {
-        let mut body = seed_request(&thread, "run-rules", "hello");
+        let mut body = v1_request(&thread, "run-rules", "hello");
         edit(&mut body);
         body.to_string()
     };
@@ -429,7 +424,7 @@ async fn the_seed_s_rules_and_words_hold_on_its_route_only() {
 
     // The same history-first body is an ordinary AG-UI run on /agent (HttpAgent resends the
     // whole thread, with sampling options in forwardedProps).
-    let mut lenient = seed_request(&thread, "run-lenient", "hello");
+    let mut lenient = v1_request(&thread, "run-lenient", "hello");
     lenient["messages"] = json!([
         {"id": "a1", "role": "assistant", "content": "earlier"},
         {"id": "u1", "role": "user", "content": "hello"}
@@ -453,7 +448,7 @@ async fn wire_agent_types_choose_their_profiles_prompt_and_model() {
         ("planner", "You are the planner profile.", "planner-model"),
     ] {
         let run = format!("run-{agent_type}-{}", new_uuid());
-        let mut body = seed_request(&new_uuid(), &run, &format!("hello from {agent_type}"));
+        let mut body = v1_request(&new_uuid(), &run, &format!("hello from {agent_type}"));
         body["forwardedProps"]["agent_type"] = json!(agent_type);
         let answer = app
             .post_raw("/api/v1/agent/runs", "application/json", body.to_string())
@@ -473,7 +468,7 @@ async fn wire_agent_types_choose_their_profiles_prompt_and_model() {
         assert_eq!(request["messages"][0]["content"], prompt);
     }
     for agent_type in ["writer", "memory"] {
-        let mut body = seed_request(&new_uuid(), "run-unknown", "hello");
+        let mut body = v1_request(&new_uuid(), "run-unknown", "hello");
         body["forwardedProps"]["agent_type"] = json!(agent_type);
         let answer = app
             .post_raw("/api/v1/agent/runs", "application/json", body.to_string())
@@ -532,7 +527,7 @@ async fn stored_exchange(store: &dyn ThreadStore, thread: &ThreadId, n: usize, a
 
 #[tokio::test]
 async fn the_history_pages_back_day_by_day_in_the_clients_time_zone() {
-    let (app, store) = seed_app(&[]).await;
+    let (app, store) = v1_app(&[]).await;
     let thread = ThreadId::parse(new_uuid(), 128).unwrap();
     // Three UTC days; the last exchange is still the 14th in Los Angeles.
     for (n, at) in [
@@ -657,7 +652,7 @@ async fn an_image_goes_up_by_signed_url_into_a_run_and_comes_back_signed_in_the_
     let url = upload["url"].as_str().unwrap().to_owned();
 
     let with_image = |thread: &str, run: &str, url: &str| {
-        let mut body = seed_request(thread, run, "");
+        let mut body = v1_request(thread, run, "");
         body["messages"][0]["content"] = json!([
             {"type": "text", "text": "hello, what is in this picture?"},
             {"type": "binary", "mimeType": "image/png", "url": url}

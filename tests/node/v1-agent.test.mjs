@@ -1,13 +1,13 @@
-// Seed 004's backend end to end against a running function: a detached run through
+// The v1 agent API end to end against a running function: a detached run through
 // POST /api/v1/agent/runs (TaskAcceptedResponse at once), its events followed by run id, then
 // the History API by day. Under `cargo lambda watch` the run goes by the function invoking itself
 // (SELF_INVOKE_ENDPOINT points at the emulator's Invoke API); on the local server, a task.
 //
 // Environment:
 //   AGUI_BASE   (required) the function's base URL, e.g. http://127.0.0.1:9000/lambda-url/agui-lambda
-//   CAPTURE_DIR (optional) the events stream is saved there as seed004-<n>.sse
+//   CAPTURE_DIR (optional) the events stream is saved there as v1-agent-<n>.sse
 //
-// Run: cd tests/node && AGUI_BASE=... node --test seed004.test.mjs
+// Run: cd tests/node && AGUI_BASE=... node --test v1-agent.test.mjs
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -52,7 +52,7 @@ test("a detached run: accepted at once, followed by run id, read back by day", a
   assert.equal(followed.status, 200, text);
   if (CAPTURE_DIR) {
     mkdirSync(CAPTURE_DIR, { recursive: true });
-    writeFileSync(path.join(CAPTURE_DIR, `seed004-${runId}.sse`), text);
+    writeFileSync(path.join(CAPTURE_DIR, `v1-agent-${runId}.sse`), text);
   }
   const events = dataEvents(text);
   assert.equal(events[0].type, "RUN_STARTED");

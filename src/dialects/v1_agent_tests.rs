@@ -1,7 +1,7 @@
 use super::*;
 use serde_json::json;
 
-// The seed's four request examples, verbatim.
+// The contract's four request examples, verbatim.
 const PLAIN_TEXT: &str = r#"{
   "threadId": "550e8400-e29b-41d4-a716-446655440000",
   "runId": "run-001",
@@ -104,7 +104,7 @@ const WITH_CLIENT_TIME: &str = r#"{
   }
 }"#;
 
-// The seed's history example, verbatim.
+// The contract's history example, verbatim.
 const HISTORY: &str = r#"{
   "scope": "history_day",
   "threadId": "550e8400-e29b-41d4-a716-446655440000",
@@ -151,7 +151,7 @@ const HISTORY: &str = r#"{
 
 const UUID: &str = "550e8400-e29b-41d4-a716-446655440000";
 
-fn parse(body: &Value) -> Result<SeedRunRequest, SeedError> {
+fn parse(body: &Value) -> Result<V1RunRequest, V1AgentError> {
     parse_run_request(body.to_string().as_bytes(), &Limits::default())
 }
 
@@ -182,7 +182,7 @@ fn compact(text: &str) -> String {
 }
 
 #[test]
-fn the_seed_s_plain_text_example_parses() {
+fn the_contract_s_plain_text_example_parses() {
     let request = parse_run_request(PLAIN_TEXT.as_bytes(), &Limits::default()).unwrap();
     assert_eq!(request.input.thread_id.unwrap().as_str(), UUID);
     assert_eq!(request.input.run_id.as_str(), "run-001");
@@ -200,7 +200,7 @@ fn the_seed_s_plain_text_example_parses() {
 }
 
 #[test]
-fn the_seed_s_multimodal_example_parses_with_its_attachment() {
+fn the_contract_s_multimodal_example_parses_with_its_attachment() {
     let request = parse_run_request(MULTIMODAL.as_bytes(), &Limits::default()).unwrap();
     let url = "https://storage.example.com/agent-inputs/user-123/image.png?signature=xxx";
     assert_eq!(
@@ -219,7 +219,7 @@ fn the_seed_s_multimodal_example_parses_with_its_attachment() {
 }
 
 #[test]
-fn the_seed_s_tools_example_parses() {
+fn the_contract_s_tools_example_parses() {
     let request = parse_run_request(WITH_TOOLS.as_bytes(), &Limits::default()).unwrap();
     assert_eq!(request.input.tools.len(), 1);
     assert_eq!(request.input.tools[0].name, "get_weather");
@@ -230,7 +230,7 @@ fn the_seed_s_tools_example_parses() {
 }
 
 #[test]
-fn the_seed_s_client_time_example_parses_and_sets_the_device_zone() {
+fn the_contract_s_client_time_example_parses_and_sets_the_device_zone() {
     let request = parse_run_request(WITH_CLIENT_TIME.as_bytes(), &Limits::default()).unwrap();
     let time = request.client_time.unwrap();
     assert_eq!(time.device_timezone, chrono_tz::America::Los_Angeles);
@@ -248,7 +248,7 @@ fn an_oversized_payload_is_refused_before_parsing() {
     let limits = Limits::default();
     let body = vec![b' '; limits.max_payload_bytes + 1];
     let err = parse_run_request(&body, &limits).unwrap_err();
-    assert_eq!(err, SeedError::TooLarge);
+    assert_eq!(err, V1AgentError::TooLarge);
     assert_eq!(err.to_string(), "RunAgentInput payload exceeds size limit");
 }
 
@@ -401,7 +401,7 @@ fn forwarded_props_allow_only_a_real_agent_type_and_client_time() {
 }
 
 #[test]
-fn the_seed_table_order_decides_which_message_a_doubly_wrong_body_gets() {
+fn the_contract_s_table_order_decides_which_message_a_doubly_wrong_body_gets() {
     // A bad threadId beats a bad runId; a too-long text beats bad forwardedProps; bad
     // forwardedProps beat a missing user message.
     let body =
@@ -425,7 +425,7 @@ fn the_seed_table_order_decides_which_message_a_doubly_wrong_body_gets() {
 }
 
 #[test]
-fn our_own_messages_cover_what_the_seed_does_not_name() {
+fn our_own_messages_cover_what_the_contract_does_not_name() {
     let limits = Limits::default();
     let of = |body: &[u8]| parse_run_request(body, &limits).unwrap_err();
     assert_eq!(of(b"{\"threadId\":").to_string(), msg::NOT_JSON);
@@ -636,7 +636,7 @@ fn parse_client_time_reads_the_history_query_parameter() {
 }
 
 #[test]
-fn task_accepted_serialises_in_the_seed_s_shape() {
+fn task_accepted_serialises_in_the_contract_s_shape() {
     let accepted = TaskAccepted {
         task_id: "task-1".into(),
         thread_id: ThreadId::parse(UUID, 128).unwrap(),
@@ -654,7 +654,7 @@ fn task_accepted_serialises_in_the_seed_s_shape() {
     );
 }
 
-fn seed_history(ui_schema: Option<Value>) -> HistorySnapshot {
+fn documented_history(ui_schema: Option<Value>) -> HistorySnapshot {
     let at = |text: &str| DateTime::parse_from_rfc3339(text).unwrap().to_utc();
     HistorySnapshot::new(
         Some(ThreadId::parse(UUID, 128).unwrap()),
@@ -686,10 +686,10 @@ fn seed_history(ui_schema: Option<Value>) -> HistorySnapshot {
 }
 
 #[test]
-fn the_history_snapshot_serialises_byte_for_byte_as_the_seed_s_example() {
-    let seed: Value = serde_json::from_str(HISTORY).unwrap();
-    let schema = seed["messages"][1]["ui_schema"].clone();
-    let snapshot = seed_history(Some(schema));
+fn the_history_snapshot_serialises_byte_for_byte_as_the_contract_s_example() {
+    let documented: Value = serde_json::from_str(HISTORY).unwrap();
+    let schema = documented["messages"][1]["ui_schema"].clone();
+    let snapshot = documented_history(Some(schema));
     assert_eq!(serde_json::to_string(&snapshot).unwrap(), compact(HISTORY));
     assert_eq!(
         serde_json::from_str::<HistorySnapshot>(HISTORY).unwrap(),
@@ -699,10 +699,10 @@ fn the_history_snapshot_serialises_byte_for_byte_as_the_seed_s_example() {
 
 #[test]
 fn without_a_compiled_schema_ui_schema_is_an_explicit_null() {
-    // The seed's example shows a compiled UI schema, which we never produce: ours is null.
+    // The contract's example shows a compiled UI schema, which we never produce: ours is null.
     let mut expected: Value = serde_json::from_str(HISTORY).unwrap();
     expected["messages"][1]["ui_schema"] = Value::Null;
-    let snapshot = seed_history(None);
+    let snapshot = documented_history(None);
     let text = serde_json::to_string(&snapshot).unwrap();
     assert_eq!(text, expected.to_string());
     assert_eq!(
@@ -734,7 +734,7 @@ fn history_message_shows_users_and_speaking_assistants_only() {
         ]),
         name: None,
     };
-    // 10:00:00.999 is shown as 10:00:00: whole seconds, as the seed shows them.
+    // 10:00:00.999 is shown as 10:00:00: whole seconds, as the contract shows them.
     let at_ms = 1_773_568_800_999;
     let mut shown = history_message(7, at_ms, &user).unwrap();
     for url in shown.attachment_urls_mut() {

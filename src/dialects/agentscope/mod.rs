@@ -1,4 +1,4 @@
-//! The AgentScope "Agent API" dialect (seed 002, `agentscope_runtime.engine.schemas.agent_schemas`
+//! The AgentScope "Agent API" dialect (the AgentScope Agent API document, `agentscope_runtime.engine.schemas.agent_schemas`
 //! 1.1.6): an `AgentRequest` decoded into the one validated [`RunInput`], and an encoder that
 //! speaks a run's AG-UI events as the Agent API's `response` / `message` / `content` objects.
 //!
@@ -23,7 +23,7 @@
 //! and message snapshots have no Agent API form and are not sent: the thread keeps them, and
 //! `GET /threads/{id}` shows the history.
 
-use crate::protocol::dialect::{Encoder, data_frame};
+use crate::dialects::{Encoder, data_frame};
 use crate::protocol::events::{Event, RunErrorCode, RunUsage};
 use crate::protocol::input::{
     InputError, Limits, RunInput, from_value, parse_json, strip_position,

@@ -1,4 +1,4 @@
-//! Seed 004's backend routes under `/api/v1/agent`: detached runs answered with
+//! The v1 agent API routes under `/api/v1/agent`: detached runs answered with
 //! `TaskAcceptedResponse` and followed by run id, the History API by day, and signed-URL image
 //! uploads. Their strict input rules and exact messages apply to these routes only.
 
@@ -8,7 +8,7 @@ use super::{
 };
 use crate::agent::detached::DetachedStart;
 use crate::agent::{RunSource, StartError};
-use crate::protocol::seed004::{self, HistorySnapshot, SeedError, TaskAccepted, msg};
+use crate::dialects::v1_agent::{self, HistorySnapshot, TaskAccepted, V1AgentError, msg};
 use crate::protocol::{RunId, ThreadId, sse};
 use crate::store::{Principal, TaskState};
 use bytes::Bytes;
@@ -42,21 +42,23 @@ impl App {
         body: &[u8],
     ) -> Result<Response<ResponseBody>, ApiError> {
         check_content_type(headers)?;
-        let request = seed004::parse_run_request(body, &self.limits)?;
+        let request = v1_agent::parse_run_request(body, &self.limits)?;
         let agent = self.agent.profile(&request.agent_type).map_err(|_| {
-            ApiError::Seed(SeedError::Invalid(msg::INVALID_FORWARDED_PROPS.to_owned()))
+            ApiError::V1Agent(V1AgentError::Invalid(
+                msg::INVALID_FORWARDED_PROPS.to_owned(),
+            ))
         })?;
         agent.check_client_tools(&request.input.tools)?;
         let mut attachments = Vec::with_capacity(request.attachments.len());
         let mut input = request.input;
         for at in &request.attachments {
             let path = self.resolve_attachment(&principal, &at.url).await?;
-            seed004::set_attachment_url(&mut input, at, path.clone());
+            v1_agent::set_attachment_url(&mut input, at, path.clone());
             attachments.push((at.message, at.part, path));
         }
-        // The seed requires a UUID threadId, so the parser always gives one.
+        // The contract requires a UUID threadId, so the parser always gives one.
         let thread_id = input.thread_id.clone().ok_or_else(|| {
-            ApiError::Seed(SeedError::Invalid(msg::THREAD_ID_NOT_UUID.to_owned()))
+            ApiError::V1Agent(V1AgentError::Invalid(msg::THREAD_ID_NOT_UUID.to_owned()))
         })?;
         let run_id = input.run_id.clone();
         let admission = agent
@@ -107,7 +109,7 @@ impl App {
     ) -> DetachedStart {
         let principal = Principal::new(request.principal.clone());
         let parsed =
-            seed004::parse_run_request(request.body.as_bytes(), &self.limits).map_err(|error| {
+            v1_agent::parse_run_request(request.body.as_bytes(), &self.limits).map_err(|error| {
                 StartError::Dispatch(format!("the accepted body no longer parses: {error}"))
             });
         let agent = self
@@ -134,7 +136,7 @@ impl App {
             Some(crate::protocol::input::BusyThreadPolicy::Reject);
         for (at, (message, part, path)) in parsed.attachments.iter().zip(&request.attachments) {
             if at.message == *message && at.part == *part {
-                seed004::set_attachment_url(&mut input, at, path.clone());
+                v1_agent::set_attachment_url(&mut input, at, path.clone());
             }
         }
         let deadline = self.run_deadline(invocation_deadline);
@@ -255,7 +257,7 @@ impl App {
                     let value: serde_json::Value = serde_json::from_str(&value).map_err(|_| {
                         ApiError::BadQuery("client_time must be a JSON object".into())
                     })?;
-                    tz = seed004::parse_client_time(&value)
+                    tz = v1_agent::parse_client_time(&value)
                         .map_err(|error| ApiError::BadQuery(error.to_string()))?
                         .device_timezone;
                 }
@@ -294,7 +296,7 @@ impl App {
         let mut messages = Vec::with_capacity(slice.messages.len());
         for timed in &slice.messages {
             let Some(mut message) =
-                seed004::history_message(timed.seq + 1, timed.at_ms, &timed.message)
+                v1_agent::history_message(timed.seq + 1, timed.at_ms, &timed.message)
             else {
                 continue;
             };
@@ -352,21 +354,21 @@ impl App {
         url: &str,
     ) -> Result<String, ApiError> {
         let Ok(blobs) = self.blobs() else {
-            return Err(ApiError::Seed(SeedError::Invalid(
+            return Err(ApiError::V1Agent(V1AgentError::Invalid(
                 msg::UNSIGNED_URL.to_owned(),
             )));
         };
         use crate::store::BlobError;
-        let seed = |message: &str| ApiError::Seed(SeedError::Invalid(message.to_owned()));
+        let refuse = |message: &str| ApiError::V1Agent(V1AgentError::Invalid(message.to_owned()));
         let stored = blobs
             .resolve(principal, url)
             .await
             .map_err(|error| match error {
                 BlobError::Unavailable(_) => ApiError::Attachment(error),
-                BlobError::BadType(_) => seed("binary content requires image mimeType"),
-                BlobError::TooLarge { .. } => seed(msg::ATTACHMENT_TOO_LARGE),
-                BlobError::Empty => seed(msg::ATTACHMENT_EMPTY),
-                _ => seed(msg::UNSIGNED_URL),
+                BlobError::BadType(_) => refuse("binary content requires image mimeType"),
+                BlobError::TooLarge { .. } => refuse(msg::ATTACHMENT_TOO_LARGE),
+                BlobError::Empty => refuse(msg::ATTACHMENT_EMPTY),
+                _ => refuse(msg::UNSIGNED_URL),
             })?;
         Ok(blobs.internal_path(&stored.key))
     }
