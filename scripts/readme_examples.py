@@ -187,9 +187,11 @@ def main() -> int:
     for failure in failures:
         print(f"FAILED {failure}")
     if failures:
+        print(f"readme: {len(examples) + len(outputs) - len(failures)} passed, {len(failures)} failed")
         print(f"outputs in {args.artifacts}/")
         return 1
     print(f"README examples: {len(examples)} ran, {len(outputs)} samples matched")
+    print(f"readme: {len(examples) + len(outputs)} passed, 0 failed")
     return 0
 
 

@@ -4,7 +4,9 @@
 #      otherwise names what is missing) and installs the test tools (.venv from PyPI,
 #      tests/node from npm)
 #   2. cargo fmt --check, cargo clippy --all-targets -D warnings
-#   3. end to end: the function under `cargo lambda watch`, aimock as its model, driven by
+#   3. one build: the test targets, then the binaries on the same compiled dependencies (fails
+#      when a dependency compiles twice)
+#   4. end to end: the function under `cargo lambda watch`, aimock as its model, driven by
 #      @ag-ui/client 1.0.0 and 0.0.59, its traces flushed to an OTLP receiver and its EMF records
 #      checked against the EMF schema; then the local server: run lifecycle, AG-UI 1.0
 #      approvals (interrupts and the 0.0.59 confirm-tool fallback) and capabilities, and the
@@ -12,15 +14,17 @@
 #      checked by ag-ui-validate
 #      then the browser tests: Playwright driving Debian's chromium through the dev page and the
 #      CopilotKit example (screenshots in .ci/artifacts/screenshots)
-#   4. the README's examples, as written, against the local server with the demo model: the
+#   5. the README's examples, as written, against the local server with the demo model: the
 #      curl commands (and their sample output), the TypeScript example under `tsc --strict`
-#   5. the SAM template, transformed offline, linted by cfn-lint
-#   6. cargo deny (licenses, bans, sources; advisories when a database is at hand)
-#   7. the benches, once each as a smoke test
-#   8. the rustdoc examples (cargo test --doc), cargo test without Node on PATH (all but the
+#   6. the SAM template, transformed offline, linted by cfn-lint
+#   7. cargo deny (licenses, bans, sources; advisories when a database is at hand)
+#   8. the benches, once each as a smoke test
+#   9. the rustdoc examples (cargo test --doc), cargo test without Node on PATH (all but the
 #      wire tests: the OpenAI wire format, and the MCP tests against
 #      @modelcontextprotocol/server-everything), then the wire tests with Node (cargo test --
-#      wire_), whose summary closes the output: every test runs once, in one of the two
+#      wire_): every test runs once, in one of the two
+#  10. the summary: each step's duration (also in .ci/artifacts/timings.txt), then one line that
+#      sums every suite's tests (each suite's output is in .ci/artifacts/suites/): `N passed, M failed`
 # Not part of it, because they need a release or sanitizer build (.ci/run runs both after this
 # script): `bash scripts/sam_build.sh` (sam build for x86_64) and `bash scripts/fuzz.sh`.
 # Logs and captured streams land in .ci/artifacts/.
@@ -64,6 +68,16 @@ wait_for_function() { # base url, what, pid
   return 1
 }
 
+# Every suite's output goes to .ci/artifacts/suites/NAME.log as well, where the closing summary
+# counts its passes and failures.
+SUITES="$ARTIFACTS/suites"
+mkdir -p "$SUITES"
+suite() { # name, command...
+  local name="$1"
+  shift
+  "$@" 2>&1 | tee "$SUITES/$name.log"
+}
+
 PIDS=()
 cleanup() {
   for pid in "${PIDS[@]:-}"; do
@@ -86,8 +100,18 @@ cargo fmt --all -- --check
 step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets --locked -- -D warnings
 
+step "one build: the tests, then the binaries on the same compiled dependencies"
+# The test targets first (their dev-dependencies' features are named in Cargo.toml's
+# [dependencies] too), then the binaries as `cargo run` and `cargo lambda watch` build them:
+# nothing but this crate may compile again.
+cargo test --locked --no-run --all-targets
+cargo build --locked -v --bin agui-lambda --example calculator 2>&1 | tee "$ARTIFACTS/build.log" | grep -E '^\s+(Compiling|Finished)'
+if grep -E '^\s+Compiling ' "$ARTIFACTS/build.log" | grep -v ' agui-lambda v'; then
+  echo "these dependencies compiled a second time: a dev-dependency adds features the plain build lacks (see Cargo.toml)"
+  exit 1
+fi
+
 step "end to end under cargo lambda watch with @ag-ui/client 1.0.0 and 0.0.59"
-cargo build --locked --bin agui-lambda --example calculator
 AIMOCK_PORT=$(free_port)
 setsid tests/node/node_modules/.bin/llmock -p "$AIMOCK_PORT" -h 127.0.0.1 -f tests/fixtures/aimock-openai.json \
   </dev/null >"$ARTIFACTS/aimock.log" 2>&1 &
@@ -113,10 +137,10 @@ for _ in $(seq 1 600); do
 done
 [ -n "$ready" ] || { echo "cargo lambda watch did not serve the function"; cat "$ARTIFACTS/watch.log"; exit 1; }
 # cargo lambda watch serves one request at a time: the double-texting tests run in the next step.
-(cd tests/node && E2E_SEQUENTIAL=1 AGUI_URL="$WATCH_URL/agent" CAPTURE_DIR="$ARTIFACTS/captures" node --test --test-concurrency=1 e2e.test.mjs) \
+(cd tests/node && E2E_SEQUENTIAL=1 AGUI_URL="$WATCH_URL/agent" CAPTURE_DIR="$ARTIFACTS/captures" node --test --test-concurrency=1 e2e.test.mjs) 2>&1 | tee "$SUITES/e2e-watch.log" \
   || { echo "--- cargo lambda watch log"; tail -n 50 "$ARTIFACTS/watch.log"; exit 1; }
 # The v1 agent API's detached run: the function invokes itself through the emulator's Invoke API.
-(cd tests/node && AGUI_BASE="$WATCH_URL" CAPTURE_DIR="$ARTIFACTS/captures" node --test v1-agent.test.mjs) \
+(cd tests/node && AGUI_BASE="$WATCH_URL" CAPTURE_DIR="$ARTIFACTS/captures" node --test v1-agent.test.mjs) 2>&1 | tee "$SUITES/v1-agent-watch.log" \
   || { echo "--- cargo lambda watch log"; tail -n 50 "$ARTIFACTS/watch.log"; exit 1; }
 curl -fs "http://127.0.0.1:$OTLP_PORT/spans" >"$ARTIFACTS/watch-spans.json"
 python tests/check_lambda_traces.py "http://127.0.0.1:$OTLP_PORT" \
@@ -131,10 +155,10 @@ PORT="$LOCAL_PORT" OPENAI_BASE_URL="http://127.0.0.1:$AIMOCK_PORT/v1" OPENAI_API
 PIDS+=($!)
 wait_for_function "http://127.0.0.1:$LOCAL_PORT" "the local server" "${PIDS[-1]}"
 (cd tests/node && AGUI_URL="http://127.0.0.1:$LOCAL_PORT/agent" CAPTURE_DIR="$ARTIFACTS/captures" \
-  node --test --test-concurrency=1 --test-name-pattern "limits|lifecycle" e2e.test.mjs) \
+  node --test --test-concurrency=1 --test-name-pattern "limits|lifecycle" e2e.test.mjs) 2>&1 | tee "$SUITES/e2e-local.log" \
   || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/local.log"; exit 1; }
 # The same detached run on the local server: a background task.
-(cd tests/node && AGUI_BASE="http://127.0.0.1:$LOCAL_PORT" node --test v1-agent.test.mjs) \
+(cd tests/node && AGUI_BASE="http://127.0.0.1:$LOCAL_PORT" node --test v1-agent.test.mjs) 2>&1 | tee "$SUITES/v1-agent-local.log" \
   || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/local.log"; exit 1; }
 # AG-UI 1.0 with both real clients: approvals as interrupts (1.0.0) and as the confirm tool
 # (0.0.59), usage, capabilities. A server whose get_current_time needs approval.
@@ -144,7 +168,7 @@ PORT="$APPROVAL_PORT" OPENAI_BASE_URL="http://127.0.0.1:$AIMOCK_PORT/v1" OPENAI_
   </dev/null >"$ARTIFACTS/approval.log" 2>&1 &
 PIDS+=($!)
 wait_for_function "http://127.0.0.1:$APPROVAL_PORT" "the local server (approvals)" "${PIDS[-1]}"
-(cd tests/node && AGUI_BASE="http://127.0.0.1:$APPROVAL_PORT" CAPTURE_DIR="$ARTIFACTS/captures" node --test agui10.test.mjs) \
+(cd tests/node && AGUI_BASE="http://127.0.0.1:$APPROVAL_PORT" CAPTURE_DIR="$ARTIFACTS/captures" node --test agui10.test.mjs) 2>&1 | tee "$SUITES/agui10.log" \
   || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/approval.log"; exit 1; }
 # The example agent's own binary (examples/calculator): its `calculate` tool, called by aimock.
 EXAMPLE_PORT=$(free_port)
@@ -153,30 +177,25 @@ PORT="$EXAMPLE_PORT" OPENAI_BASE_URL="http://127.0.0.1:$AIMOCK_PORT/v1" OPENAI_A
 PIDS+=($!)
 wait_for_function "http://127.0.0.1:$EXAMPLE_PORT" "the example agent (examples/calculator)" "${PIDS[-1]}"
 (cd tests/node && AGUI_BASE="http://127.0.0.1:$EXAMPLE_PORT" AIMOCK_URL="http://127.0.0.1:$AIMOCK_PORT" \
-  CAPTURE_DIR="$ARTIFACTS/captures" node --test example.test.mjs) \
+  CAPTURE_DIR="$ARTIFACTS/captures" node --test example.test.mjs) 2>&1 | tee "$SUITES/example.log" \
   || { echo "--- example agent log"; tail -n 50 "$ARTIFACTS/example.log"; exit 1; }
 # The resumable client's own tests: against the demo model, which streams slowly enough to cut.
 DEMO_PORT=$(free_port)
 PORT="$DEMO_PORT" RUST_LOG=info setsid target/debug/agui-lambda </dev/null >"$ARTIFACTS/demo.log" 2>&1 &
 PIDS+=($!)
 wait_for_function "http://127.0.0.1:$DEMO_PORT" "the local server (demo model)" "${PIDS[-1]}"
-(cd clients/resumable-agent && AGUI_BASE="http://127.0.0.1:$DEMO_PORT" AGUI_LIVE_REQUIRED=1 npm test --silent) \
+(cd clients/resumable-agent && AGUI_BASE="http://127.0.0.1:$DEMO_PORT" AGUI_LIVE_REQUIRED=1 npm test --silent) 2>&1 | tee "$SUITES/resumable-agent.log" \
   || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/demo.log"; exit 1; }
 
 step "browser tests: Playwright + Debian chromium"
 # Headless chromium (apt, launched by its path) drives tests/node/browser/*.test.mjs: the dev
 # page (GET /) and the CopilotKit example, against a local server on aimock whose
 # get_current_time needs approval. Screenshots land in .ci/artifacts/screenshots.
-BROWSER_PORT=$(free_port)
-PORT="$BROWSER_PORT" OPENAI_BASE_URL="http://127.0.0.1:$AIMOCK_PORT/v1" OPENAI_API_KEY=e2e-test-key AGENT_MODEL=test-model \
-  APPROVAL_REQUIRED_TOOLS=get_current_time MODEL_MAX_RETRIES=1 RUST_LOG=info setsid target/debug/agui-lambda \
-  </dev/null >"$ARTIFACTS/browser.log" 2>&1 &
-PIDS+=($!)
-wait_for_function "http://127.0.0.1:$BROWSER_PORT" "the local server (browser tests)" "${PIDS[-1]}"
-(cd tests/node && AGUI_BASE="http://127.0.0.1:$BROWSER_PORT" AIMOCK_URL="http://127.0.0.1:$AIMOCK_PORT" \
+# The same server as the AG-UI 1.0 tests above: its settings are the ones these tests need.
+(cd tests/node && AGUI_BASE="http://127.0.0.1:$APPROVAL_PORT" AIMOCK_URL="http://127.0.0.1:$AIMOCK_PORT" \
   CHROMIUM_PATH="${CHROMIUM_PATH:-/usr/bin/chromium}" SCREENSHOT_DIR="$ARTIFACTS/screenshots" \
-  node --test --test-concurrency=1 browser/) \
-  || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/browser.log"; exit 1; }
+  node --test --test-concurrency=1 browser/) 2>&1 | tee "$SUITES/browser.log" \
+  || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/approval.log"; exit 1; }
 
 step "ag-ui-validate on every captured stream"
 captures=("$ARTIFACTS"/captures/*.sse)
@@ -185,6 +204,7 @@ for capture in "${captures[@]}"; do
   ag-ui-validate --no-color "$capture" >"$capture.report" 2>&1 || { cat "$capture.report"; echo "ag-ui-validate rejected $capture"; exit 1; }
 done
 echo "ag-ui-validate: ${#captures[@]} streams, no violation"
+echo "ag-ui-validate: ${#captures[@]} passed, 0 failed" >"$SUITES/ag-ui-validate.log"
 # Quiet by default: cargo-lambda's own warnings and lambda_runtime's start-up warning about
 # AWS_LAMBDA_MAX_CONCURRENCY / `concurrency-tokio` fail the run (the function's warnings about the
 # failure scenarios the suite plays are expected).
@@ -195,7 +215,7 @@ cleanup
 PIDS=()
 
 step "README examples, as written, against the local server (demo model)"
-python3 scripts/readme_examples.py --binary target/debug/agui-lambda --artifacts "$ARTIFACTS/readme"
+python3 scripts/readme_examples.py --binary target/debug/agui-lambda --artifacts "$ARTIFACTS/readme" 2>&1 | tee "$SUITES/readme.log"
 
 step "SAM template: offline transform, then cfn-lint on source and result"
 python scripts/sam_transform.py template.yaml >"$ARTIFACTS/template.transformed.json"
@@ -206,7 +226,7 @@ step "supply chain: cargo deny"
 bash scripts/deny.sh
 
 step "rustdoc examples (cargo test --doc)"
-cargo test --locked --doc
+cargo test --locked --doc 2>&1 | tee "$SUITES/cargo-doc.log"
 
 step "cargo test without Node on PATH (every test but the wire ones, named wire_…)"
 # A PATH of links to every program on PATH but Node's: the tests that are not about the model's
@@ -222,15 +242,21 @@ for dir in "${path_dirs[@]}"; do
   done
 done
 if PATH="$NODELESS" command -v node >/dev/null; then echo "node is still on the Node-less PATH"; exit 1; fi
-PATH="$NODELESS" cargo test --locked --lib --bins --tests -- --skip wire_ >"$ARTIFACTS/cargo-test-without-node.log" 2>&1 \
-  || { tail -n 60 "$ARTIFACTS/cargo-test-without-node.log"; echo "cargo test without Node failed"; exit 1; }
-grep '^test result' "$ARTIFACTS/cargo-test-without-node.log"
+PATH="$NODELESS" cargo test --locked --lib --bins --tests -- --skip wire_ >"$SUITES/cargo-without-node.log" 2>&1 \
+  || { tail -n 60 "$SUITES/cargo-without-node.log"; echo "cargo test without Node failed"; exit 1; }
+grep '^test result' "$SUITES/cargo-without-node.log"
 
 step "benches, once each (smoke test)"
-cargo test --locked --bench '*'
+cargo test --locked --bench '*' 2>&1 | tee "$SUITES/benches.log"
 
 step "the wire tests (cargo test -- wire_, with Node; the rest ran above)"
-TIMINGS+=("$(printf '%5d s  %s' $((SECONDS - step_started)) "$step_name")")
+cargo test --locked --lib --bins --tests -- wire_ 2>&1 | tee "$SUITES/cargo-wire.log"
+
+step "summary"
+TIMINGS+=("$(printf '%5d s  %s' $((SECONDS - started)) "in all")")
 printf '%s\n' "${TIMINGS[@]}" >"$ARTIFACTS/timings.txt"
-echo "(step durations so far in .ci/artifacts/timings.txt; $((SECONDS - started)) s in all before cargo test)"
-cargo test --locked --lib --bins --tests -- wire_
+echo "step durations (also in .ci/artifacts/timings.txt):"
+printf '  %s\n' "${TIMINGS[@]}"
+# The last line: every test of every suite above (cargo's, node's, the browser's, the README
+# examples' and the streams ag-ui-validate checked), summed.
+python3 scripts/test_summary.py "$SUITES" | tee "$ARTIFACTS/summary.txt"
