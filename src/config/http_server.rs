@@ -1,0 +1,98 @@
+//! The HTTP section: where the local server listens, the origins it answers CORS for, how often
+//! a quiet stream is pinged, how long a run may take, and whether `GET /` serves the dev page.
+
+use super::vars::Vars;
+use super::{ConfigError, Section};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    pub listen: SocketAddr,
+    /// Origins the server itself answers CORS for; empty leaves CORS to the Function URL.
+    pub cors_allowed_origins: Vec<String>,
+    pub ping_interval: Duration,
+    pub run_timeout: Duration,
+    /// How long before the Lambda deadline a run stops with `TIMEOUT`, leaving time to store it.
+    pub deadline_margin: Duration,
+    /// `DEV_UI`: `GET /` serves the dev chat page; on by default locally, off under Lambda.
+    pub dev_ui: bool,
+}
+
+impl Section for HttpConfig {
+    const SETTINGS: &'static [&'static str] = &[
+        "PORT",
+        "HOST",
+        "CORS_ALLOWED_ORIGINS",
+        "SSE_PING_INTERVAL_MS",
+        "RUN_TIMEOUT_SECS",
+        "DEADLINE_MARGIN_MS",
+        "DEV_UI",
+    ];
+
+    fn from_vars(vars: &Vars) -> Result<Self, ConfigError> {
+        Ok(Self {
+            listen: listen(vars)?,
+            cors_allowed_origins: cors_allowed_origins(vars),
+            ping_interval: Duration::from_millis(vars.bounded(
+                "SSE_PING_INTERVAL_MS",
+                15_000,
+                100..=300_000,
+            )?),
+            // Lambda's own maximum is 900 s.
+            run_timeout: Duration::from_secs(vars.bounded("RUN_TIMEOUT_SECS", 870, 1..=900)?),
+            deadline_margin: Duration::from_millis(vars.bounded(
+                "DEADLINE_MARGIN_MS",
+                3_000,
+                0..=60_000,
+            )?),
+            dev_ui: vars.flag("DEV_UI", !vars.under_lambda())?,
+        })
+    }
+}
+
+/// `PORT` and `HOST`.
+fn listen(vars: &Vars) -> Result<SocketAddr, ConfigError> {
+    let port: u16 = vars.number("PORT", 8787)?;
+    let host: IpAddr = match vars.text("HOST") {
+        Some(host) => host.parse().map_err(|_| ConfigError::Invalid {
+            name: "HOST",
+            expected: "an IP address",
+            value: host,
+        })?,
+        None => IpAddr::V4(Ipv4Addr::LOCALHOST),
+    };
+    Ok(SocketAddr::new(host, port))
+}
+
+/// `CORS_ALLOWED_ORIGINS`: comma-separated, each without a trailing slash.
+fn cors_allowed_origins(vars: &Vars) -> Vec<String> {
+    vars.text("CORS_ALLOWED_ORIGINS")
+        .map(|origins| {
+            origins
+                .split(',')
+                .map(|origin| origin.trim().trim_end_matches('/').to_owned())
+                .filter(|o| !o.is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::tests::config;
+
+    #[test]
+    fn the_dev_page_is_on_locally_and_off_under_lambda_unless_asked() {
+        let lambda = ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001");
+        assert!(config(&[]).unwrap().http.dev_ui);
+        assert!(!config(&[lambda]).unwrap().http.dev_ui);
+        assert!(config(&[lambda, ("DEV_UI", "true")]).unwrap().http.dev_ui);
+        assert!(!config(&[("DEV_UI", "false")]).unwrap().http.dev_ui);
+        let err = config(&[("DEV_UI", "maybe")]).unwrap_err();
+        assert!(
+            err.to_string().starts_with("DEV_UI must be true or false"),
+            "{err}"
+        );
+    }
+}

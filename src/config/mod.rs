@@ -1,0 +1,270 @@
+//! Typed configuration, read once from the environment at cold start: one section per concern,
+//! each with the variables it reads and its own parser. Every variable, its default and meaning
+//! is listed in the README's configuration table; `SETTINGS` is the list to check it against.
+
+mod agent;
+mod auth;
+mod http_server;
+mod limits;
+mod model;
+mod profiles;
+mod quotas;
+mod runtime;
+mod store;
+mod telemetry;
+mod tools;
+mod vars;
+
+use crate::agent::{AgentSettings, Quotas};
+use crate::protocol::Limits;
+use profiles::Profiles;
+use std::collections::{BTreeMap, HashMap};
+use vars::Vars;
+
+pub use auth::{AuthConfig, JwksSource};
+pub use http_server::HttpConfig;
+pub use model::{ModelChoice, ModelConfig, OpenAiConfig};
+pub use profiles::{
+    MAX_PROFILE_MODEL_CHARS, MAX_PROFILE_PROMPT_CHARS, MAX_PROFILES, ProfileConfig,
+    ProfilesConfigError,
+};
+pub use runtime::RuntimeFlavor;
+pub use secrecy::{ExposeSecret, SecretString};
+pub use store::StoreConfig;
+pub use telemetry::TelemetryConfig;
+pub use tools::ToolsConfig;
+
+/// Every setting, grouped by concern.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub model: ModelConfig,
+    pub http: HttpConfig,
+    pub store: StoreConfig,
+    pub auth: AuthConfig,
+    pub limits: Limits,
+    pub agent: AgentSettings,
+    pub tools: ToolsConfig,
+    pub runtime: RuntimeFlavor,
+    /// `AGENT_PROFILES`: named agents chosen by `forwardedProps.agent_type`; empty when unset.
+    pub profiles: BTreeMap<String, ProfileConfig>,
+    pub telemetry: TelemetryConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{name} must be {expected}, got {value:?}")]
+    Invalid {
+        name: &'static str,
+        expected: &'static str,
+        value: String,
+    },
+    #[error("AUTH_MODE={mode} needs {needs}")]
+    Missing {
+        mode: &'static str,
+        needs: &'static str,
+    },
+    #[error("MCP_SERVERS: {0}")]
+    Mcp(#[from] crate::mcp::McpConfigError),
+    #[error("AGENT_PROFILES: {0}")]
+    Profiles(#[from] ProfilesConfigError),
+}
+
+/// One section of the configuration: the variables it owns and how it reads them.
+pub(crate) trait Section: Sized {
+    /// Every variable the section reads, besides those Lambda sets ([`SET_BY_LAMBDA`]).
+    const SETTINGS: &'static [&'static str];
+
+    /// The section from `vars`; the first bad value stops it, named in the error.
+    fn from_vars(vars: &Vars) -> Result<Self, ConfigError>;
+}
+
+/// Read to tell where the process runs and what it is called; Lambda sets them, not the operator.
+pub(crate) const SET_BY_LAMBDA: &[&str] = &[
+    "AWS_LAMBDA_RUNTIME_API",
+    "AWS_LAMBDA_MAX_CONCURRENCY",
+    "AWS_LAMBDA_FUNCTION_NAME",
+];
+
+/// Every variable [`Config::from_map`] reads, section by section: the source a configuration
+/// reference is to be checked against. A test holds this list to what the parsers read. Not here: what other crates read themselves
+/// (`RUST_LOG`, `AWS_LAMBDA_LOG_*`, the AWS SDK's and the OpenTelemetry SDK's own variables).
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "read by the tests now, by the documentation check later"
+    )
+)]
+pub(crate) const SETTINGS: &[&[&str]] = &[
+    ModelConfig::SETTINGS,
+    HttpConfig::SETTINGS,
+    AuthConfig::SETTINGS,
+    RuntimeFlavor::SETTINGS,
+    StoreConfig::SETTINGS,
+    AgentSettings::SETTINGS,
+    Quotas::SETTINGS,
+    ToolsConfig::SETTINGS,
+    Limits::SETTINGS,
+    Profiles::SETTINGS,
+    TelemetryConfig::SETTINGS,
+    SET_BY_LAMBDA,
+];
+
+impl Config {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_map(&std::env::vars().collect())
+    }
+
+    /// Reads configuration from `vars`; tests pass their own map instead of the process
+    /// environment.
+    pub fn from_map(vars: &HashMap<String, String>) -> Result<Self, ConfigError> {
+        Self::from_vars(&Vars::new(vars))
+    }
+
+    /// Section by section, in this order: of two bad values, the one whose section comes first
+    /// is reported.
+    fn from_vars(vars: &Vars) -> Result<Self, ConfigError> {
+        Ok(Self {
+            model: ModelConfig::from_vars(vars)?,
+            http: HttpConfig::from_vars(vars)?,
+            auth: AuthConfig::from_vars(vars)?,
+            runtime: RuntimeFlavor::from_vars(vars)?,
+            store: StoreConfig::from_vars(vars)?,
+            agent: AgentSettings::from_vars(vars)?,
+            tools: ToolsConfig::from_vars(vars)?,
+            limits: Limits::from_vars(vars)?,
+            profiles: Profiles::from_vars(vars)?,
+            telemetry: TelemetryConfig::from_vars(vars)?,
+        })
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    pub(crate) fn config(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        Config::from_map(&map(pairs))
+    }
+
+    fn map(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn embedded_defaults_run_the_demo_model_locally() {
+        let config = config(&[]).unwrap();
+        assert_eq!(config.model.provider, ModelChoice::Demo);
+        assert_eq!(config.http.listen.to_string(), "127.0.0.1:8787");
+        assert_eq!(config.limits, Limits::default());
+        assert!(config.store.threads_table.is_none());
+        assert_eq!(config.runtime, RuntimeFlavor::MultiThread);
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        let err = config(&[("AGENT_MAX_STEPS", "lots")]).unwrap_err();
+        assert!(err.to_string().starts_with("AGENT_MAX_STEPS must be"));
+        assert!(config(&[("MODEL_PROVIDER", "gemini")]).is_err());
+        assert!(config(&[("AGENT_EMIT_STEPS", "maybe")]).is_err());
+    }
+
+    #[test]
+    fn every_number_is_bounded() {
+        for (name, value) in [
+            ("MODEL_MAX_RETRIES", "4294967295"),
+            ("MODEL_CONNECT_TIMEOUT_MS", "0"),
+            ("SSE_PING_INTERVAL_MS", "18446744073709551615"),
+            ("DEADLINE_MARGIN_MS", "900000"),
+            ("THREAD_TTL_DAYS", "4294967295"),
+            ("AGENT_MAX_STEPS", "0"),
+            ("MAX_PAYLOAD_BYTES", "18446744073709551615"),
+            ("MAX_RUN_ID_CHARS", "0"),
+            ("MAX_MESSAGES", "0"),
+            ("MAX_ATTACHMENTS", "100000"),
+            ("BEDROCK_MAX_TOKENS", "4294967295"),
+            ("BEDROCK_REASONING_BUDGET_TOKENS", "1023"),
+            ("BEDROCK_REASONING_BUDGET_TOKENS", "1000001"),
+            ("MAX_OUTPUT_TOKENS", "0"),
+            ("MAX_OUTPUT_TOKENS", "1000001"),
+            ("MAX_INLINE_ATTACHMENT_BYTES", "6291457"),
+            ("INTERRUPT_TTL_SECS", "59"),
+            ("APPROVAL_CONFIRM_TOOL", "not a name"),
+            ("PORT", "65536"),
+            ("RUNTIME_FLAVOR", "fibers"),
+            ("TOOL_RESULT_MAX_BYTES", "1023"),
+            ("TOOL_RESULT_MAX_BYTES", "1048577"),
+            ("MCP_CONNECT_TIMEOUT_MS", "99"),
+            ("MCP_SERVERS", "[{\"name\":\"a b\",\"url\":\"http://x\"}]"),
+            ("QUOTA_TOKENS_PER_DAY", "0"),
+            ("QUOTA_RUNS_PER_MINUTE", "100001"),
+            ("QUOTA_RESERVE_TOKENS", "10000001"),
+            ("QUOTA_OVERRIDES", "{\"alice\": {\"runsPerMinute\": 0}}"),
+            ("QUOTA_OVERRIDES", "{\"alice\": {\"tokens\": 5}}"),
+            ("QUOTA_OVERRIDES", "[1]"),
+        ] {
+            let err = config(&[(name, value)]).unwrap_err();
+            assert!(err.to_string().starts_with(name), "{err}");
+        }
+    }
+
+    #[test]
+    fn output_reasoning_and_attachment_settings_are_optional_and_bounded() {
+        let unset = config(&[]).unwrap();
+        assert_eq!(unset.agent.max_output_tokens, None);
+        assert_eq!(unset.model.bedrock_reasoning_budget_tokens, None);
+        assert_eq!(unset.limits.max_inline_attachment_bytes, 262_144);
+        let set = config(&[
+            ("MAX_OUTPUT_TOKENS", "2048"),
+            ("BEDROCK_REASONING_BUDGET_TOKENS", "1024"),
+            ("MAX_INLINE_ATTACHMENT_BYTES", "0"),
+        ])
+        .unwrap();
+        assert_eq!(set.agent.max_output_tokens, Some(2048));
+        assert_eq!(set.model.bedrock_reasoning_budget_tokens, Some(1024));
+        assert_eq!(set.limits.max_inline_attachment_bytes, 0);
+        let err = config(&[("MAX_OUTPUT_TOKENS", "lots")]).unwrap_err();
+        assert!(err.to_string().starts_with("MAX_OUTPUT_TOKENS"), "{err}");
+    }
+
+    #[test]
+    fn secrets_never_print() {
+        let config = config(&[("OPENAI_API_KEY", "sk-very-secret")]).unwrap();
+        assert!(!format!("{config:?}").contains("sk-very-secret"));
+    }
+
+    #[test]
+    fn the_settings_list_is_every_variable_the_sections_read() {
+        let listed: BTreeSet<&str> = SETTINGS
+            .iter()
+            .flat_map(|names| names.iter().copied())
+            .collect();
+        let listed_count: usize = SETTINGS.iter().map(|names| names.len()).sum();
+        assert_eq!(listed.len(), listed_count, "a variable is listed twice");
+        // Together these reach every branch that reads a variable of its own.
+        let api_key = [("AUTH_MODE", "api-key"), ("API_KEYS", "a=b")];
+        let jwt = [
+            ("AUTH_MODE", "jwt"),
+            ("JWT_ISSUER", "i"),
+            ("JWT_AUDIENCE", "a"),
+            ("JWT_JWKS_FILE", "/k.json"),
+        ];
+        let mut read = BTreeSet::new();
+        for pairs in [&[][..], &api_key, &jwt] {
+            let map = map(pairs);
+            let vars = Vars::new(&map);
+            Config::from_vars(&vars).unwrap();
+            read.extend(vars.names_read());
+        }
+        let unlisted: Vec<_> = read.difference(&listed).collect();
+        let never_read: Vec<_> = listed.difference(&read).collect();
+        assert!(
+            unlisted.is_empty() && never_read.is_empty(),
+            "read but not listed: {unlisted:?}; listed but never read: {never_read:?}"
+        );
+    }
+}
