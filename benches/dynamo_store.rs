@@ -10,7 +10,10 @@ use agui_lambda::protocol::input::{ForwardedProps, RunInput};
 use agui_lambda::protocol::{
     ClientTool, Event, Message, MessageId, RunId, ThreadId, ToolCall, ToolCallId, UserContent,
 };
-use agui_lambda::store::{DynamoStore, Principal, RunStart, StoreUsage, ThreadStore};
+use agui_lambda::store::{
+    DynamoStore, EventLog, Principal, RunFinish, RunLeases, RunStart, StoreUsage, Threads,
+    UsageLedger,
+};
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use futures_util::StreamExt;
 use serde_json::json;
@@ -260,13 +263,13 @@ async fn main() {
             .await
             .unwrap();
         store
-            .finish_run(
-                &lease,
-                &[],
-                None,
-                None,
-                chrono::Utc::now().timestamp_millis(),
-            )
+            .finish_run(RunFinish {
+                lease: &lease,
+                new_messages: &[],
+                state: None,
+                interrupts: None,
+                at_ms: chrono::Utc::now().timestamp_millis(),
+            })
             .await
             .unwrap();
         let mut times = Vec::new();
@@ -330,13 +333,13 @@ async fn seed_thread(
             .unwrap();
     }
     store
-        .finish_run(
-            &lease,
-            &[],
-            None,
-            None,
-            chrono::Utc::now().timestamp_millis(),
-        )
+        .finish_run(RunFinish {
+            lease: &lease,
+            new_messages: &[],
+            state: None,
+            interrupts: None,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+        })
         .await
         .unwrap();
     thread

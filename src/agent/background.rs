@@ -4,7 +4,7 @@
 
 use super::live::LiveRun;
 use crate::protocol::events::RecordedEvent;
-use crate::store::{Lease, StoreError, ThreadStore};
+use crate::store::{EventLog, Lease, RunLeases, StoreError};
 use bytes::Bytes;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,7 +20,7 @@ const FINAL_ATTEMPTS: u32 = 3;
 /// event, so a fast stream costs the recorder nothing between writes. A failed write is retried
 /// with the next batch; the live stream never waits for it.
 pub(super) async fn record(
-    store: Arc<dyn ThreadStore>,
+    store: Arc<dyn EventLog>,
     lease: Lease,
     run: Arc<LiveRun>,
     interval: Duration,
@@ -63,7 +63,7 @@ fn by_size(events: &[Arc<RecordedEvent>], limit: usize) -> Vec<&[Arc<RecordedEve
 }
 
 async fn write(
-    store: &dyn ThreadStore,
+    store: &dyn EventLog,
     lease: &Lease,
     batch: &[Arc<RecordedEvent>],
     attempts: u32,
@@ -90,7 +90,7 @@ async fn write(
 /// Every `poll`, asks the store whether the run was cancelled, and renews the lease a third of
 /// the way through it. Runs until aborted; stops the run when the lease is lost.
 pub(super) async fn heartbeat(
-    store: Arc<dyn ThreadStore>,
+    store: Arc<dyn RunLeases>,
     lease: Lease,
     run: Arc<LiveRun>,
     lease_duration: Duration,

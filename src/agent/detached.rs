@@ -5,7 +5,9 @@
 
 use super::{Agent, StartError};
 use crate::protocol::{RunId, RunInput, ThreadId};
-use crate::store::{Principal, Reservation, StoreError, TaskRecord, TaskState, ThreadActivity};
+use crate::store::{
+    Principal, Reservation, StoreError, TaskFailure, TaskRecord, TaskState, ThreadActivity,
+};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use tokio::time::Instant;
@@ -141,7 +143,12 @@ impl Agent {
         tracing::info!(%run_id, %error, "a detached run failed to start");
         if let Err(store_error) = self
             .store
-            .fail_task(owner, run_id, error.run_error_code(), &error.to_string())
+            .fail_task(TaskFailure {
+                owner,
+                run_id,
+                code: error.run_error_code(),
+                message: &error.to_string(),
+            })
             .await
         {
             tracing::error!(%run_id, error = %store_error, "recording a detached run's failure failed");

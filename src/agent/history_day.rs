@@ -3,7 +3,7 @@
 //! is known to be complete. Depends on `store` and `protocol` only.
 
 use crate::protocol::{Message, ThreadId};
-use crate::store::{Principal, StoreError, ThreadStore, TimedMessage};
+use crate::store::{History, Principal, StoreError, TimedMessage, TimedQuery};
 use chrono::NaiveDate;
 
 /// Messages read per store call: most days fit in one page.
@@ -51,7 +51,7 @@ fn local_day(at_ms: i64, tz: chrono_tz::Tz) -> Option<NaiveDate> {
 /// two days. With ordered times (the normal case) this is exactly the date of each message.
 /// `NotFound` as `timed_messages`: another principal's, a missing or a deleted thread.
 pub async fn history_day(
-    store: &dyn ThreadStore,
+    store: &dyn History,
     owner: &Principal,
     thread_id: &ThreadId,
     before: Option<NaiveDate>,
@@ -65,7 +65,12 @@ pub async fn history_day(
     let mut messages = Vec::new();
     loop {
         let page = store
-            .timed_messages(owner, thread_id, before_seq, PAGE)
+            .timed_messages(TimedQuery {
+                owner,
+                thread_id,
+                before_seq,
+                limit: PAGE,
+            })
             .await?;
         for timed in page.messages {
             before_seq = Some(timed.seq);
@@ -113,7 +118,7 @@ pub async fn history_day(
 mod tests {
     use super::*;
     use crate::protocol::{MessageId, RunId, ToolCallId, UserContent};
-    use crate::store::{MemoryStore, RunStart};
+    use crate::store::{MemoryStore, RunFinish, RunLeases, RunStart, Threads};
     use chrono::TimeZone;
 
     fn id(text: &str) -> MessageId {
@@ -182,7 +187,13 @@ mod tests {
                 .await
                 .unwrap();
             store
-                .finish_run(&lease, &batch[1..], None, None, *at_ms + 1_000)
+                .finish_run(RunFinish {
+                    lease: &lease,
+                    new_messages: &batch[1..],
+                    state: None,
+                    interrupts: None,
+                    at_ms: *at_ms + 1_000,
+                })
                 .await
                 .unwrap();
         }

@@ -15,7 +15,7 @@ use crate::protocol::events::{
     PROTOCOL_VERSION, RecordedEvent, RunOutcome, RunUsage, TokenUsage, ToolRole,
 };
 use crate::protocol::{Event, Message, MessageId, RunErrorCode, ToolCall, ToolCallId};
-use crate::store::StoreError;
+use crate::store::{RunFinish, StoreError};
 use crate::telemetry::emf::{RunMetrics, StoreFigures};
 use futures_util::{FutureExt, Stream, StreamExt};
 use std::collections::HashSet;
@@ -291,17 +291,17 @@ impl PreparedRun {
             .open
             .extend(std::mem::take(&mut self.fallback_approvals));
         let saved = store
-            .finish_run(
-                &self.lease,
-                &produced,
-                if state_changed {
+            .finish_run(RunFinish {
+                lease: &self.lease,
+                new_messages: &produced,
+                state: if state_changed {
                     self.state.as_ref()
                 } else {
                     None
                 },
-                interrupts.to_value().as_ref(),
-                chrono::Utc::now().timestamp_millis(),
-            )
+                interrupts: interrupts.to_value().as_ref(),
+                at_ms: chrono::Utc::now().timestamp_millis(),
+            })
             .await;
         if let Err(error) = saved {
             tracing::error!(%error, thread_id = %self.lease.thread_id, "storing the run failed");

@@ -6,7 +6,7 @@ use crate::protocol::ToolCall;
 use crate::protocol::input::BusyThreadPolicy;
 use crate::protocol::input::{ForwardedProps, RunInput};
 use crate::protocol::{ClientTool, RunId, ThreadId, UserContent};
-use crate::store::{MemoryStore, Principal, ThreadStore};
+use crate::store::{History, HistoryQuery, MemoryStore, Principal, Threads};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -292,12 +292,12 @@ async fn server_tool_result_is_streamed_and_fed_back_within_steps() {
 
     let history = h
         .store
-        .history(
-            &Principal::anonymous(),
-            &ThreadId::parse("thread_002", 128).unwrap(),
-            None,
-            100,
-        )
+        .history(HistoryQuery {
+            owner: &Principal::anonymous(),
+            thread_id: &ThreadId::parse("thread_002", 128).unwrap(),
+            after: None,
+            limit: 100,
+        })
         .await
         .unwrap();
     let roles: Vec<_> = history.messages.iter().map(|m| m.role()).collect();
@@ -383,12 +383,12 @@ async fn a_model_failure_mid_stream_is_run_error_and_keeps_the_users_message() {
     assert_eq!(events.last().unwrap()["code"], "MODEL_ERROR");
     let history = h
         .store
-        .history(
-            &Principal::anonymous(),
-            &ThreadId::parse("t", 128).unwrap(),
-            None,
-            10,
-        )
+        .history(HistoryQuery {
+            owner: &Principal::anonymous(),
+            thread_id: &ThreadId::parse("t", 128).unwrap(),
+            after: None,
+            limit: 10,
+        })
         .await
         .unwrap();
     assert_eq!(
@@ -455,12 +455,12 @@ async fn a_second_run_on_a_busy_thread_is_refused_and_changes_nothing() {
     let _: Vec<Event> = first.into_events().collect().await;
     let history = h
         .store
-        .history(
-            &Principal::anonymous(),
-            &ThreadId::parse("t", 128).unwrap(),
-            None,
-            10,
-        )
+        .history(HistoryQuery {
+            owner: &Principal::anonymous(),
+            thread_id: &ThreadId::parse("t", 128).unwrap(),
+            after: None,
+            limit: 10,
+        })
         .await
         .unwrap();
     let ids: Vec<&str> = history.messages.iter().map(|m| m.id().as_str()).collect();
@@ -647,12 +647,12 @@ async fn a_retried_run_never_stores_the_users_message_twice() {
     run(&h, input("t", "same-run", vec![user("u1", "hi")], &[])).await;
     let history = h
         .store
-        .history(
-            &Principal::anonymous(),
-            &ThreadId::parse("t", 128).unwrap(),
-            None,
-            10,
-        )
+        .history(HistoryQuery {
+            owner: &Principal::anonymous(),
+            thread_id: &ThreadId::parse("t", 128).unwrap(),
+            after: None,
+            limit: 10,
+        })
         .await
         .unwrap();
     let users = history

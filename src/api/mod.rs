@@ -19,7 +19,7 @@ use crate::agent::{Agent, RunSource};
 use crate::dialects::{AguiEncoder, Encoder};
 use crate::dialects::{agentscope, agkit};
 use crate::protocol::{Limits, RunId, ThreadId, input, sse};
-use crate::store::{CancelState, Principal, StoreError};
+use crate::store::{CancelState, HistoryQuery, Principal, StoreError};
 use crate::telemetry::TraceParent;
 use auth::Authenticator;
 use bytes::Bytes;
@@ -465,7 +465,12 @@ impl App {
         let page = self
             .agent
             .store()
-            .history(principal, &thread_id, after.as_deref(), limit)
+            .history(HistoryQuery {
+                owner: principal,
+                thread_id: &thread_id,
+                after: after.as_deref(),
+                limit,
+            })
             .await
             .map_err(ApiError::from_store)?;
         let mut body = json!({

@@ -1,7 +1,9 @@
 //! Runs over HTTP against a real DynamoDB (Local): concurrency, long threads, faults, restarts.
 
 use agui_lambda::protocol::{Message, MessageId, RunId, ThreadId, UserContent};
-use agui_lambda::store::{DynamoStore, Principal, RunStart, ThreadStore};
+use agui_lambda::store::{
+    DynamoStore, Principal, RunFinish, RunLeases, RunStart, ThreadStore, Threads,
+};
 use aws_sdk_dynamodb::types::AttributeValue;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
@@ -132,13 +134,13 @@ async fn a_thousand_message_thread_over_two_megabytes_loads_and_continues() {
         .await
         .unwrap();
     store
-        .finish_run(
-            &lease,
-            &[],
-            None,
-            None,
-            chrono::Utc::now().timestamp_millis(),
-        )
+        .finish_run(RunFinish {
+            lease: &lease,
+            new_messages: &[],
+            state: None,
+            interrupts: None,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+        })
         .await
         .unwrap();
     let loaded = store.load(&owner, &thread).await.unwrap().unwrap();

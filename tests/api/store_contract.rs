@@ -1,7 +1,9 @@
 //! One behaviour suite for every `ThreadStore`: the in-memory one and DynamoDB (Local).
 
 use agui_lambda::protocol::{Message, MessageId, RunId, ThreadId, UserContent};
-use agui_lambda::store::{DynamoStore, MemoryStore, Principal, RunStart, StoreError, ThreadStore};
+use agui_lambda::store::{
+    DynamoStore, HistoryQuery, MemoryStore, Principal, RunFinish, RunStart, StoreError, ThreadStore,
+};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -93,13 +95,13 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
         "one run at a time"
     );
     ctx.store
-        .finish_run(
-            &lease,
-            &[user("a1", "hello")],
-            Some(&json!({"n": 2})),
-            None,
-            chrono::Utc::now().timestamp_millis(),
-        )
+        .finish_run(RunFinish {
+            lease: &lease,
+            new_messages: &[user("a1", "hello")],
+            state: Some(&json!({"n": 2})),
+            interrupts: None,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+        })
         .await
         .unwrap();
     let loaded = ctx
@@ -114,13 +116,13 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
     assert!(
         matches!(
             ctx.store
-                .finish_run(
-                    &lease,
-                    &[],
-                    None,
-                    None,
-                    chrono::Utc::now().timestamp_millis()
-                )
+                .finish_run(RunFinish {
+                    lease: &lease,
+                    new_messages: &[],
+                    state: None,
+                    interrupts: None,
+                    at_ms: chrono::Utc::now().timestamp_millis()
+                })
                 .await,
             Err(StoreError::LeaseLost)
         ),
@@ -148,7 +150,14 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
         Err(StoreError::NotFound)
     ));
     assert!(matches!(
-        ctx.store.history(&ctx.bob, &ctx.thread, None, 10).await,
+        ctx.store
+            .history(HistoryQuery {
+                owner: &ctx.bob,
+                thread_id: &ctx.thread,
+                after: None,
+                limit: 10
+            })
+            .await,
         Err(StoreError::NotFound)
     ));
 
@@ -170,13 +179,13 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
     .await
     .unwrap();
     ctx.store
-        .finish_run(
-            &lease,
-            &[],
-            None,
-            None,
-            chrono::Utc::now().timestamp_millis(),
-        )
+        .finish_run(RunFinish {
+            lease: &lease,
+            new_messages: &[],
+            state: None,
+            interrupts: None,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+        })
         .await
         .unwrap();
     let late = ctx
@@ -228,24 +237,24 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
     .unwrap();
     assert!(matches!(
         ctx.store
-            .finish_run(
-                &crashed,
-                &[user("x", "zombie")],
-                None,
-                None,
-                chrono::Utc::now().timestamp_millis()
-            )
+            .finish_run(RunFinish {
+                lease: &crashed,
+                new_messages: &[user("x", "zombie")],
+                state: None,
+                interrupts: None,
+                at_ms: chrono::Utc::now().timestamp_millis()
+            })
             .await,
         Err(StoreError::LeaseLost)
     ));
     ctx.store
-        .finish_run(
-            &taker,
-            &[user("a6", "ok")],
-            None,
-            None,
-            chrono::Utc::now().timestamp_millis(),
-        )
+        .finish_run(RunFinish {
+            lease: &taker,
+            new_messages: &[user("a6", "ok")],
+            state: None,
+            interrupts: None,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+        })
         .await
         .unwrap();
 
@@ -260,13 +269,13 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
     // The interrupt record rides on the last write of a long output too.
     let record = json!({"open": [{"interrupt": {"id": "int-1", "reason": "tool_call"}}]});
     ctx.store
-        .finish_run(
-            &lease,
-            &output,
-            None,
-            Some(&record),
-            chrono::Utc::now().timestamp_millis(),
-        )
+        .finish_run(RunFinish {
+            lease: &lease,
+            new_messages: &output,
+            state: None,
+            interrupts: Some(&record),
+            at_ms: chrono::Utc::now().timestamp_millis(),
+        })
         .await
         .unwrap();
     let held = ctx
@@ -281,13 +290,13 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
         .await
         .unwrap();
     ctx.store
-        .finish_run(
-            &lease,
-            &[],
-            None,
-            None,
-            chrono::Utc::now().timestamp_millis(),
-        )
+        .finish_run(RunFinish {
+            lease: &lease,
+            new_messages: &[],
+            state: None,
+            interrupts: None,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+        })
         .await
         .unwrap();
     let loaded = ctx
@@ -308,7 +317,12 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
     loop {
         let page = ctx
             .store
-            .history(&ctx.alice, &ctx.thread, cursor.as_deref(), 100)
+            .history(HistoryQuery {
+                owner: &ctx.alice,
+                thread_id: &ctx.thread,
+                after: cursor.as_deref(),
+                limit: 100,
+            })
             .await
             .unwrap();
         assert!(page.messages.len() <= 100);
@@ -340,13 +354,13 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
     let huge_message = user("big", &"y".repeat(400_000));
     assert!(matches!(
         ctx.store
-            .finish_run(
-                &lease,
-                &[huge_message],
-                None,
-                None,
-                chrono::Utc::now().timestamp_millis()
-            )
+            .finish_run(RunFinish {
+                lease: &lease,
+                new_messages: &[huge_message],
+                state: None,
+                interrupts: None,
+                at_ms: chrono::Utc::now().timestamp_millis()
+            })
             .await,
         Err(StoreError::MessageTooLarge(_))
     ));
@@ -395,13 +409,13 @@ async fn an_expired_dynamodb_thread_is_gone_and_its_id_starts_afresh() {
     .await
     .unwrap();
     ctx.store
-        .finish_run(
-            &lease,
-            &[],
-            None,
-            None,
-            chrono::Utc::now().timestamp_millis(),
-        )
+        .finish_run(RunFinish {
+            lease: &lease,
+            new_messages: &[],
+            state: None,
+            interrupts: None,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+        })
         .await
         .unwrap();
     // Age the thread past its TTL, as DynamoDB's clock would (TTL deletion itself is lazy).
@@ -443,13 +457,13 @@ async fn an_expired_dynamodb_thread_is_gone_and_its_id_starts_afresh() {
     .await
     .unwrap();
     ctx.store
-        .finish_run(
-            &lease,
-            &[],
-            None,
-            None,
-            chrono::Utc::now().timestamp_millis(),
-        )
+        .finish_run(RunFinish {
+            lease: &lease,
+            new_messages: &[],
+            state: None,
+            interrupts: None,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+        })
         .await
         .unwrap();
     let fresh = ctx

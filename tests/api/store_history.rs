@@ -6,8 +6,8 @@
 use agui_lambda::agent::history_day::history_day;
 use agui_lambda::protocol::{Message, MessageId, RunId, ThreadId, ToolCallId, UserContent};
 use agui_lambda::store::{
-    DynamoStore, Lease, NewThread, Principal, RunStart, StoreError, TaskRecord, TaskState,
-    ThreadStore,
+    DynamoStore, History, Lease, NewThread, Principal, RunFinish, RunStart, StoreError,
+    TaskFailure, TaskRecord, TaskState, ThreadStore, Threads, TimedQuery,
 };
 use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{NaiveDate, TimeZone};
@@ -96,7 +96,13 @@ async fn run(
         .await
         .unwrap();
     store
-        .finish_run(&lease, output, None, None, output_at)
+        .finish_run(RunFinish {
+            lease: &lease,
+            new_messages: output,
+            state: None,
+            interrupts: None,
+            at_ms: output_at,
+        })
         .await
         .unwrap();
     lease
@@ -139,7 +145,12 @@ async fn message_times_round_trip(subject: Subject) {
     let loaded = store.load(&alice, &thread).await.unwrap().unwrap();
     assert_eq!(loaded.message_at_ms, [1_000, 1_000, 2_000, 3_000]);
     let page = store
-        .timed_messages(&alice, &thread, None, 10)
+        .timed_messages(TimedQuery {
+            owner: &alice,
+            thread_id: &thread,
+            before_seq: None,
+            limit: 10,
+        })
         .await
         .unwrap();
     assert_eq!(
@@ -187,7 +198,13 @@ async fn message_times_round_trip(subject: Subject) {
         .await
         .unwrap();
     store
-        .finish_run(&lease, &[], None, None, 6_000)
+        .finish_run(RunFinish {
+            lease: &lease,
+            new_messages: &[],
+            state: None,
+            interrupts: None,
+            at_ms: 6_000,
+        })
         .await
         .unwrap();
     let branched = store.load(&alice, &branch).await.unwrap().unwrap();
@@ -222,20 +239,35 @@ async fn timed_messages_page_newest_first(subject: Subject) {
             .collect::<Vec<_>>()
     };
     let first = store
-        .timed_messages(&alice, &thread, None, 10)
+        .timed_messages(TimedQuery {
+            owner: &alice,
+            thread_id: &thread,
+            before_seq: None,
+            limit: 10,
+        })
         .await
         .unwrap();
     assert_eq!(seqs(&first), (15..25).rev().collect::<Vec<u64>>());
     assert!(first.more);
     assert_eq!(first.messages[0].message, user("m24"));
     let second = store
-        .timed_messages(&alice, &thread, Some(15), 10)
+        .timed_messages(TimedQuery {
+            owner: &alice,
+            thread_id: &thread,
+            before_seq: Some(15),
+            limit: 10,
+        })
         .await
         .unwrap();
     assert_eq!(seqs(&second), (5..15).rev().collect::<Vec<u64>>());
     assert!(second.more);
     let last = store
-        .timed_messages(&alice, &thread, Some(5), 10)
+        .timed_messages(TimedQuery {
+            owner: &alice,
+            thread_id: &thread,
+            before_seq: Some(5),
+            limit: 10,
+        })
         .await
         .unwrap();
     assert_eq!(seqs(&last), [4, 3, 2, 1, 0]);
@@ -245,18 +277,33 @@ async fn timed_messages_page_newest_first(subject: Subject) {
     // Nothing before the first message; a bound past the end bounds nothing; `limit` 0 only
     // tells whether there is anything.
     let none = store
-        .timed_messages(&alice, &thread, Some(0), 10)
+        .timed_messages(TimedQuery {
+            owner: &alice,
+            thread_id: &thread,
+            before_seq: Some(0),
+            limit: 10,
+        })
         .await
         .unwrap();
     assert!(none.messages.is_empty() && !none.more);
     let past = store
-        .timed_messages(&alice, &thread, Some(1_000), 3)
+        .timed_messages(TimedQuery {
+            owner: &alice,
+            thread_id: &thread,
+            before_seq: Some(1_000),
+            limit: 3,
+        })
         .await
         .unwrap();
     assert_eq!(seqs(&past), [24, 23, 22]);
     assert!(past.more);
     let peek = store
-        .timed_messages(&alice, &thread, Some(1), 0)
+        .timed_messages(TimedQuery {
+            owner: &alice,
+            thread_id: &thread,
+            before_seq: Some(1),
+            limit: 0,
+        })
         .await
         .unwrap();
     assert!(peek.messages.is_empty() && peek.more);
@@ -265,7 +312,12 @@ async fn timed_messages_page_newest_first(subject: Subject) {
     let empty = ThreadId::new_uuid();
     run(store, &alice, &empty, "r2", (&[], 1), (&[], 2)).await;
     let page = store
-        .timed_messages(&alice, &empty, None, 10)
+        .timed_messages(TimedQuery {
+            owner: &alice,
+            thread_id: &empty,
+            before_seq: None,
+            limit: 10,
+        })
         .await
         .unwrap();
     assert!(page.messages.is_empty() && !page.more);
@@ -287,12 +339,22 @@ async fn timed_messages_of_others_and_deleted_threads_are_not_found(subject: Sub
 
     assert!(not_found(
         store
-            .timed_messages(&Principal::new("mallory"), &thread, None, 10)
+            .timed_messages(TimedQuery {
+                owner: &Principal::new("mallory"),
+                thread_id: &thread,
+                before_seq: None,
+                limit: 10
+            })
             .await
     ));
     assert!(not_found(
         store
-            .timed_messages(&alice, &ThreadId::new_uuid(), None, 10)
+            .timed_messages(TimedQuery {
+                owner: &alice,
+                thread_id: &ThreadId::new_uuid(),
+                before_seq: None,
+                limit: 10
+            })
             .await
     ));
     assert!(not_found(
@@ -307,7 +369,14 @@ async fn timed_messages_of_others_and_deleted_threads_are_not_found(subject: Sub
     ));
     store.delete_thread(&alice, &thread).await.unwrap();
     assert!(not_found(
-        store.timed_messages(&alice, &thread, None, 10).await
+        store
+            .timed_messages(TimedQuery {
+                owner: &alice,
+                thread_id: &thread,
+                before_seq: None,
+                limit: 10
+            })
+            .await
     ));
 }
 
@@ -410,7 +479,14 @@ async fn tasks_are_claimed_once_and_fail_for_good(subject: Subject) {
     assert_eq!(store.task(&mallory, &task.run_id).await.unwrap(), None);
     assert!(!store.claim_task(&mallory, &task.run_id).await.unwrap());
     assert!(matches!(
-        store.fail_task(&mallory, &task.run_id, "x", "y").await,
+        store
+            .fail_task(TaskFailure {
+                owner: &mallory,
+                run_id: &task.run_id,
+                code: "x",
+                message: "y"
+            })
+            .await,
         Err(StoreError::NotFound)
     ));
 
@@ -433,7 +509,12 @@ async fn tasks_are_claimed_once_and_fail_for_good(subject: Subject) {
     );
 
     store
-        .fail_task(&alice, &task.run_id, "model_error", "the model is down")
+        .fail_task(TaskFailure {
+            owner: &alice,
+            run_id: &task.run_id,
+            code: "model_error",
+            message: "the model is down",
+        })
         .await
         .unwrap();
     let failed = TaskState::Failed {
@@ -451,7 +532,12 @@ async fn tasks_are_claimed_once_and_fail_for_good(subject: Subject) {
     );
     // Terminal: the first reason stays, and it is never claimed again.
     store
-        .fail_task(&alice, &task.run_id, "other", "later")
+        .fail_task(TaskFailure {
+            owner: &alice,
+            run_id: &task.run_id,
+            code: "other",
+            message: "later",
+        })
         .await
         .unwrap();
     assert_eq!(
@@ -473,12 +559,24 @@ async fn tasks_are_claimed_once_and_fail_for_good(subject: Subject) {
     };
     store.create_task(&second).await.unwrap();
     store
-        .fail_task(&alice, &second.run_id, "dispatch_failed", "no queue")
+        .fail_task(TaskFailure {
+            owner: &alice,
+            run_id: &second.run_id,
+            code: "dispatch_failed",
+            message: "no queue",
+        })
         .await
         .unwrap();
     assert!(!store.claim_task(&alice, &second.run_id).await.unwrap());
     assert!(matches!(
-        store.fail_task(&alice, &run_id("missing"), "x", "y").await,
+        store
+            .fail_task(TaskFailure {
+                owner: &alice,
+                run_id: &run_id("missing"),
+                code: "x",
+                message: "y"
+            })
+            .await,
         Err(StoreError::NotFound)
     ));
 
@@ -553,7 +651,12 @@ async fn dynamo_messages_without_a_time_count_at_thread_creation() {
         .unwrap();
 
     let page = store
-        .timed_messages(&alice, &thread, None, 10)
+        .timed_messages(TimedQuery {
+            owner: &alice,
+            thread_id: &thread,
+            before_seq: None,
+            limit: 10,
+        })
         .await
         .unwrap();
     assert_eq!(

@@ -5,8 +5,9 @@
 
 use agui_lambda::protocol::{Message, MessageId, RunId, ThreadId, UserContent};
 use agui_lambda::store::{
-    Deletion, DynamoStore, Lease, NewThread, Principal, QuotaExceeded, QuotaLimits, RunStart,
-    RunTokens, Settlement, StoreError, StoreUsage, ThreadActivity, ThreadStore, usage_day,
+    Deletion, DynamoStore, HistoryQuery, Lease, NewThread, Principal, QuotaExceeded, QuotaLimits,
+    RunFinish, RunLeases, RunStart, RunTokens, Settlement, StoreError, StoreUsage, ThreadActivity,
+    ThreadStore, Threads, UsageLedger, usage_day,
 };
 use aws_sdk_dynamodb::types::AttributeValue;
 use bytes::Bytes;
@@ -97,13 +98,13 @@ async fn run(
             .unwrap();
     }
     store
-        .finish_run(
-            &lease,
-            output,
-            None,
-            None,
-            chrono::Utc::now().timestamp_millis(),
-        )
+        .finish_run(RunFinish {
+            lease: &lease,
+            new_messages: output,
+            state: None,
+            interrupts: None,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+        })
         .await
         .unwrap();
     lease
@@ -204,13 +205,13 @@ async fn list_pages_newest_first(subject: Subject) {
     assert_eq!(top.threads[0].message_count, 3);
     assert!(top.next.is_some());
     store
-        .finish_run(
-            &lease,
-            &[],
-            None,
-            None,
-            chrono::Utc::now().timestamp_millis(),
-        )
+        .finish_run(RunFinish {
+            lease: &lease,
+            new_messages: &[],
+            state: None,
+            interrupts: None,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+        })
         .await
         .unwrap();
     let top = store.list_threads(&alice, 1, None).await.unwrap();
@@ -255,13 +256,13 @@ async fn titles(subject: Subject) {
     .await
     .unwrap();
     store
-        .finish_run(
-            &lease,
-            &[],
-            None,
-            None,
-            chrono::Utc::now().timestamp_millis(),
-        )
+        .finish_run(RunFinish {
+            lease: &lease,
+            new_messages: &[],
+            state: None,
+            interrupts: None,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+        })
         .await
         .unwrap();
     assert_eq!(
@@ -280,13 +281,13 @@ async fn titles(subject: Subject) {
     .await
     .unwrap();
     store
-        .finish_run(
-            &lease,
-            &[],
-            None,
-            None,
-            chrono::Utc::now().timestamp_millis(),
-        )
+        .finish_run(RunFinish {
+            lease: &lease,
+            new_messages: &[],
+            state: None,
+            interrupts: None,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+        })
         .await
         .unwrap();
     assert_eq!(
@@ -302,7 +303,15 @@ async fn titles(subject: Subject) {
         title_of(store, &alice, &thread).await.as_deref(),
         Some("Renamed")
     );
-    let history = store.history(&alice, &thread, None, 10).await.unwrap();
+    let history = store
+        .history(HistoryQuery {
+            owner: &alice,
+            thread_id: &thread,
+            after: None,
+            limit: 10,
+        })
+        .await
+        .unwrap();
     assert_eq!(history.title.as_deref(), Some("Renamed"));
     let listed = store.list_threads(&alice, 10, None).await.unwrap();
     assert_eq!(listed.threads[0].title.as_deref(), Some("Renamed"));
@@ -328,13 +337,13 @@ async fn titles(subject: Subject) {
         .await
         .unwrap();
     store
-        .finish_run(
-            &lease,
-            &[],
-            None,
-            None,
-            chrono::Utc::now().timestamp_millis(),
-        )
+        .finish_run(RunFinish {
+            lease: &lease,
+            new_messages: &[],
+            state: None,
+            interrupts: None,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+        })
         .await
         .unwrap();
     assert_eq!(
@@ -352,13 +361,13 @@ async fn titles(subject: Subject) {
     .await
     .unwrap();
     store
-        .finish_run(
-            &lease,
-            &[],
-            None,
-            None,
-            chrono::Utc::now().timestamp_millis(),
-        )
+        .finish_run(RunFinish {
+            lease: &lease,
+            new_messages: &[],
+            state: None,
+            interrupts: None,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+        })
         .await
         .unwrap();
     assert_eq!(
@@ -431,13 +440,13 @@ async fn delete_removes_everything(subject: Subject) {
     ));
     assert!(store.load(&alice, &busy).await.unwrap().is_some());
     store
-        .finish_run(
-            &lease,
-            &[],
-            None,
-            None,
-            chrono::Utc::now().timestamp_millis(),
-        )
+        .finish_run(RunFinish {
+            lease: &lease,
+            new_messages: &[],
+            state: None,
+            interrupts: None,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+        })
         .await
         .unwrap();
     assert_eq!(
@@ -451,7 +460,14 @@ async fn delete_removes_everything(subject: Subject) {
     );
     assert!(store.load(&alice, &thread).await.unwrap().is_none());
     assert!(matches!(
-        store.history(&alice, &thread, None, 10).await,
+        store
+            .history(HistoryQuery {
+                owner: &alice,
+                thread_id: &thread,
+                after: None,
+                limit: 10
+            })
+            .await,
         Err(StoreError::NotFound)
     ));
     assert_eq!(
@@ -1112,13 +1128,13 @@ async fn dynamo_calls_per_operation() {
     .await
     .unwrap();
     store
-        .finish_run(
-            &lease,
-            &messages("out", 10),
-            None,
-            None,
-            chrono::Utc::now().timestamp_millis(),
-        )
+        .finish_run(RunFinish {
+            lease: &lease,
+            new_messages: &messages("out", 10),
+            state: None,
+            interrupts: None,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+        })
         .await
         .unwrap();
     report(
@@ -1262,7 +1278,7 @@ async fn dynamo_calls_per_operation() {
 
     let before = store.usage();
     let day = usage_day(now);
-    let usage = ThreadStore::usage(&store, &alice, &day, &day)
+    let usage = UsageLedger::usage(&store, &alice, &day, &day)
         .await
         .unwrap();
     assert_eq!(usage[0].models[0].runs, 4);

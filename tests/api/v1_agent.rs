@@ -6,7 +6,7 @@
 use agui_lambda::api::auth::hash_api_key;
 use agui_lambda::protocol::verify::{parse_sse, verify_run};
 use agui_lambda::protocol::{Message, MessageId, RunId, ThreadId, UserContent};
-use agui_lambda::store::{DynamoStore, Principal, RunStart, ThreadStore};
+use agui_lambda::store::{DynamoStore, Principal, RunFinish, RunStart, ThreadStore};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -520,7 +520,13 @@ async fn stored_exchange(store: &dyn ThreadStore, thread: &ThreadId, n: usize, a
         name: None,
     }];
     store
-        .finish_run(&lease, &output, None, None, at_ms + 5_000)
+        .finish_run(RunFinish {
+            lease: &lease,
+            new_messages: &output,
+            state: None,
+            interrupts: None,
+            at_ms: at_ms + 5_000,
+        })
         .await
         .unwrap();
 }

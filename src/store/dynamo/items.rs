@@ -1,8 +1,22 @@
 //! The table's item layout: keys, attribute conversions, the parsed `META` item, and what a
 //! cancelled transaction says. Everything here mirrors `template.yaml`'s table.
+//!
+//! One partition per thread: a `META` item (owner, version, state, lease, title, message count,
+//! TTL) and one item per message, sorted by sequence number. A run reads the partition with one
+//! consistent Query and writes with two transactions; each write is conditional on the version
+//! it read, so concurrent runs can never interleave their messages.
+//!
+//! Per principal, two more partitions: `OWNER#<principal>` holds where each run ended (for forks,
+//! `RUN#<runId>`) and the task records of detached runs (`TASK#<runId>`), `USAGE#<principal>` the
+//! tokens per day and the runs per minute (for quotas). The caller's thread list is the sparse
+//! index `byOwner` over the META items.
+//!
+//! Message items carry the time they were stored (`at`, epoch ms), so the history can be read
+//! by day newest first (one Query with `ScanIndexForward=false`); those stored before times were
+//! kept count as stored when their thread was created.
 
-use super::super::StoreError;
 use crate::protocol::{Message, ThreadId};
+use crate::store::StoreError;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::batch_write_item::BatchWriteItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;

@@ -1,0 +1,312 @@
+//! The DynamoDB store's run leases: the lease lives on the thread's META item (`leaseRun`,
+//! `leaseUntil`, `cancelRun`), taken and released in the transactions that store the run's
+//! input and output.
+
+use super::DynamoStore;
+use super::items::*;
+use super::writes::{AppendEnd, NewMessages, cancelled_error};
+use crate::protocol::{RunId, ThreadId};
+use crate::store::{
+    CancelState, Lease, Principal, Pulse, RunFinish, RunLeases, RunStart, StoreError, StoredThread,
+};
+use async_trait::async_trait;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, Put, ReturnConsumedCapacity, ReturnValuesOnConditionCheckFailure,
+    TransactWriteItem, Update,
+};
+use std::sync::atomic::Ordering;
+
+/// What `begin_run`'s META write stores besides the lease.
+struct LeaseWrite<'a> {
+    start: &'a RunStart<'a>,
+    now: i64,
+    created_at_ms: i64,
+    /// Messages in the thread once the first transaction is written.
+    msg_count: AttributeValue,
+    state: Option<AttributeValue>,
+}
+
+#[async_trait]
+impl RunLeases for DynamoStore {
+    async fn begin_run(&self, start: RunStart<'_>) -> Result<Lease, StoreError> {
+        let now = now_ms();
+        let state = start.state.map(Self::state_value).transpose()?;
+        let (created_at_ms, first_seq) = match start.loaded {
+            Some(thread) => (thread.created_at_ms, thread.messages.len()),
+            None => (now, 0),
+        };
+        let new = NewMessages {
+            first_seq,
+            messages: start.new_messages,
+            at_ms: start.at_ms,
+            copied_at_ms: start.copied_at_ms,
+        };
+        let mut chunks = self
+            .chunks(start.thread_id, created_at_ms, new, start.run_id)?
+            .into_iter();
+        let first_puts = chunks.next().unwrap_or_default();
+        let rest = new.from(first_puts.len());
+        let write = LeaseWrite {
+            start: &start,
+            now,
+            created_at_ms,
+            msg_count: n(i64::try_from(rest.first_seq).unwrap_or(i64::MAX)),
+            state,
+        };
+        let meta = match start.loaded {
+            None => self.create_leased(&write)?,
+            Some(thread) => self.lease_loaded(&write, thread)?,
+        };
+        self.transact(meta, first_puts).await.map_err(|error| {
+            cancelled_error(error, |old| match old {
+                Some(old) if get_s(&old, "owner") != Some(start.owner.as_str()) => {
+                    StoreError::NotFound
+                }
+                _ => StoreError::Conflict,
+            })
+        })?;
+        let mut lease = Lease {
+            owner: start.owner.clone(),
+            thread_id: start.thread_id.clone(),
+            run_id: start.run_id.clone(),
+            version: start.loaded.map_or(1, |thread| thread.version + 1),
+            created_at_ms,
+            next_seq: first_seq + start.new_messages.len(),
+            started_at_ms: now,
+            input_messages: start.new_messages.len(),
+        };
+        if !rest.messages.is_empty() {
+            // Inputs too large for one transaction: the rest follows under the lease, and the
+            // lease stays held (only `finish_run` releases it).
+            lease.version = self.append_held(&lease, rest, AppendEnd::KeepLease).await?;
+        }
+        Ok(lease)
+    }
+
+    async fn finish_run(&self, finish: RunFinish<'_>) -> Result<(), StoreError> {
+        let output = NewMessages {
+            first_seq: finish.lease.next_seq,
+            messages: finish.new_messages,
+            at_ms: finish.at_ms,
+            copied_at_ms: &[],
+        };
+        let end = AppendEnd::Release {
+            state: finish.state,
+            interrupts: finish.interrupts,
+        };
+        self.append_held(finish.lease, output, end)
+            .await
+            .map(|_| ())
+    }
+
+    async fn pulse(&self, lease: &Lease, renew_until_ms: Option<i64>) -> Result<Pulse, StoreError> {
+        let version = n(i64::try_from(lease.version).unwrap_or(i64::MAX));
+        let Some(until) = renew_until_ms else {
+            let item = self.meta_head(&lease.thread_id).await?;
+            let item = item.ok_or(StoreError::LeaseLost)?;
+            if !holds(&item, lease, &version) {
+                return Err(StoreError::LeaseLost);
+            }
+            return Ok(Pulse {
+                cancel_requested: get_s(&item, "cancelRun") == Some(lease.run_id.as_str()),
+            });
+        };
+        self.usage.writes.fetch_add(1, Ordering::Relaxed);
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(self.meta_key(&lease.thread_id).into_iter().collect()))
+            .update_expression("SET leaseUntil = :until")
+            .condition_expression(
+                "leaseRun = :run AND #v = :version AND (attribute_not_exists(cancelRun) OR cancelRun <> :run)",
+            )
+            .expression_attribute_names("#v", "version")
+            .expression_attribute_values(":until", n(until))
+            .expression_attribute_values(":run", s(lease.run_id.as_str()))
+            .expression_attribute_values(":version", version.clone())
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await;
+        match result {
+            Ok(output) => {
+                self.usage
+                    .write_milli_units
+                    .fetch_add(milli(output.consumed_capacity()), Ordering::Relaxed);
+                Ok(Pulse {
+                    cancel_requested: false,
+                })
+            }
+            Err(error) => match error.into_service_error() {
+                // Refused while the lease still holds: only a cancel request refuses it then.
+                UpdateItemError::ConditionalCheckFailedException(failed) => {
+                    let old = failed.item().cloned().unwrap_or_default();
+                    if holds(&old, lease, &version) {
+                        Ok(Pulse {
+                            cancel_requested: true,
+                        })
+                    } else {
+                        Err(StoreError::LeaseLost)
+                    }
+                }
+                other => Err(unavailable(other)),
+            },
+        }
+    }
+
+    async fn request_cancel(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        run_id: &RunId,
+    ) -> Result<CancelState, StoreError> {
+        self.usage.writes.fetch_add(1, Ordering::Relaxed);
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(self.meta_key(thread_id).into_iter().collect()))
+            .update_expression("SET cancelRun = :run")
+            .condition_expression("#o = :owner AND leaseRun = :run AND leaseUntil > :now")
+            .expression_attribute_names("#o", "owner")
+            .expression_attribute_values(":owner", s(owner.as_str()))
+            .expression_attribute_values(":run", s(run_id.as_str()))
+            .expression_attribute_values(":now", n(now_ms()))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        let old = match result {
+            Ok(_) => return Ok(CancelState::Requested),
+            Err(error) => match error.into_service_error() {
+                UpdateItemError::ConditionalCheckFailedException(failed) => {
+                    failed.item().cloned().unwrap_or_default()
+                }
+                other => return Err(unavailable(other)),
+            },
+        };
+        if get_s(&old, "owner") != Some(owner.as_str()) || !is_present(&old) {
+            return Err(StoreError::NotFound);
+        }
+        let created_at_ms = get_n(&old, "createdAt").ok_or(StoreError::NotFound)?;
+        if self.has_run_log(thread_id, created_at_ms, run_id).await? {
+            Ok(CancelState::Ended)
+        } else {
+            Err(StoreError::NotFound)
+        }
+    }
+}
+
+impl DynamoStore {
+    /// `begin_run`'s META write for a thread it creates.
+    fn create_leased(&self, write: &LeaseWrite<'_>) -> Result<TransactWriteItem, StoreError> {
+        let start = write.start;
+        let mut put = Put::builder()
+            .table_name(&self.table)
+            .item("pk", pk(start.thread_id))
+            .item("sk", s(META))
+            .item("owner", s(start.owner.as_str()))
+            .item("version", n(1))
+            .item("createdAt", n(write.created_at_ms))
+            .item("updatedAt", n(write.now))
+            .item("leaseRun", s(start.run_id.as_str()))
+            .item("leaseUntil", n(start.lease_expires_at_ms))
+            .item(MSG_COUNT, write.msg_count.clone())
+            // An expired thread not yet removed by TTL counts as absent.
+            .condition_expression("attribute_not_exists(pk) OR expiresAt < :now_s")
+            .expression_attribute_values(":now_s", n(write.now / 1000))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        if let Some(state) = &write.state {
+            put = put.item("state", state.clone());
+        }
+        if let Some(title) = start.title {
+            put = put.item(TITLE, s(title));
+        }
+        if let Some(expires) = self.expires_at(write.created_at_ms) {
+            put = put.item("expiresAt", expires);
+        }
+        Ok(TransactWriteItem::builder()
+            .put(put.build().map_err(unavailable)?)
+            .build())
+    }
+
+    /// `begin_run`'s META write for the thread it loaded: only while that is still the thread's
+    /// version and no other run holds a live lease on it.
+    fn lease_loaded(
+        &self,
+        write: &LeaseWrite<'_>,
+        thread: &StoredThread,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let start = write.start;
+        let mut expression = "SET #v = :next, leaseRun = :run, leaseUntil = :until, \
+             updatedAt = :now, msgCount = :count"
+            .to_owned();
+        let mut update = Update::builder()
+            .table_name(&self.table)
+            .key("pk", pk(start.thread_id))
+            .key("sk", s(META))
+            .condition_expression(
+                // Not while a delete is sweeping the thread (it does not bump the
+                // version a run loaded before it began).
+                "attribute_exists(pk) AND attribute_not_exists(deletedAt) AND #o = :owner AND #v = :expected AND (attribute_not_exists(leaseRun) OR leaseUntil < :now)",
+            )
+            .expression_attribute_names("#v", "version")
+            .expression_attribute_names("#o", "owner")
+            .expression_attribute_values(":owner", s(start.owner.as_str()))
+            .expression_attribute_values(":expected", n(i64::try_from(thread.version).unwrap_or(i64::MAX)))
+            .expression_attribute_values(":next", n(i64::try_from(thread.version + 1).unwrap_or(i64::MAX)))
+            .expression_attribute_values(":run", s(start.run_id.as_str()))
+            .expression_attribute_values(":until", n(start.lease_expires_at_ms))
+            .expression_attribute_values(":now", n(write.now))
+            .expression_attribute_values(":count", write.msg_count.clone())
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        if let Some(state) = &write.state {
+            expression.push_str(", #s = :state");
+            update = update
+                .expression_attribute_names("#s", "state")
+                .expression_attribute_values(":state", state.clone());
+        }
+        if let Some(title) = start.title {
+            // The first title a thread gets stays; `set_title` changes it.
+            expression.push_str(", title = if_not_exists(title, :title)");
+            update = update.expression_attribute_values(":title", s(title));
+        }
+        expression.push_str(" REMOVE cancelRun");
+        let update = update
+            .update_expression(expression)
+            .build()
+            .map_err(unavailable)?;
+        Ok(TransactWriteItem::builder().update(update).build())
+    }
+
+    /// Whether the thread's incarnation holds an event log of `run_id`: the run existed.
+    async fn has_run_log(
+        &self,
+        thread_id: &ThreadId,
+        created_at_ms: i64,
+        run_id: &RunId,
+    ) -> Result<bool, StoreError> {
+        let prefix = run_prefix(created_at_ms, run_id.as_str());
+        let page = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", pk(thread_id))
+            .expression_attribute_values(":prefix", s(prefix))
+            .projection_expression("sk")
+            .limit(1)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        self.count_read(page.consumed_capacity.as_ref());
+        Ok(page.items.is_some_and(|items| !items.is_empty()))
+    }
+}
+
+/// Whether the META item (as read, or as a refused write found it) still carries `lease`.
+fn holds(item: &Item, lease: &Lease, version: &AttributeValue) -> bool {
+    get_s(item, "leaseRun") == Some(lease.run_id.as_str()) && item.get("version") == Some(version)
+}

@@ -1,0 +1,69 @@
+//! A thread's messages read page by page: [`History`] serves the history endpoint (oldest first,
+//! from a cursor) and the day history (newest first, each message with its seq and time).
+
+use super::{Principal, StoreError};
+use crate::protocol::{Message, RunId, ThreadId};
+use async_trait::async_trait;
+use serde_json::Value;
+
+/// Which page of a thread's history to read.
+#[derive(Debug, Clone, Copy)]
+pub struct HistoryQuery<'a> {
+    pub owner: &'a Principal,
+    pub thread_id: &'a ThreadId,
+    /// A previous page's `next`; `None` reads from the first message.
+    pub after: Option<&'a str>,
+    pub limit: usize,
+}
+
+/// One page of a thread's history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryPage {
+    pub messages: Vec<Message>,
+    pub state: Option<Value>,
+    /// Pass back as `after` to get the next page; `None` on the last page.
+    pub next: Option<String>,
+    /// The run holding a live lease on the thread, if any.
+    pub active_run: Option<RunId>,
+    pub title: Option<String>,
+}
+
+/// Which of a thread's messages to read newest first.
+#[derive(Debug, Clone, Copy)]
+pub struct TimedQuery<'a> {
+    pub owner: &'a Principal,
+    pub thread_id: &'a ThreadId,
+    /// Only messages with a smaller seq; `None` reads from the newest.
+    pub before_seq: Option<u64>,
+    pub limit: usize,
+}
+
+/// A stored message with its place in the thread and the time it was stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimedMessage {
+    /// The message's sequence number in its thread (the first is 0).
+    pub seq: u64,
+    /// Epoch milliseconds; the thread's creation time for messages stored before times were kept.
+    pub at_ms: i64,
+    pub message: Message,
+}
+
+/// Messages read newest first.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TimedPage {
+    /// Newest first.
+    pub messages: Vec<TimedMessage>,
+    /// Older messages exist: read on with `before_seq` = the last message's seq.
+    pub more: bool,
+}
+
+#[async_trait]
+pub trait History: Send + Sync {
+    /// History for the history endpoint, `limit` messages from after the cursor `after`.
+    async fn history(&self, query: HistoryQuery<'_>) -> Result<HistoryPage, StoreError>;
+
+    /// Up to `limit` of the thread's messages with seq < `before_seq` (all when None), newest
+    /// first, with their seq and time. `more`: older messages exist. `NotFound` for another
+    /// principal's thread and for a missing or deleted one, as `history`.
+    async fn timed_messages(&self, query: TimedQuery<'_>) -> Result<TimedPage, StoreError>;
+}

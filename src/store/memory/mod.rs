@@ -1,0 +1,160 @@
+//! The in-memory store: local runs and tests. Same semantics as the DynamoDB store, lost on
+//! restart. One file per capability; here the records they share and the store itself.
+
+mod events;
+mod history;
+mod runs;
+mod tasks;
+mod threads;
+mod usage;
+
+use super::{ModelUsage, Principal, RunEnd, StoreError, TaskRecord};
+use crate::protocol::{Message, RunId, ThreadId};
+use bytes::Bytes;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+
+struct Record {
+    owner: Principal,
+    messages: Vec<Message>,
+    /// When each message was stored, index-aligned with `messages`.
+    message_at_ms: Vec<i64>,
+    state: Option<Value>,
+    interrupts: Option<Value>,
+    version: u64,
+    created_at_ms: i64,
+    updated_at_ms: i64,
+    title: Option<String>,
+    lease: Option<HeldLease>,
+    /// Event logs by run id: each attempt's start time and its events in order.
+    runs: HashMap<RunId, Vec<(i64, Vec<Bytes>)>>,
+}
+
+struct HeldLease {
+    run_id: RunId,
+    until_ms: i64,
+    cancel_requested: bool,
+}
+
+impl Record {
+    /// A thread created at `created_at_ms`, empty, at its first version.
+    fn new(owner: Principal, created_at_ms: i64) -> Self {
+        Self {
+            owner,
+            messages: Vec::new(),
+            message_at_ms: Vec::new(),
+            state: None,
+            interrupts: None,
+            version: 1,
+            created_at_ms,
+            updated_at_ms: created_at_ms,
+            title: None,
+            lease: None,
+            runs: HashMap::new(),
+        }
+    }
+
+    fn live_lease(&self) -> Option<&HeldLease> {
+        self.lease
+            .as_ref()
+            .filter(|lease| lease.until_ms > now_ms())
+    }
+
+    fn active_run(&self) -> Option<RunId> {
+        self.live_lease().map(|lease| lease.run_id.clone())
+    }
+}
+
+/// A caller's usage on one day: tokens counted against the quota (settled and reserved), and
+/// per (provider, model) counters.
+#[derive(Default)]
+struct UsageDay {
+    spent: i64,
+    models: std::collections::BTreeMap<(String, String), ModelUsage>,
+}
+
+#[derive(Default)]
+struct Accounts {
+    days: HashMap<(Principal, String), UsageDay>,
+    /// Runs admitted per caller in the current minute (`YYYY-MM-DDTHH:MM`).
+    minutes: HashMap<Principal, (String, u32)>,
+    /// Where each caller's runs left their threads.
+    run_ends: HashMap<(Principal, RunId), RunEnd>,
+    /// Detached runs' task records, each with when it expires (epoch ms; DynamoDB's TTL here).
+    tasks: HashMap<(Principal, RunId), (TaskRecord, i64)>,
+}
+
+pub struct MemoryStore {
+    threads: Mutex<HashMap<ThreadId, Record>>,
+    accounts: Mutex<Accounts>,
+    /// Run event logs are dropped this long after their run started (DynamoDB's TTL, here), so
+    /// a long-lived local server does not keep every run's events.
+    events_ttl_ms: i64,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self {
+            threads: Mutex::new(HashMap::new()),
+            accounts: Mutex::new(Accounts::default()),
+            events_ttl_ms: 24 * 3_600_000,
+        }
+    }
+}
+
+impl MemoryStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `RUN_EVENTS_TTL_HOURS`.
+    pub fn with_events_ttl_hours(self, hours: u32) -> Self {
+        self.with_events_ttl(std::time::Duration::from_secs(u64::from(hours) * 3600))
+    }
+
+    fn with_events_ttl(mut self, ttl: std::time::Duration) -> Self {
+        self.events_ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+        self
+    }
+
+    fn threads(&self) -> MutexGuard<'_, HashMap<ThreadId, Record>> {
+        self.threads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn accounts(&self) -> MutexGuard<'_, Accounts> {
+        self.accounts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// `owner`'s thread: `NotFound` for another principal's thread and for a missing one alike.
+fn owned<'a>(
+    threads: &'a HashMap<ThreadId, Record>,
+    owner: &Principal,
+    thread_id: &ThreadId,
+) -> Result<&'a Record, StoreError> {
+    threads
+        .get(thread_id)
+        .filter(|record| &record.owner == owner)
+        .ok_or(StoreError::NotFound)
+}
+
+/// [`owned`], to change.
+fn owned_mut<'a>(
+    threads: &'a mut HashMap<ThreadId, Record>,
+    owner: &Principal,
+    thread_id: &ThreadId,
+) -> Result<&'a mut Record, StoreError> {
+    threads
+        .get_mut(thread_id)
+        .filter(|record| &record.owner == owner)
+        .ok_or(StoreError::NotFound)
+}

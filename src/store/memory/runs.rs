@@ -1,0 +1,157 @@
+//! The in-memory store's run leases: taking a thread for a run with its input, letting it go
+//! with the output, renewing the lease, and cancel requests.
+
+use super::{HeldLease, MemoryStore, Record, now_ms, owned_mut};
+use crate::protocol::{RunId, ThreadId};
+use crate::store::{
+    CancelState, Lease, Principal, Pulse, RunEnd, RunFinish, RunLeases, RunStart, StoreError,
+    check_sizes, message_time,
+};
+use async_trait::async_trait;
+use std::collections::HashMap;
+
+#[async_trait]
+impl RunLeases for MemoryStore {
+    async fn begin_run(&self, start: RunStart<'_>) -> Result<Lease, StoreError> {
+        check_sizes(start.new_messages, start.state)?;
+        let now = now_ms();
+        let mut threads = self.threads();
+        let held = HeldLease {
+            run_id: start.run_id.clone(),
+            until_ms: start.lease_expires_at_ms,
+            cancel_requested: false,
+        };
+        let times = (0..start.new_messages.len())
+            .map(|index| message_time(start.copied_at_ms, index, start.at_ms));
+        let expected_version = start.loaded.map(|thread| thread.version);
+        let record = match (threads.get_mut(start.thread_id), expected_version) {
+            (None, None) => threads.entry(start.thread_id.clone()).or_insert(Record {
+                messages: start.new_messages.to_vec(),
+                message_at_ms: times.collect(),
+                state: start.state.cloned(),
+                title: start.title.map(str::to_owned),
+                lease: Some(held),
+                ..Record::new(start.owner.clone(), now)
+            }),
+            (Some(record), _) if &record.owner != start.owner => return Err(StoreError::NotFound),
+            (Some(record), Some(expected)) if record.version == expected => {
+                if record.live_lease().is_some() {
+                    return Err(StoreError::Conflict);
+                }
+                record.messages.extend_from_slice(start.new_messages);
+                record.message_at_ms.extend(times);
+                if let Some(state) = start.state {
+                    record.state = Some(state.clone());
+                }
+                record.version += 1;
+                record.lease = Some(held);
+                record.updated_at_ms = now;
+                if record.title.is_none() {
+                    record.title = start.title.map(str::to_owned);
+                }
+                record
+            }
+            // Created or changed by someone else since our load.
+            _ => return Err(StoreError::Conflict),
+        };
+        Ok(Lease {
+            owner: start.owner.clone(),
+            thread_id: start.thread_id.clone(),
+            run_id: start.run_id.clone(),
+            version: record.version,
+            created_at_ms: record.created_at_ms,
+            next_seq: record.messages.len(),
+            started_at_ms: now,
+            input_messages: start.new_messages.len(),
+        })
+    }
+
+    async fn finish_run(&self, finish: RunFinish<'_>) -> Result<(), StoreError> {
+        let RunFinish {
+            lease,
+            new_messages,
+            state,
+            interrupts,
+            at_ms,
+        } = finish;
+        check_sizes(new_messages, state)?;
+        let mut threads = self.threads();
+        let record = leased(&mut threads, lease)?;
+        record.messages.extend_from_slice(new_messages);
+        record
+            .message_at_ms
+            .extend(std::iter::repeat_n(at_ms, new_messages.len()));
+        if let Some(state) = state {
+            record.state = Some(state.clone());
+        }
+        record.interrupts = interrupts.cloned();
+        record.version += 1;
+        record.lease = None;
+        record.updated_at_ms = now_ms();
+        let end = RunEnd {
+            thread_id: lease.thread_id.clone(),
+            created_at_ms: record.created_at_ms,
+            message_count: record.messages.len(),
+        };
+        drop(threads);
+        if lease.input_messages + new_messages.len() > 0 {
+            self.accounts()
+                .run_ends
+                .insert((lease.owner.clone(), lease.run_id.clone()), end);
+        }
+        Ok(())
+    }
+
+    async fn pulse(&self, lease: &Lease, renew_until_ms: Option<i64>) -> Result<Pulse, StoreError> {
+        let mut threads = self.threads();
+        let record = leased(&mut threads, lease)?;
+        let held = record.lease.as_mut().ok_or(StoreError::LeaseLost)?;
+        if let Some(until) = renew_until_ms {
+            held.until_ms = held.until_ms.max(until);
+        }
+        Ok(Pulse {
+            cancel_requested: held.cancel_requested,
+        })
+    }
+
+    async fn request_cancel(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        run_id: &RunId,
+    ) -> Result<CancelState, StoreError> {
+        let mut threads = self.threads();
+        let record = owned_mut(&mut threads, owner, thread_id)?;
+        let now = now_ms();
+        if let Some(held) = record
+            .lease
+            .as_mut()
+            .filter(|held| &held.run_id == run_id && held.until_ms > now)
+        {
+            held.cancel_requested = true;
+            return Ok(CancelState::Requested);
+        }
+        if record.runs.contains_key(run_id) {
+            Ok(CancelState::Ended)
+        } else {
+            Err(StoreError::NotFound)
+        }
+    }
+}
+
+/// Whether `lease` still holds `record`.
+fn holds(record: &Record, lease: &Lease) -> bool {
+    record.version == lease.version
+        && matches!(&record.lease, Some(held) if held.run_id == lease.run_id)
+}
+
+/// The thread `lease` is held on, while it is held.
+fn leased<'a>(
+    threads: &'a mut HashMap<ThreadId, Record>,
+    lease: &Lease,
+) -> Result<&'a mut Record, StoreError> {
+    threads
+        .get_mut(&lease.thread_id)
+        .filter(|record| holds(record, lease))
+        .ok_or(StoreError::LeaseLost)
+}

@@ -1,0 +1,191 @@
+//! The in-memory store's threads as wholes: load, create (forks), the caller's list, titles,
+//! deletion, and where runs ended.
+
+use super::{MemoryStore, Record, now_ms, owned_mut};
+use crate::protocol::{RunId, ThreadId};
+use crate::store::{
+    Deletion, NewThread, Principal, RunEnd, StoreError, StoredThread, ThreadActivity, ThreadList,
+    ThreadSummary, Threads, check_sizes, message_time,
+};
+use async_trait::async_trait;
+
+#[async_trait]
+impl Threads for MemoryStore {
+    async fn load(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+    ) -> Result<Option<StoredThread>, StoreError> {
+        Ok(self
+            .threads()
+            .get(thread_id)
+            .filter(|record| &record.owner == owner)
+            .map(|record| StoredThread {
+                messages: record.messages.clone(),
+                message_at_ms: record.message_at_ms.clone(),
+                state: record.state.clone(),
+                version: record.version,
+                created_at_ms: record.created_at_ms,
+                active_run: record.active_run(),
+                interrupts: record.interrupts.clone(),
+                title: record.title.clone(),
+            }))
+    }
+
+    async fn activity(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+    ) -> Result<ThreadActivity, StoreError> {
+        let threads = self.threads();
+        let Some(record) = threads
+            .get(thread_id)
+            .filter(|record| &record.owner == owner)
+        else {
+            return Ok(ThreadActivity::Missing);
+        };
+        Ok(match record.live_lease() {
+            Some(lease) => ThreadActivity::Running {
+                created_at_ms: record.created_at_ms,
+                run_id: lease.run_id.clone(),
+            },
+            None => ThreadActivity::Idle {
+                created_at_ms: record.created_at_ms,
+            },
+        })
+    }
+
+    async fn create_thread(&self, thread: NewThread<'_>) -> Result<(), StoreError> {
+        check_sizes(thread.messages, thread.state)?;
+        let mut threads = self.threads();
+        if threads.contains_key(thread.thread_id) {
+            return Err(StoreError::Conflict);
+        }
+        let record = Record {
+            messages: thread.messages.to_vec(),
+            message_at_ms: (0..thread.messages.len())
+                .map(|index| message_time(thread.copied_at_ms, index, thread.at_ms))
+                .collect(),
+            state: thread.state.cloned(),
+            title: thread.title.map(str::to_owned),
+            ..Record::new(thread.owner.clone(), now_ms())
+        };
+        threads.insert(thread.thread_id.clone(), record);
+        Ok(())
+    }
+
+    async fn list_threads(
+        &self,
+        owner: &Principal,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<ThreadList, StoreError> {
+        let after = cursor.map(parse_list_cursor).transpose()?;
+        let mut mine = self.summaries(owner);
+        // Newest first; the id breaks ties, as DynamoDB's index does.
+        let order = |summary: &ThreadSummary| {
+            (
+                std::cmp::Reverse(summary.updated_at_ms),
+                std::cmp::Reverse(summary.thread_id.as_str().to_owned()),
+            )
+        };
+        mine.sort_by_key(order);
+        if let Some((updated, id)) = after {
+            let position = (
+                std::cmp::Reverse(updated),
+                std::cmp::Reverse(id.as_str().to_owned()),
+            );
+            mine.retain(|summary| order(summary) > position);
+        }
+        let more = mine.len() > limit;
+        mine.truncate(limit);
+        Ok(ThreadList {
+            next: more.then(|| mine.last().map(list_cursor)).flatten(),
+            threads: mine,
+        })
+    }
+
+    async fn set_title(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        title: &str,
+    ) -> Result<(), StoreError> {
+        let mut threads = self.threads();
+        owned_mut(&mut threads, owner, thread_id)?.title = Some(title.to_owned());
+        Ok(())
+    }
+
+    async fn delete_thread(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+    ) -> Result<Deletion, StoreError> {
+        let mut threads = self.threads();
+        let Some(record) = threads.get(thread_id) else {
+            return Ok(Deletion::Absent);
+        };
+        if &record.owner != owner {
+            return Err(StoreError::NotFound);
+        }
+        if record.live_lease().is_some() {
+            return Err(StoreError::Conflict);
+        }
+        let created_at_ms = record.created_at_ms;
+        threads.remove(thread_id);
+        drop(threads);
+        self.accounts().run_ends.retain(|(run_owner, _), end| {
+            !(run_owner == owner
+                && &end.thread_id == thread_id
+                && end.created_at_ms == created_at_ms)
+        });
+        Ok(Deletion::Deleted)
+    }
+
+    async fn run_end(
+        &self,
+        owner: &Principal,
+        run_id: &RunId,
+    ) -> Result<Option<RunEnd>, StoreError> {
+        Ok(self
+            .accounts()
+            .run_ends
+            .get(&(owner.clone(), run_id.clone()))
+            .cloned())
+    }
+
+    fn describe(&self) -> String {
+        "in-memory thread store (lost on restart; set THREADS_TABLE for DynamoDB)".to_owned()
+    }
+}
+
+impl MemoryStore {
+    /// Every thread of `owner`'s, as its list entry.
+    fn summaries(&self, owner: &Principal) -> Vec<ThreadSummary> {
+        self.threads()
+            .iter()
+            .filter(|(_, record)| &record.owner == owner)
+            .map(|(thread_id, record)| ThreadSummary {
+                thread_id: thread_id.clone(),
+                title: record.title.clone(),
+                created_at_ms: record.created_at_ms,
+                updated_at_ms: record.updated_at_ms,
+                message_count: record.messages.len() as u64,
+                active_run: record.active_run(),
+            })
+            .collect()
+    }
+}
+
+/// A list cursor: the last entry's update time and id; the list continues after it.
+fn list_cursor(summary: &ThreadSummary) -> String {
+    format!("{}.{}", summary.updated_at_ms, summary.thread_id)
+}
+
+fn parse_list_cursor(cursor: &str) -> Result<(i64, ThreadId), StoreError> {
+    let (updated, id) = cursor.split_once('.').ok_or(StoreError::BadCursor)?;
+    let updated = updated.parse().map_err(|_| StoreError::BadCursor)?;
+    let id =
+        ThreadId::parse(id, crate::protocol::ids::MAX_ID_LEN).map_err(|_| StoreError::BadCursor)?;
+    Ok((updated, id))
+}

@@ -1,0 +1,120 @@
+//! Run leases: [`RunLeases`] lets one run at a time hold a thread, storing its input when it
+//! takes the lease and its output when it lets go, renewing the lease while it runs, and
+//! passing it a caller's request to stop.
+
+use super::threads::StoredThread;
+use super::{Principal, StoreError};
+use crate::protocol::{Message, RunId, ThreadId};
+use async_trait::async_trait;
+use serde_json::Value;
+
+/// A run's place in the store: its thread's incarnation and its id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunRef {
+    pub thread_id: ThreadId,
+    pub created_at_ms: i64,
+    pub run_id: RunId,
+}
+
+/// Proof that a run holds a thread's lease.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lease {
+    pub owner: Principal,
+    pub thread_id: ThreadId,
+    pub run_id: RunId,
+    pub version: u64,
+    pub created_at_ms: i64,
+    /// Sequence number of the next message appended to the thread.
+    pub next_seq: usize,
+    /// When this attempt of the run took the lease; keys its event log.
+    pub started_at_ms: i64,
+    /// How many input messages `begin_run` stored: with the output, whether `finish_run`
+    /// records where the run ended (for forks from `parentRunId`).
+    pub input_messages: usize,
+}
+
+impl Lease {
+    pub fn run_ref(&self) -> RunRef {
+        RunRef {
+            thread_id: self.thread_id.clone(),
+            created_at_ms: self.created_at_ms,
+            run_id: self.run_id.clone(),
+        }
+    }
+}
+
+/// What `begin_run` writes.
+#[derive(Debug, Clone)]
+pub struct RunStart<'a> {
+    pub owner: &'a Principal,
+    pub thread_id: &'a ThreadId,
+    pub run_id: &'a RunId,
+    /// The thread as `load` returned it; `None` creates the thread.
+    pub loaded: Option<&'a StoredThread>,
+    /// Epoch milliseconds after which another run may take the thread over.
+    pub lease_expires_at_ms: i64,
+    pub new_messages: &'a [Message],
+    /// `Some` replaces the stored state.
+    pub state: Option<&'a Value>,
+    /// The thread's title, stored unless it has one already.
+    pub title: Option<&'a str>,
+    /// When the input arrived (epoch ms): the time stored with each new message.
+    pub at_ms: i64,
+    /// The original times of the leading `new_messages` when they are copies (a fork from
+    /// `parentRunId`), index-aligned; the messages past its end are stored at `at_ms`.
+    pub copied_at_ms: &'a [i64],
+}
+
+/// What `finish_run` writes.
+#[derive(Debug, Clone)]
+pub struct RunFinish<'a> {
+    pub lease: &'a Lease,
+    /// The run's output, appended to the thread.
+    pub new_messages: &'a [Message],
+    /// `Some` replaces the stored state.
+    pub state: Option<&'a Value>,
+    /// Replaces the thread's interrupt record; `None` removes it.
+    pub interrupts: Option<&'a Value>,
+    /// When the output was stored (epoch ms): the time stored with each new message.
+    pub at_ms: i64,
+}
+
+/// What the run's heartbeat learned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pulse {
+    pub cancel_requested: bool,
+}
+
+/// The answer to a cancel request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelState {
+    /// The run holds its lease; it has been asked to stop.
+    Requested,
+    /// The run exists but has already ended.
+    Ended,
+}
+
+/// A run costs one consistent read ([`Threads::load`](super::Threads::load)) and two writes:
+/// `begin_run` takes the lease and stores the input, `finish_run` stores the output and releases
+/// it; plus its usage and, under a quota, its reservation ([`UsageLedger`](super::UsageLedger)).
+#[async_trait]
+pub trait RunLeases: Send + Sync {
+    /// Takes the run lease and stores the run's new input messages and state, atomically.
+    async fn begin_run(&self, start: RunStart<'_>) -> Result<Lease, StoreError>;
+
+    /// Appends the run's output, stores the state, replaces the interrupt record and releases
+    /// the lease, atomically; only while the lease is still held.
+    async fn finish_run(&self, finish: RunFinish<'_>) -> Result<(), StoreError>;
+
+    /// Renews the lease until `renew_until_ms` (epoch ms), or only reads when `None`, and
+    /// reports whether a cancel was requested. `LeaseLost` once another run holds the thread.
+    async fn pulse(&self, lease: &Lease, renew_until_ms: Option<i64>) -> Result<Pulse, StoreError>;
+
+    /// Asks `run_id` of `owner`'s thread to stop. `NotFound` for an unknown run or thread.
+    async fn request_cancel(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        run_id: &RunId,
+    ) -> Result<CancelState, StoreError>;
+}

@@ -1,0 +1,148 @@
+//! Threads as wholes: [`Threads`] loads one at the start of a run, creates one (a fork), lists,
+//! renames and deletes a caller's threads, and says where a finished run left its thread.
+
+use super::{Principal, StoreError};
+use crate::protocol::{Message, RunId, ThreadId};
+use async_trait::async_trait;
+use serde_json::Value;
+
+/// A thread as loaded at the start of a run.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StoredThread {
+    pub messages: Vec<Message>,
+    pub state: Option<Value>,
+    /// Bumped by every write; `begin_run` is conditional on it.
+    pub version: u64,
+    /// When the thread was created (epoch milliseconds); identifies this incarnation of the
+    /// thread id, so a thread recreated after expiry never sees the old one's leftovers.
+    pub created_at_ms: i64,
+    /// The run holding a live lease on the thread, if any.
+    pub active_run: Option<RunId>,
+    /// The agent's record of the thread's interrupts (open and recently answered), opaque to
+    /// the store; written by `finish_run`.
+    pub interrupts: Option<Value>,
+    pub title: Option<String>,
+    /// When each message was stored (epoch ms), index-aligned with `messages`, so a fork can
+    /// keep the times of what it copies.
+    pub message_at_ms: Vec<i64>,
+}
+
+/// Whether a caller's thread has a run going.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ThreadActivity {
+    /// The caller has no such thread.
+    Missing,
+    Idle {
+        created_at_ms: i64,
+    },
+    Running {
+        created_at_ms: i64,
+        run_id: RunId,
+    },
+}
+
+/// A thread created whole, with no run: a fork.
+#[derive(Debug, Clone)]
+pub struct NewThread<'a> {
+    pub owner: &'a Principal,
+    pub thread_id: &'a ThreadId,
+    pub messages: &'a [Message],
+    pub state: Option<&'a Value>,
+    pub title: Option<&'a str>,
+    /// When the fork was made (epoch ms): the time of the messages `copied_at_ms` has none for.
+    pub at_ms: i64,
+    /// The copied messages' original times, index-aligned with `messages`.
+    pub copied_at_ms: &'a [i64],
+}
+
+/// One entry of a caller's thread list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadSummary {
+    pub thread_id: ThreadId,
+    pub title: Option<String>,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    pub message_count: u64,
+    /// The run holding a live lease on the thread, if any.
+    pub active_run: Option<RunId>,
+}
+
+/// A page of a caller's threads, most recently updated first.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ThreadList {
+    pub threads: Vec<ThreadSummary>,
+    /// Pass back as `cursor` for the next page; `None` on the last page.
+    pub next: Option<String>,
+}
+
+/// Where a finished run left its thread: a new thread forked from the run copies this much.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunEnd {
+    pub thread_id: ThreadId,
+    /// The incarnation of the thread id the run belonged to.
+    pub created_at_ms: i64,
+    pub message_count: usize,
+}
+
+/// What `delete_thread` found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deletion {
+    Deleted,
+    /// There was nothing to delete (never created, expired, or deleted before).
+    Absent,
+}
+
+#[async_trait]
+pub trait Threads: Send + Sync {
+    /// A consistent read of the whole thread, or `None` if `owner` has no such thread.
+    async fn load(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+    ) -> Result<Option<StoredThread>, StoreError>;
+
+    /// Whether `owner`'s thread exists and which run holds it; one small read.
+    async fn activity(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+    ) -> Result<ThreadActivity, StoreError>;
+
+    /// Creates a thread holding `messages`, with no run; `Conflict` if the id is taken.
+    async fn create_thread(&self, thread: NewThread<'_>) -> Result<(), StoreError>;
+
+    /// The caller's threads, most recently updated first, `limit` per page.
+    async fn list_threads(
+        &self,
+        owner: &Principal,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<ThreadList, StoreError>;
+
+    /// Sets the title of `owner`'s thread; `NotFound` for another's or a missing thread.
+    async fn set_title(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        title: &str,
+    ) -> Result<(), StoreError>;
+
+    /// Removes `owner`'s thread and everything under it (messages, run event logs, interrupts,
+    /// where its runs ended). `NotFound` for another principal's thread, `Conflict` while a run
+    /// holds a live lease on it. After it returns, the id is free.
+    async fn delete_thread(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+    ) -> Result<Deletion, StoreError>;
+
+    /// Where `owner`'s run `run_id` left its thread, if the store recorded it.
+    async fn run_end(
+        &self,
+        owner: &Principal,
+        run_id: &RunId,
+    ) -> Result<Option<RunEnd>, StoreError>;
+
+    /// Which store this is, for the start-up log.
+    fn describe(&self) -> String;
+}
