@@ -10,6 +10,7 @@ pub mod history_day;
 pub mod live;
 mod profiles;
 mod run;
+mod spans;
 pub mod thread;
 mod threads;
 pub mod tools;
@@ -419,7 +420,12 @@ impl Agent {
         // One span per run, from its first store call to its last: every log line of the run
         // carries its ids.
         let span = tracing::info_span!("run", %thread_id, run_id = %input.run_id);
-        let trace = self.trace_span(&thread_id, &input.run_id);
+        let trace = spans::invoke_agent(
+            &self.model.identity(),
+            self.name.as_deref(),
+            &thread_id,
+            &input.run_id,
+        );
         let meter = Arc::new(crate::store::meter::StoreMeter::default());
         let observing = Observing {
             span: span.clone(),
@@ -435,39 +441,9 @@ impl Agent {
         .instrument(span)
         .await;
         if let Err(error) = &prepared {
-            trace.record("otel.status_code", "ERROR");
-            trace.record("error.type", error.run_error_code());
+            crate::telemetry::record_error(&trace, error.run_error_code());
         }
         prepared
-    }
-
-    /// The run's `invoke_agent` span (GenAI semantic conventions); its usage and status are
-    /// recorded when it ends.
-    fn trace_span(&self, thread_id: &ThreadId, run_id: &RunId) -> tracing::Span {
-        let identity = self.model.identity();
-        let span = tracing::info_span!(
-            target: crate::telemetry::TRACE_TARGET,
-            "invoke_agent",
-            otel.name = tracing::field::Empty,
-            otel.kind = "internal",
-            otel.status_code = tracing::field::Empty,
-            error.type = tracing::field::Empty,
-            gen_ai.operation.name = "invoke_agent",
-            gen_ai.agent.name = tracing::field::Empty,
-            gen_ai.conversation.id = %thread_id,
-            gen_ai.provider.name = %identity.provider,
-            gen_ai.request.model = %identity.model,
-            gen_ai.usage.input_tokens = tracing::field::Empty,
-            gen_ai.usage.output_tokens = tracing::field::Empty,
-            agui.run.id = %run_id,
-            agui.run.outcome = tracing::field::Empty,
-        );
-        if !span.is_disabled() {
-            let name = self.name.as_deref().unwrap_or("agui-lambda");
-            span.record("otel.name", format!("invoke_agent {name}"));
-            span.record("gen_ai.agent.name", name);
-        }
-        span
     }
 
     async fn start_in_span(

@@ -7,6 +7,7 @@ use super::PreparedRun;
 use super::approval::{self, Decision, PendingApproval};
 use super::background;
 use super::live::{LiveRun, StopReason};
+use super::spans::{self, ChatEnd, ChatSpan, ToolSpan};
 use super::thread::{answers_follow_calls, model_view};
 use super::tools::{ToolContext, ToolError, ToolOutput};
 use super::turn::{TurnAssembler, TurnCall, TurnFault};
@@ -394,23 +395,11 @@ impl PreparedRun {
             store_write_capacity = store.write_capacity_units,
             "run ended"
         );
-        if !self.trace.is_disabled() {
-            self.trace.record(
-                "gen_ai.usage.input_tokens",
-                attribute_int(summary.usage.input_tokens),
-            );
-            self.trace.record(
-                "gen_ai.usage.output_tokens",
-                attribute_int(summary.usage.output_tokens),
-            );
-            self.trace.record("agui.run.outcome", outcome);
-            if let RunOutcomeKind::Failed(code) = summary.outcome {
-                self.trace.record("otel.status_code", "ERROR");
-                if let Ok(serde_json::Value::String(code)) = serde_json::to_value(code) {
-                    self.trace.record("error.type", code.as_str());
-                }
-            }
-        }
+        let failed = match summary.outcome {
+            RunOutcomeKind::Failed(code) => Some(code),
+            _ => None,
+        };
+        spans::end_run(&self.trace, summary.usage, outcome, failed);
         if let Some(metrics) = &self.agent.metrics {
             metrics.emit(&RunMetrics {
                 outcome,
@@ -778,7 +767,7 @@ impl PreparedRun {
         let streamed = self
             .stream_turn(out, &request, used_call_ids, stop, &mut chat)
             .await;
-        chat.end(&streamed);
+        chat.end(chat_end(&streamed));
         streamed
     }
 
@@ -915,187 +904,27 @@ impl PreparedRun {
     }
 }
 
-/// A count as a span attribute: OpenTelemetry's integers are signed (the bridge would turn a
-/// `u64` into a string).
-fn attribute_int(count: u64) -> i64 {
-    i64::try_from(count).unwrap_or(i64::MAX)
-}
-
 /// A server tool's call inside its `execute_tool {name}` span; `None` for an unknown tool.
 async fn traced_call(
     registry: &super::tools::ToolRegistry,
     call: &TurnCall,
     context: &ToolContext,
 ) -> Option<Result<ToolOutput, ToolError>> {
-    let span = tracing::info_span!(
-        target: crate::telemetry::TRACE_TARGET,
-        "execute_tool",
-        otel.name = tracing::field::Empty,
-        otel.kind = "internal",
-        otel.status_code = tracing::field::Empty,
-        error.type = tracing::field::Empty,
-        gen_ai.operation.name = "execute_tool",
-        gen_ai.tool.name = %call.name,
-        gen_ai.tool.call.id = %call.id,
-        gen_ai.tool.type = "function",
-        gen_ai.tool.call.arguments = tracing::field::Empty,
-        gen_ai.tool.call.result = tracing::field::Empty,
-    );
-    let traced = !span.is_disabled();
-    if traced {
-        span.record("otel.name", format!("execute_tool {}", call.name));
-        if crate::telemetry::otel::capture_content() {
-            span.record("gen_ai.tool.call.arguments", call.arguments.as_str());
-        }
-    }
+    let span = ToolSpan::new(call);
     let outcome = registry
         .call(&call.name, &call.arguments, context)
-        .instrument(span.clone())
+        .instrument(span.span().clone())
         .await;
-    if traced {
-        match &outcome {
-            Some(Ok(output)) => {
-                if crate::telemetry::otel::capture_content() {
-                    span.record("gen_ai.tool.call.result", output.content.as_str());
-                }
-            }
-            Some(Err(ToolError::Failed(_))) => {
-                span.record("otel.status_code", "ERROR");
-                span.record("error.type", "tool_error");
-            }
-            Some(Err(ToolError::Fatal(_))) => {
-                span.record("otel.status_code", "ERROR");
-                span.record("error.type", "tool_fatal");
-            }
-            None => {
-                span.record("otel.status_code", "ERROR");
-                span.record("error.type", "unknown_tool");
-            }
-        }
-    }
+    span.end(&outcome);
     outcome
 }
 
-/// A model turn's `chat {model}` client span (GenAI semantic conventions). Disabled, and free,
-/// when traces are not exported.
-struct ChatSpan {
-    span: tracing::Span,
-    began: std::time::Instant,
-    first_chunk: Option<std::time::Duration>,
-    finish_reasons: Vec<String>,
-    usage: Usage,
-}
-
-impl ChatSpan {
-    fn new(identity: &crate::model::ModelIdentity, request: &ModelRequest) -> Self {
-        let span = tracing::info_span!(
-            target: crate::telemetry::TRACE_TARGET,
-            "chat",
-            otel.name = tracing::field::Empty,
-            otel.kind = "client",
-            otel.status_code = tracing::field::Empty,
-            error.type = tracing::field::Empty,
-            gen_ai.operation.name = "chat",
-            gen_ai.provider.name = %identity.provider,
-            gen_ai.request.model = %identity.model,
-            gen_ai.request.max_tokens = tracing::field::Empty,
-            gen_ai.request.temperature = tracing::field::Empty,
-            gen_ai.response.id = tracing::field::Empty,
-            gen_ai.usage.input_tokens = tracing::field::Empty,
-            gen_ai.usage.output_tokens = tracing::field::Empty,
-            gen_ai.response.time_to_first_chunk = tracing::field::Empty,
-            gen_ai.system_instructions = tracing::field::Empty,
-            gen_ai.input.messages = tracing::field::Empty,
-            gen_ai.output.messages = tracing::field::Empty,
-        );
-        if !span.is_disabled() {
-            span.record("otel.name", format!("chat {}", identity.model));
-            if let Some(max) = request.sampling.max_tokens {
-                span.record("gen_ai.request.max_tokens", i64::from(max));
-            }
-            if let Some(temperature) = request.sampling.temperature {
-                span.record("gen_ai.request.temperature", temperature);
-            }
-            if crate::telemetry::otel::capture_content() {
-                if let Some(system) = &request.system {
-                    span.record("gen_ai.system_instructions", system.as_str());
-                }
-                if let Ok(messages) = serde_json::to_string(&request.messages) {
-                    span.record("gen_ai.input.messages", messages);
-                }
-            }
-        }
-        Self {
-            span,
-            began: std::time::Instant::now(),
-            first_chunk: None,
-            finish_reasons: Vec::new(),
-            usage: Usage::default(),
-        }
-    }
-
-    fn first_chunk(&mut self) {
-        if self.first_chunk.is_none() {
-            self.first_chunk = Some(self.began.elapsed());
-        }
-    }
-
-    fn observe(&mut self, delta: &crate::model::ModelDelta) {
-        if self.span.is_disabled() {
-            return;
-        }
-        match delta {
-            crate::model::ModelDelta::ResponseId(id) => {
-                self.span.record("gen_ai.response.id", id.as_str());
-            }
-            crate::model::ModelDelta::Finish(reason) => {
-                self.finish_reasons.push(reason.as_str().to_owned());
-            }
-            crate::model::ModelDelta::Usage(usage) => {
-                self.usage += *usage;
-            }
-            _ => {}
-        }
-    }
-
-    fn end(mut self, streamed: &Result<TurnEnd, RunFailure>) {
-        if self.span.is_disabled() {
-            return;
-        }
-        let usage = self.usage;
-        self.span.record(
-            "gen_ai.usage.input_tokens",
-            attribute_int(usage.input_tokens),
-        );
-        self.span.record(
-            "gen_ai.usage.output_tokens",
-            attribute_int(usage.output_tokens),
-        );
-        if let Some(first) = self.first_chunk {
-            self.span
-                .record("gen_ai.response.time_to_first_chunk", first.as_secs_f64());
-        }
-        crate::telemetry::otel::set_strings(
-            &self.span,
-            "gen_ai.response.finish_reasons",
-            std::mem::take(&mut self.finish_reasons),
-        );
-        match streamed {
-            Ok(TurnEnd::Done(turn)) => {
-                if crate::telemetry::otel::capture_content()
-                    && let Ok(answer) = serde_json::to_string(&turn.preview())
-                {
-                    self.span.record("gen_ai.output.messages", answer);
-                }
-            }
-            Ok(TurnEnd::Stopped(_)) => {
-                self.span.record("error.type", "cancelled");
-            }
-            Err(failure) => {
-                self.span.record("otel.status_code", "ERROR");
-                self.span.record("error.type", failure.error_type());
-            }
-        }
+/// How a model turn ended, for its `chat` span.
+fn chat_end(streamed: &Result<TurnEnd, RunFailure>) -> ChatEnd<'_> {
+    match streamed {
+        Ok(TurnEnd::Done(turn)) => ChatEnd::Answered(turn),
+        Ok(TurnEnd::Stopped(_)) => ChatEnd::Stopped,
+        Err(failure) => ChatEnd::Failed(failure.error_type()),
     }
 }
 
