@@ -158,63 +158,11 @@ impl InterruptRecord {
         let mut answered_now = HashSet::new();
         for (index, entry) in resume.iter().enumerate() {
             let digest = digest(entry);
-            let Some(pending) = self
-                .open
-                .iter()
-                .find(|pending| pending.interrupt.id == entry.interrupt_id)
-            else {
-                match self
-                    .answered
-                    .iter()
-                    .find(|answered| answered.interrupt_id == entry.interrupt_id)
-                {
-                    Some(answered) if answered.digest == digest => continue,
-                    Some(_) => {
-                        return Err(InterruptError::InvalidResume {
-                            index,
-                            message: format!(
-                                "interrupt {} was already answered differently",
-                                entry.interrupt_id
-                            ),
-                        });
-                    }
-                    None => {
-                        return Err(InterruptError::InvalidResume {
-                            index,
-                            message: format!(
-                                "interrupt {} is not an open interrupt of this thread",
-                                entry.interrupt_id
-                            ),
-                        });
-                    }
-                }
+            let Some(pending) = self.answered_by(index, entry, &digest)? else {
+                continue;
             };
-            let decision = match entry.status {
-                ResumeStatus::Cancelled => Decision::Deny {
-                    reason: "The user dismissed the approval request.".to_owned(),
-                },
-                ResumeStatus::Resolved => {
-                    if pending.expires_at_ms <= now_ms {
-                        return Err(InterruptError::Expired {
-                            id: pending.interrupt.id.clone(),
-                            expires_at: pending.interrupt.expires_at.clone().unwrap_or_default(),
-                        });
-                    }
-                    approval_decision(
-                        entry.payload.as_ref(),
-                        &pending.arguments,
-                        schema_of(&pending.tool_name),
-                    )
-                    .map_err(|message| InterruptError::InvalidResume { index, message })?
-                }
-            };
-            if let Some(tool_call_id) = pending.interrupt.tool_call_id.clone() {
-                resolved.push(Resolved {
-                    tool_call_id,
-                    tool_name: pending.tool_name.clone(),
-                    decision,
-                });
-            }
+            let decision = resume_decision(index, entry, pending, &schema_of, now_ms)?;
+            resolved.extend(pending.resolved(decision));
             answered_now.insert(entry.interrupt_id.clone());
             self.remember(&entry.interrupt_id, digest);
         }
@@ -224,31 +172,10 @@ impl InterruptRecord {
             if answered_now.contains(&pending.interrupt.id) {
                 continue;
             }
-            let answer = pending.confirm_call_id.as_ref().and_then(|confirm| {
-                messages.iter().find_map(|message| match message {
-                    Message::Tool {
-                        tool_call_id,
-                        content,
-                        ..
-                    } if tool_call_id == confirm => Some(content.as_str()),
-                    _ => None,
-                })
-            });
-            let decision = match answer {
-                Some(content) => confirm_decision(content, &pending.arguments),
-                None if strict => continue,
-                // Not answered: a new message moved on without a decision.
-                None => Decision::Deny {
-                    reason: "The user did not answer the approval request.".to_owned(),
-                },
+            let Some(decision) = confirm_answer(pending, messages, strict) else {
+                continue;
             };
-            if let Some(tool_call_id) = pending.interrupt.tool_call_id.clone() {
-                resolved.push(Resolved {
-                    tool_call_id,
-                    tool_name: pending.tool_name.clone(),
-                    decision,
-                });
-            }
+            resolved.extend(pending.resolved(decision));
             answered_now.insert(pending.interrupt.id.clone());
         }
 
@@ -268,6 +195,109 @@ impl InterruptRecord {
             record: self,
             only_repeats,
         })
+    }
+
+    /// The open interrupt resume entry `index` answers; `None` when it repeats an answer
+    /// already acted on, an error when it answers differently or no interrupt of the thread.
+    fn answered_by(
+        &self,
+        index: usize,
+        entry: &ResumeEntry,
+        digest: &str,
+    ) -> Result<Option<&PendingApproval>, InterruptError> {
+        if let Some(pending) = self
+            .open
+            .iter()
+            .find(|pending| pending.interrupt.id == entry.interrupt_id)
+        {
+            return Ok(Some(pending));
+        }
+        let message = match self
+            .answered
+            .iter()
+            .find(|answered| answered.interrupt_id == entry.interrupt_id)
+        {
+            Some(answered) if answered.digest == digest => return Ok(None),
+            Some(_) => format!(
+                "interrupt {} was already answered differently",
+                entry.interrupt_id
+            ),
+            None => format!(
+                "interrupt {} is not an open interrupt of this thread",
+                entry.interrupt_id
+            ),
+        };
+        Err(InterruptError::InvalidResume { index, message })
+    }
+}
+
+impl PendingApproval {
+    /// The decided call, for the run to carry out; none for an interrupt of no tool call.
+    fn resolved(&self, decision: Decision) -> Option<Resolved> {
+        let tool_call_id = self.interrupt.tool_call_id.clone()?;
+        Some(Resolved {
+            tool_call_id,
+            tool_name: self.tool_name.clone(),
+            decision,
+        })
+    }
+}
+
+/// What resume entry `index` decides about `pending`: a cancel denies; a resolution is read from
+/// its payload, unless the interrupt has expired.
+fn resume_decision(
+    index: usize,
+    entry: &ResumeEntry,
+    pending: &PendingApproval,
+    schema_of: impl Fn(&str) -> Option<Value>,
+    now_ms: i64,
+) -> Result<Decision, InterruptError> {
+    match entry.status {
+        ResumeStatus::Cancelled => Ok(Decision::Deny {
+            reason: "The user dismissed the approval request.".to_owned(),
+        }),
+        ResumeStatus::Resolved => {
+            if pending.expires_at_ms <= now_ms {
+                return Err(InterruptError::Expired {
+                    id: pending.interrupt.id.clone(),
+                    expires_at: pending.interrupt.expires_at.clone().unwrap_or_default(),
+                });
+            }
+            approval_decision(
+                entry.payload.as_ref(),
+                &pending.arguments,
+                schema_of(&pending.tool_name),
+            )
+            .map_err(|message| InterruptError::InvalidResume { index, message })
+        }
+    }
+}
+
+/// A 0.0.x client's answer to the confirm-tool call that asked about `pending`, found among
+/// `messages`. Unanswered, it is a denial, unless the client must answer in `resume` (`strict`):
+/// then `None`.
+fn confirm_answer(
+    pending: &PendingApproval,
+    messages: &[Message],
+    strict: bool,
+) -> Option<Decision> {
+    let answer = pending.confirm_call_id.as_ref().and_then(|confirm| {
+        messages.iter().find_map(|message| match message {
+            Message::Tool {
+                tool_call_id,
+                content,
+                ..
+            } if tool_call_id == confirm => Some(content.as_str()),
+            _ => None,
+        })
+    });
+    match answer {
+        Some(content) => Some(confirm_decision(content, &pending.arguments)),
+        None if strict => None,
+        // Not answered: a new message moved on without a decision.
+        None => Some(Decision::Deny {
+            reason: "The user did not answer the approval request.".to_owned(),
+        }),
     }
 }
 

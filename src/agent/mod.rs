@@ -316,27 +316,6 @@ impl Agent {
             })
             .collect();
         let approvals = self.tools.any_needs_approval();
-        // What the model provider takes inline, asked of it the way a request's parts are.
-        let takes =
-            |part: fn(crate::protocol::message::Attachment) -> crate::protocol::UserPart,
-             mime_type: &str| {
-                let attachment = crate::protocol::message::Attachment {
-                    source: crate::protocol::message::PartSource::Data {
-                        value: String::new(),
-                        mime_type: mime_type.to_owned(),
-                    },
-                    metadata: None,
-                };
-                self.model.check_part(&part(attachment)).is_ok()
-            };
-        use crate::protocol::UserPart;
-        let multimodal_input = serde_json::json!({
-            "image": takes(UserPart::Image, "image/png"),
-            "audio": takes(UserPart::Audio, "audio/wav"),
-            "video": takes(UserPart::Video, "video/mp4"),
-            "pdf": takes(UserPart::Document, "application/pdf"),
-            "file": false,
-        });
         serde_json::json!({
             "identity": {
                 "name": "agui-lambda",
@@ -371,7 +350,7 @@ impl Agent {
                 "encrypted": false,
             },
             "multimodal": {
-                "input": multimodal_input,
+                "input": self.multimodal_input(),
                 "output": {"image": false, "audio": false},
             },
             "execution": {
@@ -387,6 +366,30 @@ impl Agent {
                 "interrupts": true,
                 "approveWithEdits": true,
             },
+        })
+    }
+
+    /// The capabilities' `multimodal.input`: what the model provider takes inline, asked of it
+    /// the way a request's parts are.
+    fn multimodal_input(&self) -> Value {
+        use crate::protocol::UserPart;
+        use crate::protocol::message::{Attachment, PartSource};
+        let takes = |part: fn(Attachment) -> UserPart, mime_type: &str| {
+            let attachment = Attachment {
+                source: PartSource::Data {
+                    value: String::new(),
+                    mime_type: mime_type.to_owned(),
+                },
+                metadata: None,
+            };
+            self.model.check_part(&part(attachment)).is_ok()
+        };
+        serde_json::json!({
+            "image": takes(UserPart::Image, "image/png"),
+            "audio": takes(UserPart::Audio, "audio/wav"),
+            "video": takes(UserPart::Video, "video/mp4"),
+            "pdf": takes(UserPart::Document, "application/pdf"),
+            "file": false,
         })
     }
 
