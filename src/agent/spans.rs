@@ -1,6 +1,6 @@
 //! The agent's trace spans, after OpenTelemetry's GenAI semantic conventions: `invoke_agent` per
 //! run, `chat {model}` per model turn, `execute_tool {name}` per server tool call. Built on
-//! [`crate::telemetry::trace_span!`]; disabled, and free, when traces are not exported.
+//! `telemetry::trace_span!`; disabled, and free, when traces are not exported.
 
 use super::tools::{ToolError, ToolOutput};
 use super::turn::{TurnAssembler, TurnCall};

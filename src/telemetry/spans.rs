@@ -1,8 +1,8 @@
 //! What every trace span shares: the exporter-only target, the OpenTelemetry name, kind, status
-//! and error type, written once in [`trace_span!`](crate::telemetry::trace_span), and the
-//! attribute helpers the span owners use. Names no other module of the crate.
+//! and error type, written once in [`trace_span!`], and the attribute helpers the spans' owners
+//! use. Names no other module of the crate.
 
-/// A span for the trace exporter only ([`TRACE_TARGET`](crate::telemetry::TRACE_TARGET)), of
+/// A span for the trace exporter only ([`TRACE_TARGET`](super::TRACE_TARGET)), of
 /// OpenTelemetry kind `$kind`, with `otel.name`, `otel.status_code` and `error.type` declared for
 /// later recording, then the span's own fields. Disabled, and near free, with no exporter.
 macro_rules! trace_span {

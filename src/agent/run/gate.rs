@@ -108,7 +108,12 @@ impl PreparedRun {
             frontend.extend(calls.iter().map(|call| call.id.clone()));
             Ask::Confirm { calls, approvals }
         } else {
-            Ask::Refuse(approvals.iter().filter_map(|p| self.refusal(p)).collect())
+            Ask::Refuse(
+                approvals
+                    .iter()
+                    .filter_map(|pending| self.refusal(pending))
+                    .collect(),
+            )
         };
         let end = (!frontend.is_empty()).then_some(RunEnd::Finished { pending: frontend });
         Gated { run, ask, end }
