@@ -158,63 +158,11 @@ impl InterruptRecord {
         let mut answered_now = HashSet::new();
         for (index, entry) in resume.iter().enumerate() {
             let digest = digest(entry);
-            let Some(pending) = self
-                .open
-                .iter()
-                .find(|pending| pending.interrupt.id == entry.interrupt_id)
-            else {
-                match self
-                    .answered
-                    .iter()
-                    .find(|answered| answered.interrupt_id == entry.interrupt_id)
-                {
-                    Some(answered) if answered.digest == digest => continue,
-                    Some(_) => {
-                        return Err(InterruptError::InvalidResume {
-                            index,
-                            message: format!(
-                                "interrupt {} was already answered differently",
-                                entry.interrupt_id
-                            ),
-                        });
-                    }
-                    None => {
-                        return Err(InterruptError::InvalidResume {
-                            index,
-                            message: format!(
-                                "interrupt {} is not an open interrupt of this thread",
-                                entry.interrupt_id
-                            ),
-                        });
-                    }
-                }
+            let Some(pending) = self.answered_by(index, entry, &digest)? else {
+                continue;
             };
-            let decision = match entry.status {
-                ResumeStatus::Cancelled => Decision::Deny {
-                    reason: "The user dismissed the approval request.".to_owned(),
-                },
-                ResumeStatus::Resolved => {
-                    if pending.expires_at_ms <= now_ms {
-                        return Err(InterruptError::Expired {
-                            id: pending.interrupt.id.clone(),
-                            expires_at: pending.interrupt.expires_at.clone().unwrap_or_default(),
-                        });
-                    }
-                    approval_decision(
-                        entry.payload.as_ref(),
-                        &pending.arguments,
-                        schema_of(&pending.tool_name),
-                    )
-                    .map_err(|message| InterruptError::InvalidResume { index, message })?
-                }
-            };
-            if let Some(tool_call_id) = pending.interrupt.tool_call_id.clone() {
-                resolved.push(Resolved {
-                    tool_call_id,
-                    tool_name: pending.tool_name.clone(),
-                    decision,
-                });
-            }
+            let decision = resume_decision(index, entry, pending, &schema_of, now_ms)?;
+            resolved.extend(pending.resolved(decision));
             answered_now.insert(entry.interrupt_id.clone());
             self.remember(&entry.interrupt_id, digest);
         }
@@ -224,31 +172,10 @@ impl InterruptRecord {
             if answered_now.contains(&pending.interrupt.id) {
                 continue;
             }
-            let answer = pending.confirm_call_id.as_ref().and_then(|confirm| {
-                messages.iter().find_map(|message| match message {
-                    Message::Tool {
-                        tool_call_id,
-                        content,
-                        ..
-                    } if tool_call_id == confirm => Some(content.as_str()),
-                    _ => None,
-                })
-            });
-            let decision = match answer {
-                Some(content) => confirm_decision(content, &pending.arguments),
-                None if strict => continue,
-                // Not answered: a new message moved on without a decision.
-                None => Decision::Deny {
-                    reason: "The user did not answer the approval request.".to_owned(),
-                },
+            let Some(decision) = confirm_answer(pending, messages, strict) else {
+                continue;
             };
-            if let Some(tool_call_id) = pending.interrupt.tool_call_id.clone() {
-                resolved.push(Resolved {
-                    tool_call_id,
-                    tool_name: pending.tool_name.clone(),
-                    decision,
-                });
-            }
+            resolved.extend(pending.resolved(decision));
             answered_now.insert(pending.interrupt.id.clone());
         }
 
@@ -268,6 +195,109 @@ impl InterruptRecord {
             record: self,
             only_repeats,
         })
+    }
+
+    /// The open interrupt resume entry `index` answers; `None` when it repeats an answer
+    /// already acted on, an error when it answers differently or no interrupt of the thread.
+    fn answered_by(
+        &self,
+        index: usize,
+        entry: &ResumeEntry,
+        digest: &str,
+    ) -> Result<Option<&PendingApproval>, InterruptError> {
+        if let Some(pending) = self
+            .open
+            .iter()
+            .find(|pending| pending.interrupt.id == entry.interrupt_id)
+        {
+            return Ok(Some(pending));
+        }
+        let message = match self
+            .answered
+            .iter()
+            .find(|answered| answered.interrupt_id == entry.interrupt_id)
+        {
+            Some(answered) if answered.digest == digest => return Ok(None),
+            Some(_) => format!(
+                "interrupt {} was already answered differently",
+                entry.interrupt_id
+            ),
+            None => format!(
+                "interrupt {} is not an open interrupt of this thread",
+                entry.interrupt_id
+            ),
+        };
+        Err(InterruptError::InvalidResume { index, message })
+    }
+}
+
+impl PendingApproval {
+    /// The decided call, for the run to carry out; none for an interrupt of no tool call.
+    fn resolved(&self, decision: Decision) -> Option<Resolved> {
+        let tool_call_id = self.interrupt.tool_call_id.clone()?;
+        Some(Resolved {
+            tool_call_id,
+            tool_name: self.tool_name.clone(),
+            decision,
+        })
+    }
+}
+
+/// What resume entry `index` decides about `pending`: a cancel denies; a resolution is read from
+/// its payload, unless the interrupt has expired.
+fn resume_decision(
+    index: usize,
+    entry: &ResumeEntry,
+    pending: &PendingApproval,
+    schema_of: impl Fn(&str) -> Option<Value>,
+    now_ms: i64,
+) -> Result<Decision, InterruptError> {
+    match entry.status {
+        ResumeStatus::Cancelled => Ok(Decision::Deny {
+            reason: "The user dismissed the approval request.".to_owned(),
+        }),
+        ResumeStatus::Resolved => {
+            if pending.expires_at_ms <= now_ms {
+                return Err(InterruptError::Expired {
+                    id: pending.interrupt.id.clone(),
+                    expires_at: pending.interrupt.expires_at.clone().unwrap_or_default(),
+                });
+            }
+            approval_decision(
+                entry.payload.as_ref(),
+                &pending.arguments,
+                schema_of(&pending.tool_name),
+            )
+            .map_err(|message| InterruptError::InvalidResume { index, message })
+        }
+    }
+}
+
+/// A 0.0.x client's answer to the confirm-tool call that asked about `pending`, found among
+/// `messages`. Unanswered, it is a denial, unless the client must answer in `resume` (`strict`):
+/// then `None`.
+fn confirm_answer(
+    pending: &PendingApproval,
+    messages: &[Message],
+    strict: bool,
+) -> Option<Decision> {
+    let answer = pending.confirm_call_id.as_ref().and_then(|confirm| {
+        messages.iter().find_map(|message| match message {
+            Message::Tool {
+                tool_call_id,
+                content,
+                ..
+            } if tool_call_id == confirm => Some(content.as_str()),
+            _ => None,
+        })
+    });
+    match answer {
+        Some(content) => Some(confirm_decision(content, &pending.arguments)),
+        None if strict => None,
+        // Not answered: a new message moved on without a decision.
+        None => Some(Decision::Deny {
+            reason: "The user did not answer the approval request.".to_owned(),
+        }),
     }
 }
 
@@ -370,231 +400,5 @@ pub(crate) fn tool_interrupt(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::protocol::MessageId;
-    use serde_json::json;
-
-    fn call(id: &str) -> ToolCallId {
-        ToolCallId::parse(id, 128).unwrap()
-    }
-
-    fn record(expires_at_ms: i64, confirm: Option<&str>) -> InterruptRecord {
-        let schema = json!({"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]});
-        let mut interrupt = tool_interrupt(
-            &call("c1"),
-            "delete_order",
-            r#"{"id":1}"#,
-            &schema,
-            expires_at_ms,
-        );
-        interrupt.id = "int-1".into();
-        InterruptRecord {
-            open: vec![PendingApproval {
-                interrupt,
-                tool_name: "delete_order".into(),
-                arguments: r#"{"id":1}"#.into(),
-                expires_at_ms,
-                confirm_call_id: confirm.map(call),
-            }],
-            answered: Vec::new(),
-        }
-    }
-
-    fn schema(_: &str) -> Option<Value> {
-        Some(
-            json!({"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}),
-        )
-    }
-
-    fn entry(status: ResumeStatus, payload: Option<Value>) -> ResumeEntry {
-        ResumeEntry {
-            interrupt_id: "int-1".into(),
-            status,
-            payload,
-        }
-    }
-
-    #[test]
-    fn approve_deny_and_edit() {
-        let now = 1_000;
-        let approve = record(now + 10, None)
-            .resolve(
-                &[entry(
-                    ResumeStatus::Resolved,
-                    Some(json!({"approved": true})),
-                )],
-                &[],
-                true,
-                schema,
-                now,
-            )
-            .unwrap();
-        assert_eq!(
-            approve.resolved[0].decision,
-            Decision::Approve {
-                arguments: r#"{"id":1}"#.into()
-            }
-        );
-        assert!(approve.record.open.is_empty());
-        assert_eq!(approve.record.answered.len(), 1);
-
-        let edited = record(now + 10, None)
-            .resolve(
-                &[entry(
-                    ResumeStatus::Resolved,
-                    Some(json!({"approved": true, "editedArgs": {"id": 2}})),
-                )],
-                &[],
-                true,
-                schema,
-                now,
-            )
-            .unwrap();
-        assert_eq!(
-            edited.resolved[0].decision,
-            Decision::Approve {
-                arguments: r#"{"id":2}"#.into()
-            }
-        );
-
-        let denied = record(now + 10, None)
-            .resolve(
-                &[entry(
-                    ResumeStatus::Resolved,
-                    Some(json!({"approved": false, "reason": "not that one"})),
-                )],
-                &[],
-                true,
-                schema,
-                now,
-            )
-            .unwrap();
-        assert!(
-            matches!(&denied.resolved[0].decision, Decision::Deny { reason } if reason.contains("not that one"))
-        );
-    }
-
-    #[test]
-    fn edits_are_checked_against_the_tool_schema() {
-        let error = record(10, None)
-            .resolve(
-                &[entry(
-                    ResumeStatus::Resolved,
-                    Some(json!({"approved": true, "editedArgs": {"id": "two"}})),
-                )],
-                &[],
-                true,
-                schema,
-                0,
-            )
-            .unwrap_err();
-        assert!(
-            matches!(&error, InterruptError::InvalidResume { index: 0, message } if message.contains("editedArgs")),
-            "{error}"
-        );
-        assert_eq!(error.code(), RunErrorCode::InvalidResume);
-    }
-
-    #[test]
-    fn open_interrupts_must_be_answered_and_expired_ones_only_cancelled() {
-        let error = record(10, None)
-            .resolve(&[], &[], true, schema, 0)
-            .unwrap_err();
-        assert_eq!(error, InterruptError::Pending("int-1".into()));
-        let expired = record(10, None)
-            .resolve(
-                &[entry(
-                    ResumeStatus::Resolved,
-                    Some(json!({"approved": true})),
-                )],
-                &[],
-                true,
-                schema,
-                10,
-            )
-            .unwrap_err();
-        assert!(matches!(expired, InterruptError::Expired { .. }));
-        let cancelled = record(10, None)
-            .resolve(
-                &[entry(ResumeStatus::Cancelled, None)],
-                &[],
-                true,
-                schema,
-                10,
-            )
-            .unwrap();
-        assert!(matches!(
-            cancelled.resolved[0].decision,
-            Decision::Deny { .. }
-        ));
-    }
-
-    #[test]
-    fn a_repeated_resume_is_recognised_and_a_different_one_refused() {
-        let answer = entry(ResumeStatus::Resolved, Some(json!({"approved": true})));
-        let first = record(10, None)
-            .resolve(std::slice::from_ref(&answer), &[], true, schema, 0)
-            .unwrap();
-        let again = first
-            .record
-            .clone()
-            .resolve(std::slice::from_ref(&answer), &[], true, schema, 0)
-            .unwrap();
-        assert!(again.only_repeats);
-        assert!(again.resolved.is_empty());
-        let other = first
-            .record
-            .resolve(
-                &[entry(
-                    ResumeStatus::Resolved,
-                    Some(json!({"approved": false})),
-                )],
-                &[],
-                true,
-                schema,
-                0,
-            )
-            .unwrap_err();
-        assert!(matches!(other, InterruptError::InvalidResume { .. }));
-        let unknown = InterruptRecord::default()
-            .resolve(&[answer], &[], true, schema, 0)
-            .unwrap_err();
-        assert!(matches!(unknown, InterruptError::InvalidResume { .. }));
-    }
-
-    #[test]
-    fn a_legacy_client_answers_the_confirm_tool() {
-        let answer = |content: &str| Message::Tool {
-            id: MessageId::generate(),
-            tool_call_id: call("confirm-1"),
-            content: content.into(),
-            error: None,
-        };
-        for (content, approved) in [
-            ("confirmed", true),
-            ("Yes", true),
-            (r#"{"approved":true}"#, true),
-            ("true", true),
-            ("cancelled", false),
-            (r#"{"approved":false}"#, false),
-        ] {
-            let resolution = record(10, Some("confirm-1"))
-                .resolve(&[], &[answer(content)], false, schema, 0)
-                .unwrap();
-            assert_eq!(
-                matches!(resolution.resolved[0].decision, Decision::Approve { .. }),
-                approved,
-                "{content}"
-            );
-        }
-        // Moving on without answering is a denial, never an approval.
-        let moved_on = record(10, Some("confirm-1"))
-            .resolve(&[], &[], false, schema, 0)
-            .unwrap();
-        assert!(matches!(
-            moved_on.resolved[0].decision,
-            Decision::Deny { .. }
-        ));
-    }
-}
+#[path = "approval_tests.rs"]
+mod tests;

@@ -10,6 +10,8 @@ pub mod history_day;
 pub mod live;
 mod profiles;
 mod run;
+mod spans;
+mod start;
 pub mod thread;
 mod threads;
 pub mod tools;
@@ -17,21 +19,17 @@ mod turn;
 
 use crate::model::{ModelProvider, ToolSpec};
 use crate::protocol::input::BusyThreadPolicy;
-use crate::protocol::{ClientTool, ContextEntry, Message, RunId, RunInput, ThreadId, UserContent};
-use crate::store::{
-    CancelState, Lease, Principal, RunStart, StoreError, ThreadActivity, ThreadStore,
-};
+use crate::protocol::{ClientTool, RunId, ThreadId};
+use crate::store::{CancelState, Principal, StoreError, ThreadActivity, ThreadStore};
 use live::{LiveRun, LiveRuns};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::time::Instant;
-use tracing::Instrument;
 
 pub use crate::store::QuotaLimits;
 pub use approval::InterruptError;
 pub use profiles::{AgentProfile, INTERNAL_AGENT_TYPE, ProfileError, ProfileSetupError};
-pub use run::{RunOutcomeKind, RunSummary};
+pub use run::{PreparedRun, RunOutcomeKind, RunSummary};
 pub use thread::MergeError;
 pub use threads::{ForkError, Forked, QuotaOverride, Quotas};
 pub use tools::{ServerTool, ToolContext, ToolError, ToolOutput, ToolRegistry};
@@ -171,79 +169,12 @@ impl From<StoreError> for StartError {
     }
 }
 
-/// A run that holds its thread's lease and has stored its input, ready to stream.
-pub struct PreparedRun {
-    agent: Agent,
-    lease: Lease,
-    parent_run_id: Option<RunId>,
-    history: Vec<Message>,
-    client_is_behind: bool,
-    state: Option<Value>,
-    client_tools: Vec<ClientTool>,
-    system: Option<String>,
-    device_timezone: Option<chrono_tz::Tz>,
-    deadline: Instant,
-    /// State patches made by tools this step, streamed as `STATE_DELTA` after their results.
-    pending_deltas: Vec<json_patch::Patch>,
-    /// The client parses AG-UI 1.0 fields (`RUN_FINISHED.outcome`).
-    speaks_v1: bool,
-    /// The client's sampling options, capped.
-    sampling: crate::model::Sampling,
-    /// Approval decisions this run carries out before its first model turn.
-    resolved: Vec<approval::Resolved>,
-    /// The thread's interrupt record as this run leaves it, before its own interrupts.
-    interrupts: approval::InterruptRecord,
-    /// The input only repeats answers already acted on and adds nothing: the run streams what
-    /// the client lacks and ends, calling neither model nor tools.
-    repeat_only: bool,
-    /// Approvals this run asked of a 0.0.x client through its confirm tool.
-    fallback_approvals: Vec<approval::PendingApproval>,
-    /// What the run took from its caller's quota; settled with its real usage at its end.
-    reservation: crate::store::Reservation,
-    /// The run's span: its task and companions log inside it.
-    span: tracing::Span,
-    /// The run's `invoke_agent` trace span (disabled when traces are not exported).
-    trace: tracing::Span,
-    /// The run's store calls, time and capacity.
-    meter: Arc<crate::store::meter::StoreMeter>,
-    /// For the run's metrics: when its request arrived, and in which wire format.
-    observed: Observed,
-    /// When the model's first output arrived.
-    first_output: Option<std::time::Instant>,
-    /// From the request's arrival to `RUN_STARTED`.
-    time_to_first_byte: Duration,
-}
-
-/// How a starting run is observed: its log and trace spans, its store meter, when it began.
-struct Observing {
-    span: tracing::Span,
-    trace: tracing::Span,
-    meter: Arc<crate::store::meter::StoreMeter>,
-    began: std::time::Instant,
-}
-
 /// What the API layer tells a run about its request, for the run's metrics.
 #[derive(Debug, Clone, Copy)]
 pub struct Observed {
     pub received: std::time::Instant,
     /// `ag-ui`, `ag-kit`, `agentscope` or `v1-agent`.
     pub dialect: &'static str,
-}
-
-impl PreparedRun {
-    pub fn thread_id(&self) -> &ThreadId {
-        &self.lease.thread_id
-    }
-
-    pub fn run_id(&self) -> &RunId {
-        &self.lease.run_id
-    }
-
-    /// Tells the run when its request arrived and in which wire format (otherwise: when it
-    /// began to start, AG-UI).
-    pub fn observe(&mut self, observed: Observed) {
-        self.observed = observed;
-    }
 }
 
 /// When a lease of `duration` taken now expires, in epoch milliseconds.
@@ -345,31 +276,6 @@ impl Agent {
         }))
     }
 
-    /// Stops the thread's active run and waits, until `give_up`, for it to release the thread.
-    async fn interrupt(
-        &self,
-        owner: &Principal,
-        thread_id: &ThreadId,
-        active: &RunId,
-        give_up: Instant,
-    ) -> Result<(), StartError> {
-        tracing::info!(%thread_id, run_id = %active, "interrupting the active run for a new one");
-        match self.cancel(owner, thread_id, active).await {
-            Ok(_) | Err(StoreError::NotFound) => {}
-            Err(error) => return Err(error.into()),
-        }
-        let mut pause = Duration::from_millis(20);
-        while Instant::now() < give_up {
-            match self.store.activity(owner, thread_id).await? {
-                ThreadActivity::Running { run_id, .. } if &run_id == active => {}
-                _ => return Ok(()),
-            }
-            tokio::time::sleep(pause.min(give_up.saturating_duration_since(Instant::now()))).await;
-            pause = (pause * 2).min(Duration::from_millis(250));
-        }
-        Err(StartError::Busy)
-    }
-
     pub fn store(&self) -> &Arc<dyn ThreadStore> {
         &self.store
     }
@@ -394,253 +300,6 @@ impl Agent {
         }
     }
 
-    /// Loads the thread, merges the client's messages into it, and takes the lease while storing
-    /// the input. `deadline` is when the run must have ended.
-    pub async fn start(
-        &self,
-        owner: Principal,
-        input: RunInput,
-        deadline: Instant,
-    ) -> Result<PreparedRun, StartError> {
-        self.start_reserved(owner, input, deadline, None).await
-    }
-
-    /// [`Agent::start`] with the quota already reserved (a detached run's admission); a run
-    /// that fails to start gives the reservation back.
-    pub async fn start_reserved(
-        &self,
-        owner: Principal,
-        input: RunInput,
-        deadline: Instant,
-        reservation: Option<crate::store::Reservation>,
-    ) -> Result<PreparedRun, StartError> {
-        let began = std::time::Instant::now();
-        let thread_id = input.thread_id.clone().unwrap_or_else(ThreadId::new_uuid);
-        // One span per run, from its first store call to its last: every log line of the run
-        // carries its ids.
-        let span = tracing::info_span!("run", %thread_id, run_id = %input.run_id);
-        let trace = self.trace_span(&thread_id, &input.run_id);
-        let meter = Arc::new(crate::store::meter::StoreMeter::default());
-        let observing = Observing {
-            span: span.clone(),
-            trace: trace.clone(),
-            meter: meter.clone(),
-            began,
-        };
-        let prepared = crate::store::meter::metered(
-            meter,
-            self.start_in_span(owner, input, thread_id, deadline, reservation, observing)
-                .instrument(trace.clone()),
-        )
-        .instrument(span)
-        .await;
-        if let Err(error) = &prepared {
-            trace.record("otel.status_code", "ERROR");
-            trace.record("error.type", error.run_error_code());
-        }
-        prepared
-    }
-
-    /// The run's `invoke_agent` span (GenAI semantic conventions); its usage and status are
-    /// recorded when it ends.
-    fn trace_span(&self, thread_id: &ThreadId, run_id: &RunId) -> tracing::Span {
-        let identity = self.model.identity();
-        let span = tracing::info_span!(
-            target: crate::telemetry::TRACE_TARGET,
-            "invoke_agent",
-            otel.name = tracing::field::Empty,
-            otel.kind = "internal",
-            otel.status_code = tracing::field::Empty,
-            error.type = tracing::field::Empty,
-            gen_ai.operation.name = "invoke_agent",
-            gen_ai.agent.name = tracing::field::Empty,
-            gen_ai.conversation.id = %thread_id,
-            gen_ai.provider.name = %identity.provider,
-            gen_ai.request.model = %identity.model,
-            gen_ai.usage.input_tokens = tracing::field::Empty,
-            gen_ai.usage.output_tokens = tracing::field::Empty,
-            agui.run.id = %run_id,
-            agui.run.outcome = tracing::field::Empty,
-        );
-        if !span.is_disabled() {
-            let name = self.name.as_deref().unwrap_or("agui-lambda");
-            span.record("otel.name", format!("invoke_agent {name}"));
-            span.record("gen_ai.agent.name", name);
-        }
-        span
-    }
-
-    async fn start_in_span(
-        &self,
-        owner: Principal,
-        input: RunInput,
-        thread_id: ThreadId,
-        deadline: Instant,
-        mut reservation: Option<crate::store::Reservation>,
-        observing: Observing,
-    ) -> Result<PreparedRun, StartError> {
-        if let Err(clash) = self.check_client_tools(&input.tools) {
-            if let Some(reservation) = &reservation {
-                self.settle(reservation, None).await;
-            }
-            return Err(clash);
-        }
-        let policy = input
-            .forwarded_props
-            .busy_thread_policy
-            .unwrap_or(self.settings.busy_thread_policy);
-        let give_up = Instant::now() + self.settings.interrupt_wait;
-        let taken = async {
-            // A new thread whose input names `parentRunId` starts as a copy of where that run
-            // left its thread (AG-UI's branching); read once.
-            let mut parent: Option<crate::store::StoredThread> = None;
-            loop {
-                let loaded = self.store.load(&owner, &thread_id).await?;
-                if let Some(active) = loaded.as_ref().and_then(|thread| thread.active_run.clone()) {
-                    if policy == BusyThreadPolicy::Reject {
-                        return Err(StartError::Busy);
-                    }
-                    self.interrupt(&owner, &thread_id, &active, give_up).await?;
-                    continue;
-                }
-                if loaded.is_none()
-                    && parent.is_none()
-                    && let Some(parent_run) = &input.parent_run_id
-                {
-                    parent = Some(self.parent_history(&owner, parent_run).await?);
-                }
-                let forked = if loaded.is_none() {
-                    parent.as_ref()
-                } else {
-                    None
-                };
-                let record = approval::InterruptRecord::parse(
-                    loaded
-                        .as_ref()
-                        .and_then(|thread| thread.interrupts.as_ref()),
-                )
-                .map_err(|error| {
-                    tracing::error!(%error, "a thread's interrupt record does not parse");
-                    StartError::StoreCorrupt
-                })?;
-                let waiting = record.waiting_calls();
-                let resolution = record.resolve(
-                    &input.resume,
-                    &input.messages,
-                    input.speaks_v1(),
-                    |name| self.tools.parameters_of(name).cloned(),
-                    chrono::Utc::now().timestamp_millis(),
-                )?;
-                let base = loaded.as_ref().or(forked);
-                let merged = thread::merge_keeping_open(
-                    base.map_or(&[], |thread| &thread.messages[..]),
-                    input.messages.clone(),
-                    &waiting,
-                )?;
-                self.check_parts(&input.messages, &merged.new_messages)?;
-                if reservation.is_none() {
-                    reservation = Some(self.reserve(&owner).await?);
-                }
-                // A fork stores the copied history with the run's input, in the same writes.
-                let copied: Vec<Message>;
-                let new_messages = match forked {
-                    Some(parent) => {
-                        copied = parent
-                            .messages
-                            .iter()
-                            .chain(&merged.new_messages)
-                            .cloned()
-                            .collect();
-                        &copied[..]
-                    }
-                    None => &merged.new_messages[..],
-                };
-                let title = forked
-                    .and_then(|parent| parent.title.clone())
-                    .or_else(|| thread::derive_title(&merged.history));
-                let begun = self
-                    .store
-                    .begin_run(RunStart {
-                        owner: &owner,
-                        thread_id: &thread_id,
-                        run_id: &input.run_id,
-                        loaded: loaded.as_ref(),
-                        lease_expires_at_ms: lease_expiry(self.settings.lease),
-                        new_messages,
-                        state: input
-                            .state
-                            .as_ref()
-                            .or(forked.and_then(|parent| parent.state.as_ref())),
-                        title: title.as_deref(),
-                        at_ms: chrono::Utc::now().timestamp_millis(),
-                        // A fork from `parentRunId` keeps the copied messages' times.
-                        copied_at_ms: forked.map_or(&[], |parent| &parent.message_at_ms[..]),
-                    })
-                    .await;
-                match begun {
-                    Ok(lease) => {
-                        let base_state = base.and_then(|thread| thread.state.clone());
-                        break Ok((base_state, merged, lease, resolution));
-                    }
-                    // Another run took the thread between our read and our write.
-                    Err(StoreError::Conflict)
-                        if policy == BusyThreadPolicy::Interrupt && Instant::now() < give_up =>
-                    {
-                        tokio::time::sleep(Duration::from_millis(20)).await;
-                    }
-                    Err(error) => break Err(error.into()),
-                }
-            }
-        }
-        .await;
-        let (base_state, merged, lease, resolution) = match taken {
-            Ok(taken) => taken,
-            Err(error) => {
-                if let Some(reservation) = &reservation {
-                    self.settle(reservation, None).await;
-                }
-                return Err(error);
-            }
-        };
-        let reservation = reservation.ok_or(StartError::StoreCorrupt)?;
-        let speaks_v1 = input.speaks_v1();
-        let repeat_only = resolution.only_repeats && merged.new_messages.is_empty();
-        let state = input.state.or(base_state);
-
-        Ok(PreparedRun {
-            agent: self.clone(),
-            lease,
-            parent_run_id: input.parent_run_id,
-            history: merged.history,
-            client_is_behind: merged.client_is_behind,
-            state,
-            client_tools: input.tools,
-            system: self.system_prompt(&input.context),
-            device_timezone: input.forwarded_props.device_timezone,
-            deadline,
-            pending_deltas: Vec::new(),
-            speaks_v1,
-            sampling: input
-                .forwarded_props
-                .sampling
-                .capped(self.settings.max_output_tokens),
-            resolved: resolution.resolved,
-            interrupts: resolution.record,
-            repeat_only,
-            fallback_approvals: Vec::new(),
-            reservation,
-            span: observing.span,
-            trace: observing.trace,
-            meter: observing.meter,
-            observed: Observed {
-                received: observing.began,
-                dialect: "ag-ui",
-            },
-            first_output: None,
-            time_to_first_byte: Duration::ZERO,
-        })
-    }
-
     /// AG-UI's `AgentCapabilities` for this deployment (`GET /capabilities`); `run_timeout`
     /// bounds a run's wall-clock time.
     pub fn capabilities(&self, run_timeout: Duration) -> Value {
@@ -657,27 +316,6 @@ impl Agent {
             })
             .collect();
         let approvals = self.tools.any_needs_approval();
-        // What the model provider takes inline, asked of it the way a request's parts are.
-        let takes =
-            |part: fn(crate::protocol::message::Attachment) -> crate::protocol::UserPart,
-             mime_type: &str| {
-                let attachment = crate::protocol::message::Attachment {
-                    source: crate::protocol::message::PartSource::Data {
-                        value: String::new(),
-                        mime_type: mime_type.to_owned(),
-                    },
-                    metadata: None,
-                };
-                self.model.check_part(&part(attachment)).is_ok()
-            };
-        use crate::protocol::UserPart;
-        let multimodal_input = serde_json::json!({
-            "image": takes(UserPart::Image, "image/png"),
-            "audio": takes(UserPart::Audio, "audio/wav"),
-            "video": takes(UserPart::Video, "video/mp4"),
-            "pdf": takes(UserPart::Document, "application/pdf"),
-            "file": false,
-        });
         serde_json::json!({
             "identity": {
                 "name": "agui-lambda",
@@ -712,7 +350,7 @@ impl Agent {
                 "encrypted": false,
             },
             "multimodal": {
-                "input": multimodal_input,
+                "input": self.multimodal_input(),
                 "output": {"image": false, "audio": false},
             },
             "execution": {
@@ -731,44 +369,28 @@ impl Agent {
         })
     }
 
-    /// Refuses a part of a new user message that the model cannot take, naming it by its place
-    /// in the input; parts already in the thread were checked when they came.
-    fn check_parts(&self, sent: &[Message], new: &[Message]) -> Result<(), StartError> {
-        for message in new {
-            let Message::User {
-                id,
-                content: UserContent::Parts(parts),
-                ..
-            } = message
-            else {
-                continue;
+    /// The capabilities' `multimodal.input`: what the model provider takes inline, asked of it
+    /// the way a request's parts are.
+    fn multimodal_input(&self) -> Value {
+        use crate::protocol::UserPart;
+        use crate::protocol::message::{Attachment, PartSource};
+        let takes = |part: fn(Attachment) -> UserPart, mime_type: &str| {
+            let attachment = Attachment {
+                source: PartSource::Data {
+                    value: String::new(),
+                    mime_type: mime_type.to_owned(),
+                },
+                metadata: None,
             };
-            for (part, content) in parts.iter().enumerate() {
-                if let Err(reason) = self.model.check_part(content) {
-                    return Err(StartError::UnsupportedPart {
-                        message: sent.iter().position(|sent| sent.id() == id).unwrap_or(0),
-                        part,
-                        reason,
-                    });
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The configured prompt with the client's `context` entries appended.
-    fn system_prompt(&self, context: &[ContextEntry]) -> Option<String> {
-        let mut prompt = self.settings.system_prompt.clone().unwrap_or_default();
-        if !context.is_empty() {
-            if !prompt.is_empty() {
-                prompt.push_str("\n\n");
-            }
-            prompt.push_str("Context provided by the application:");
-            for entry in context {
-                prompt.push_str(&format!("\n- {}: {}", entry.description, entry.value));
-            }
-        }
-        (!prompt.is_empty()).then_some(prompt)
+            self.model.check_part(&part(attachment)).is_ok()
+        };
+        serde_json::json!({
+            "image": takes(UserPart::Image, "image/png"),
+            "audio": takes(UserPart::Audio, "audio/wav"),
+            "video": takes(UserPart::Video, "video/mp4"),
+            "pdf": takes(UserPart::Document, "application/pdf"),
+            "file": false,
+        })
     }
 
     fn tool_specs(&self, client_tools: &[ClientTool]) -> Vec<ToolSpec> {

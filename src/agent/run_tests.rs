@@ -1,11 +1,11 @@
 use super::*;
 use crate::agent::{Agent, AgentSettings, StartError, ToolRegistry};
 use crate::model::scripted::{ScriptedModel, ScriptedTurn};
-use crate::model::{FinishReason, ModelDelta};
+use crate::model::{FinishReason, ModelDelta, ModelError};
 use crate::protocol::ToolCall;
 use crate::protocol::input::BusyThreadPolicy;
 use crate::protocol::input::{ForwardedProps, RunInput};
-use crate::protocol::{ClientTool, RunId, ThreadId, UserContent};
+use crate::protocol::{ClientTool, MessageId, RunId, ThreadId, UserContent};
 use crate::store::{History, HistoryQuery, MemoryStore, Principal, Threads};
 use serde_json::{Value, json};
 use std::sync::Arc;

@@ -113,24 +113,7 @@ impl TurnAssembler {
                 self.close_reasoning(out);
             }
             ModelDelta::ToolCallStart { index, id, name } => {
-                self.close_reasoning(out);
-                self.close_text(out);
-                let id = id
-                    .and_then(|id| ToolCallId::parse(id, crate::protocol::ids::MAX_ID_LEN).ok())
-                    .filter(|id| !used_call_ids.contains(id))
-                    .unwrap_or_else(ToolCallId::generate);
-                used_call_ids.insert(id.clone());
-                out.push(Event::ToolCallStart {
-                    tool_call_id: id.clone(),
-                    tool_call_name: name.clone(),
-                    parent_message_id: Some(self.message_id.clone()),
-                });
-                self.calls.push(TurnCall {
-                    index,
-                    id,
-                    name,
-                    arguments: String::new(),
-                });
+                self.start_call(index, id, name, used_call_ids, out);
             }
             ModelDelta::ToolCallArgs { index, delta } if !delta.is_empty() => {
                 if let Some(call) = self.calls.iter_mut().rev().find(|call| call.index == index) {
@@ -150,6 +133,36 @@ impl TurnAssembler {
             | ModelDelta::ResponseId(_)
             | ModelDelta::ToolCallArgs { .. } => {}
         }
+    }
+
+    /// Opens tool call `index` of the turn, under the provider's id unless the thread has
+    /// used it (or it has none).
+    fn start_call(
+        &mut self,
+        index: usize,
+        id: Option<String>,
+        name: String,
+        used_call_ids: &mut HashSet<ToolCallId>,
+        out: &mut Vec<Event>,
+    ) {
+        self.close_reasoning(out);
+        self.close_text(out);
+        let id = id
+            .and_then(|id| ToolCallId::parse(id, crate::protocol::ids::MAX_ID_LEN).ok())
+            .filter(|id| !used_call_ids.contains(id))
+            .unwrap_or_else(ToolCallId::generate);
+        used_call_ids.insert(id.clone());
+        out.push(Event::ToolCallStart {
+            tool_call_id: id.clone(),
+            tool_call_name: name.clone(),
+            parent_message_id: Some(self.message_id.clone()),
+        });
+        self.calls.push(TurnCall {
+            index,
+            id,
+            name,
+            arguments: String::new(),
+        });
     }
 
     /// Closes the open text and reasoning messages; the tool calls stay open for the caller to
@@ -200,8 +213,6 @@ impl TurnAssembler {
         Ok((Some(message), self.calls))
     }
 
-    /// What a stopped turn leaves: the text streamed so far. Tool calls whose arguments may be
-    /// cut are dropped, so the stored history never holds a call nobody can answer.
     /// What the model answered so far, as an OpenAI-style assistant message (for traces).
     pub(super) fn preview(&self) -> serde_json::Value {
         let calls: Vec<serde_json::Value> = self
@@ -214,6 +225,8 @@ impl TurnAssembler {
         serde_json::json!([{"role": "assistant", "content": self.text, "tool_calls": calls}])
     }
 
+    /// What a stopped turn leaves: the text streamed so far. Tool calls whose arguments may be
+    /// cut are dropped, so the stored history never holds a call nobody can answer.
     pub(super) fn partial(self) -> Option<Message> {
         (!self.text.is_empty()).then(|| Message::Assistant {
             id: self.message_id,

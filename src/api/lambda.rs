@@ -81,12 +81,8 @@ pub async fn answer_event(app: &App, event: LambdaEvent<Value>) -> http::Respons
     if let Some(detached) = payload.get(super::dispatch::EVENT_KEY) {
         // The invocation's own span: the detached run's trace hangs off it, in the X-Ray trace
         // Lambda continued from the accepting request.
-        let span = tracing::info_span!(
-            target: crate::telemetry::TRACE_TARGET,
-            "detached run",
-            otel.name = "detached run",
-            otel.kind = "server",
-        );
+        let span = crate::telemetry::trace_span!("detached run", "server");
+        span.record("otel.name", "detached run");
         let xray = context
             .xray_trace_id
             .clone()

@@ -169,16 +169,14 @@ impl App {
             .extensions_mut()
             .insert(Arrival(std::time::Instant::now()));
         let xray = request.extensions().get::<TraceParent>().cloned();
-        let span = tracing::info_span!(
-            target: crate::telemetry::TRACE_TARGET,
+        let span = crate::telemetry::trace_span!(
             "request",
-            otel.name = %request.method(),
-            otel.kind = "server",
-            otel.status_code = tracing::field::Empty,
+            "server",
             http.request.method = %request.method(),
             url.path = request.uri().path(),
             http.response.status_code = tracing::field::Empty,
         );
+        span.record("otel.name", request.method().as_str());
         crate::telemetry::otel::set_parent(&span, xray.as_ref(), request.headers());
         let trace_id = crate::telemetry::otel::trace_id(&span, xray.as_ref());
         let mut response = self

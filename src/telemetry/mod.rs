@@ -6,8 +6,10 @@
 
 pub mod emf;
 pub mod otel;
+mod spans;
 
 pub use otel::{TraceParent, flush};
+pub(crate) use spans::{attribute_int, record_error, trace_span};
 
 use tracing_subscriber::filter::{FilterExt, filter_fn};
 use tracing_subscriber::layer::SubscriberExt;

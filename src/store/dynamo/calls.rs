@@ -54,13 +54,9 @@ impl Intercept for StoreCalls {
     ) -> Result<(), BoxError> {
         let operation = cfg.load::<Metadata>().map_or("", Metadata::name);
         let access = access_of(operation);
-        let span = tracing::info_span!(
-            target: crate::telemetry::TRACE_TARGET,
+        let span = crate::telemetry::trace_span!(
             "DynamoDB",
-            otel.name = tracing::field::Empty,
-            otel.kind = "client",
-            otel.status_code = tracing::field::Empty,
-            error.type = tracing::field::Empty,
+            "client",
             db.system.name = "aws.dynamodb",
             db.operation.name = tracing::field::Empty,
             rpc.system = "aws-api",
@@ -95,8 +91,7 @@ impl Intercept for StoreCalls {
                     .response()
                     .map(|response| response.status().as_u16().to_string())
                     .unwrap_or_else(|| "_OTHER".to_owned());
-                call.span.record("otel.status_code", "ERROR");
-                call.span.record("error.type", status.as_str());
+                crate::telemetry::record_error(&call.span, &status);
             }
         }
         // Ends the span now, not whenever the SDK drops its configuration.

@@ -1,0 +1,271 @@
+//! How a run ends: the failures that end it with `RUN_ERROR`, the terminal event a client gets,
+//! the usage it reports, and the per-run log line, metrics record and trace outcome.
+
+use super::PreparedRun;
+use crate::agent::approval::PendingApproval;
+use crate::agent::spans;
+use crate::agent::turn::TurnFault;
+use crate::model::{ModelError, Usage};
+use crate::protocol::events::{RunOutcome, RunUsage, TokenUsage};
+use crate::protocol::{Event, RunErrorCode, ToolCallId};
+use crate::store::StoreError;
+use crate::store::meter::MeteredUsage;
+use crate::telemetry::emf::{RunMetrics, StoreFigures};
+use std::time::Duration;
+
+/// Why a run ended with `RUN_ERROR`, or early.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum RunFailure {
+    #[error("{0}")]
+    Model(#[from] ModelError),
+    #[error("the model's answer was cut off at its token limit in the middle of a tool call")]
+    TruncatedToolCall,
+    #[error("the model's answer was blocked by its content filter")]
+    ContentFilter,
+    #[error("the run did not finish before its deadline")]
+    Timeout,
+    #[error("the model was still calling tools after {0} steps")]
+    MaxSteps(u32),
+    #[error("tool {name} failed: {message}")]
+    ToolFatal { name: String, message: String },
+    #[error("the thread could not be saved")]
+    Store(StoreError),
+    #[error("the run was cancelled")]
+    Cancelled,
+    /// An uploaded image could not be signed for the model to read.
+    #[error("an attachment could not be signed for the model")]
+    Attachment,
+}
+
+impl From<TurnFault> for RunFailure {
+    fn from(fault: TurnFault) -> Self {
+        match fault {
+            TurnFault::TruncatedToolCall => RunFailure::TruncatedToolCall,
+            TurnFault::ContentFilter => RunFailure::ContentFilter,
+        }
+    }
+}
+
+impl RunFailure {
+    /// The trace's `error.type`.
+    pub(super) fn error_type(&self) -> &'static str {
+        match self {
+            RunFailure::Model(_) => "model_error",
+            RunFailure::TruncatedToolCall => "truncated_tool_call",
+            RunFailure::ContentFilter => "content_filter",
+            RunFailure::Timeout => "timeout",
+            RunFailure::MaxSteps(_) => "max_steps",
+            RunFailure::ToolFatal { .. } => "tool_fatal",
+            RunFailure::Store(_) => "store_error",
+            RunFailure::Cancelled => "cancelled",
+            RunFailure::Attachment => "attachment",
+        }
+    }
+
+    fn code(&self) -> RunErrorCode {
+        match self {
+            RunFailure::Model(_) | RunFailure::TruncatedToolCall | RunFailure::ContentFilter => {
+                RunErrorCode::ModelError
+            }
+            RunFailure::Timeout => RunErrorCode::Timeout,
+            RunFailure::MaxSteps(_) => RunErrorCode::MaxStepsExceeded,
+            RunFailure::ToolFatal { .. } => RunErrorCode::ToolExecutionError,
+            RunFailure::Store(StoreError::LeaseLost) => RunErrorCode::Conflict,
+            RunFailure::Store(_) | RunFailure::Attachment => RunErrorCode::StoreError,
+            RunFailure::Cancelled => RunErrorCode::Cancelled,
+        }
+    }
+}
+
+/// How a run that did not fail ended.
+pub(super) enum RunEnd {
+    /// Done; the frontend tool calls it left for the client, if it stopped at some.
+    Finished { pending: Vec<ToolCallId> },
+    /// Paused: tool calls wait for approval through AG-UI 1.0 interrupts.
+    Interrupted(Vec<PendingApproval>),
+}
+
+impl RunEnd {
+    /// Done, with nothing left for the client.
+    pub(super) fn finished() -> Self {
+        RunEnd::Finished {
+            pending: Vec::new(),
+        }
+    }
+}
+
+/// How a run ended, for the per-run log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RunOutcomeKind {
+    #[default]
+    Finished,
+    /// Ended to wait for tool approvals.
+    Interrupted,
+    Cancelled,
+    Failed(RunErrorCode),
+}
+
+impl RunOutcomeKind {
+    /// The metrics' `outcome` dimension.
+    pub fn label(self) -> &'static str {
+        match self {
+            RunOutcomeKind::Finished => "finished",
+            RunOutcomeKind::Interrupted => "interrupted",
+            RunOutcomeKind::Cancelled => "cancelled",
+            RunOutcomeKind::Failed(_) => "error",
+        }
+    }
+
+    pub(super) fn of(result: &Result<RunEnd, RunFailure>) -> Self {
+        match result {
+            Ok(RunEnd::Finished { .. }) => RunOutcomeKind::Finished,
+            Ok(RunEnd::Interrupted(_)) => RunOutcomeKind::Interrupted,
+            Err(RunFailure::Cancelled) => RunOutcomeKind::Cancelled,
+            Err(failure) => RunOutcomeKind::Failed(failure.code()),
+        }
+    }
+}
+
+/// What the per-run log line reports.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunSummary {
+    pub steps: u32,
+    pub tool_calls: u32,
+    pub usage: Usage,
+    /// The model reported usage at least once.
+    pub usage_reported: bool,
+    pub outcome: RunOutcomeKind,
+}
+
+impl PreparedRun {
+    /// The event that ends the run's log: `RUN_FINISHED`, with an AG-UI 1.0 outcome for
+    /// clients that read one, or `RUN_ERROR`.
+    pub(super) fn terminal_event(&self, result: &Result<RunEnd, RunFailure>) -> Event {
+        let usage = self.run_usage();
+        let speaks_v1 = self.request.speaks_v1;
+        let finished = |outcome| Event::RunFinished {
+            thread_id: self.lease.thread_id.clone(),
+            run_id: self.lease.run_id.clone(),
+            outcome,
+            usage: usage.clone(),
+        };
+        // 0.0.x clients reject every outcome but an absent one.
+        match result {
+            Ok(RunEnd::Finished { pending }) if speaks_v1 && !pending.is_empty() => {
+                finished(Some(RunOutcome::Success {
+                    pending_tool_call_ids: pending.clone(),
+                }))
+            }
+            Ok(RunEnd::Interrupted(pending)) => finished(Some(RunOutcome::Interrupt {
+                interrupts: pending
+                    .iter()
+                    .map(|pending| pending.interrupt.clone())
+                    .collect(),
+            })),
+            Ok(RunEnd::Finished { .. }) => finished(None),
+            // AG-UI 1.0's cancelled outcome; 0.0.x clients reject it, so they get RUN_ERROR.
+            Err(RunFailure::Cancelled) if speaks_v1 => finished(Some(RunOutcome::Cancelled)),
+            Err(failure) => Event::RunError {
+                message: failure.to_string(),
+                code: failure.code(),
+                usage: usage.clone(),
+            },
+        }
+    }
+
+    /// The run's usage in AG-UI's shape, one entry for its model; empty when the model
+    /// reported none.
+    fn run_usage(&self) -> RunUsage {
+        let summary = &self.progress.summary;
+        if !summary.usage_reported {
+            return RunUsage::default();
+        }
+        let identity = self.agent.model.identity();
+        let usage = summary.usage;
+        RunUsage(vec![TokenUsage {
+            provider: Some(identity.provider),
+            model: Some(identity.model),
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            total_tokens: usage.input_tokens.saturating_add(usage.output_tokens),
+            reasoning_tokens: usage.reasoning_tokens,
+            cached_input_tokens: usage.cached_input_tokens,
+            cache_write_input_tokens: usage
+                .cache_write_input_tokens
+                .filter(|_| self.request.speaks_v1),
+        }])
+    }
+
+    /// The per-run log line, the run's EMF metrics record, and its trace span's outcome.
+    pub(super) fn report(&self, duration: Duration, resumes: u32) {
+        let summary = &self.progress.summary;
+        let store = self.telemetry.meter.usage();
+        let millis = |duration: Duration| duration.as_secs_f64() * 1000.0;
+        tracing::info!(
+            thread_id = %self.lease.thread_id,
+            run_id = %self.lease.run_id,
+            steps = summary.steps,
+            tool_calls = summary.tool_calls,
+            input_tokens = summary.usage.input_tokens,
+            output_tokens = summary.usage.output_tokens,
+            duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
+            outcome = ?summary.outcome,
+            store_read_calls = store.read_calls,
+            store_write_calls = store.write_calls,
+            store_read_ms = millis(store.read_time),
+            store_write_ms = millis(store.write_time),
+            store_read_capacity = store.read_capacity_units,
+            store_write_capacity = store.write_capacity_units,
+            "run ended"
+        );
+        let failed = match summary.outcome {
+            RunOutcomeKind::Failed(code) => Some(code),
+            _ => None,
+        };
+        spans::end_run(
+            &self.telemetry.trace,
+            summary.usage,
+            summary.outcome.label(),
+            failed,
+        );
+        self.emit_metrics(&store, resumes);
+    }
+
+    /// The run's EMF metrics record, when metrics are on.
+    fn emit_metrics(&self, store: &MeteredUsage, resumes: u32) {
+        let Some(metrics) = &self.agent.metrics else {
+            return;
+        };
+        let summary = &self.progress.summary;
+        let telemetry = &self.telemetry;
+        let millis = |duration: Duration| duration.as_secs_f64() * 1000.0;
+        let received = telemetry.observed.received;
+        metrics.emit(&RunMetrics {
+            outcome: summary.outcome.label(),
+            model: self.agent.model.identity().model,
+            dialect: telemetry.observed.dialect,
+            duration_ms: millis(received.elapsed()),
+            time_to_first_byte_ms: millis(telemetry.time_to_first_byte),
+            time_to_first_token_ms: telemetry
+                .first_output
+                .map(|at| millis(at.saturating_duration_since(received))),
+            input_tokens: summary.usage.input_tokens,
+            output_tokens: summary.usage.output_tokens,
+            tool_calls: summary.tool_calls,
+            steps: summary.steps,
+            store: StoreFigures {
+                read_calls: store.read_calls,
+                write_calls: store.write_calls,
+                read_ms: millis(store.read_time),
+                write_ms: millis(store.write_time),
+                read_capacity_units: store.read_capacity_units,
+                write_capacity_units: store.write_capacity_units,
+            },
+            cancelled: summary.outcome == RunOutcomeKind::Cancelled,
+            resumes,
+            thread_id: self.lease.thread_id.to_string(),
+            run_id: self.lease.run_id.to_string(),
+            trace_id: crate::telemetry::otel::trace_id(&telemetry.trace, None),
+        });
+    }
+}

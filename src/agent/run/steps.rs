@@ -1,0 +1,273 @@
+//! The loop itself: the opening snapshots, the approvals the input decided, then model turns,
+//! each followed by its tool calls, until the model answers without calling a server tool, the
+//! calls wait for the client or a person, or the steps run out.
+
+use super::gate::{Ask, Gated};
+use super::outcome::{RunEnd, RunFailure};
+use super::{Emitter, PreparedRun};
+use crate::agent::spans::{ChatEnd, ChatSpan};
+use crate::agent::thread::{answers_follow_calls, model_view};
+use crate::agent::turn::{TurnAssembler, TurnCall};
+use crate::model::{ModelRequest, Usage};
+use crate::protocol::{Event, Message, MessageId, ToolCall, ToolCallId};
+use futures_util::StreamExt;
+use std::collections::HashSet;
+use tokio::time::timeout_at;
+use tokio_util::sync::CancellationToken;
+
+/// How a model turn ended.
+enum TurnEnd {
+    Done(TurnAssembler),
+    /// Stopped by a cancel: what was streamed so far.
+    Stopped(TurnAssembler),
+}
+
+impl PreparedRun {
+    pub(super) async fn execute(
+        &mut self,
+        out: &Emitter<'_>,
+        stop: &CancellationToken,
+    ) -> Result<RunEnd, RunFailure> {
+        self.open(out);
+        if self.request.repeat_only {
+            // A repeated resume: its answers were acted on by an earlier run.
+            return Ok(RunEnd::finished());
+        }
+        self.carry_out_decisions(out, stop).await?;
+        let max_steps = self.agent.settings.max_steps;
+        let mut used_call_ids = self.progress.call_ids();
+        for step in 1..=max_steps {
+            if stop.is_cancelled() {
+                return Err(RunFailure::Cancelled);
+            }
+            let (message, calls) = self.model_step(step, out, &mut used_call_ids, stop).await?;
+            if calls.is_empty() {
+                if let Some(message) = message {
+                    self.progress.keep(message);
+                }
+                return Ok(RunEnd::finished());
+            }
+            let summary = &mut self.progress.summary;
+            summary.tool_calls += u32::try_from(calls.len()).unwrap_or(u32::MAX);
+            let gated = self.gate(&calls);
+            if let Some(end) = self.follow_calls(out, message, gated, stop).await? {
+                return Ok(end);
+            }
+        }
+        Err(RunFailure::MaxSteps(max_steps))
+    }
+
+    /// What the client must see before the run's own events: the state, and the history when
+    /// the client lacks some of it.
+    fn open(&self, out: &Emitter<'_>) {
+        if let Some(state) = &self.progress.state {
+            out.emit(Event::StateSnapshot {
+                snapshot: state.clone(),
+            });
+        }
+        // A run that answers approved or denied calls sends their results against calls made
+        // in an earlier run: the snapshot first names those calls within this stream.
+        if self.request.client_is_behind || !self.request.resolved.is_empty() {
+            out.emit(Event::MessagesSnapshot {
+                messages: self.progress.history.clone(),
+            });
+        }
+    }
+
+    /// One model turn as step `step`: streamed, closed, its usage counted and its reasoning
+    /// kept. Returns the turn's assistant message and its tool calls; a stopped turn keeps what
+    /// it streamed and ends the run cancelled.
+    async fn model_step(
+        &mut self,
+        step: u32,
+        out: &Emitter<'_>,
+        used_call_ids: &mut HashSet<ToolCallId>,
+        stop: &CancellationToken,
+    ) -> Result<(Option<Message>, Vec<TurnCall>), RunFailure> {
+        let emit_steps = self.agent.settings.emit_steps;
+        self.progress.summary.steps = step;
+        let step_name = format!("model_turn_{step}");
+        if emit_steps {
+            out.emit(Event::StepStarted {
+                step_name: step_name.clone(),
+            });
+        }
+        let (mut turn, stopped) = match self.model_turn(out, used_call_ids, stop).await? {
+            TurnEnd::Done(turn) => (turn, false),
+            TurnEnd::Stopped(turn) => (turn, true),
+        };
+        let summary = &mut self.progress.summary;
+        summary.usage += turn.usage();
+        summary.usage_reported |= turn.usage() != Usage::default();
+        let mut events = Vec::new();
+        turn.close(&mut events);
+        out.emit_all(&mut events);
+        // The step is the model's turn; it closes before the calls end, so that a frontend
+        // call's TOOL_CALL_END is immediately followed by RUN_FINISHED (CopilotKit's rule).
+        if emit_steps {
+            out.emit(Event::StepFinished { step_name });
+        }
+        turn.end_calls(&mut events);
+        out.emit_all(&mut events);
+        let reasoning = turn.take_reasoning();
+        if stopped {
+            for message in reasoning.into_iter().chain(turn.partial()) {
+                self.progress.keep(message);
+            }
+            return Err(RunFailure::Cancelled);
+        }
+        let finished = turn.finish()?;
+        // Before the turn's assistant message: providers send reasoning back at its head.
+        for message in reasoning {
+            self.progress.keep(message);
+        }
+        Ok(finished)
+    }
+
+    /// Follows a turn's tool calls as the gate sorted them: the turn's message (with any
+    /// confirm-tool calls) joins the history, server tools run and their results stream, calls
+    /// nobody can approve are refused, state changes stream, then the confirm-tool calls. The
+    /// gate's end, if it has one, ends the run.
+    async fn follow_calls(
+        &mut self,
+        out: &Emitter<'_>,
+        mut message: Option<Message>,
+        gated: Gated<'_>,
+        stop: &CancellationToken,
+    ) -> Result<Option<RunEnd>, RunFailure> {
+        let Gated { run, ask, end } = gated;
+        // Part of the turn's message, so that the confirm tool's answer is a known tool result.
+        if let (Ask::Confirm { calls, .. }, Some(Message::Assistant { tool_calls, .. })) =
+            (&ask, &mut message)
+        {
+            tool_calls.extend(calls.iter().cloned());
+        }
+        let parent_message_id = message.as_ref().map(|message| message.id().clone());
+        if let Some(message) = message {
+            self.progress.keep(message);
+        }
+        let results = tokio::select! {
+            biased;
+            () = stop.cancelled() => return Err(RunFailure::Cancelled),
+            results = self.run_tools(&run, stop) => results?,
+        };
+        for result in results {
+            self.record_result(out, result);
+        }
+        let confirm = match ask {
+            Ask::Nothing => None,
+            Ask::Refuse(refusals) => {
+                for refusal in refusals {
+                    self.record_result(out, refusal);
+                }
+                None
+            }
+            Ask::Confirm { calls, approvals } => Some((calls, approvals)),
+        };
+        self.emit_state_changes(out);
+        if let Some((calls, approvals)) = confirm {
+            stream_calls(out, &calls, parent_message_id.as_ref());
+            self.progress.fallback_approvals.extend(approvals);
+        }
+        Ok(end)
+    }
+
+    /// Streams one model turn. A turn that fails midway returns the failure and nothing of it
+    /// is stored or executed; a stopped turn returns what was streamed. Dropping the model's
+    /// stream closes its connection, so the provider stops generating.
+    async fn model_turn(
+        &mut self,
+        out: &Emitter<'_>,
+        used_call_ids: &mut HashSet<ToolCallId>,
+        stop: &CancellationToken,
+    ) -> Result<TurnEnd, RunFailure> {
+        let mut messages = model_view(&answers_follow_calls(&self.progress.history));
+        // Stored uploads are `s3://` paths: Bedrock reads them itself, other models get a
+        // presigned GET, fresh for each turn.
+        if let Some(blobs) = &self.agent.blobs
+            && !self.agent.model.reads_s3()
+        {
+            blobs
+                .presign_for_model(&mut messages)
+                .await
+                .map_err(|error| {
+                    tracing::error!(%error, "presigning an attachment for the model failed");
+                    RunFailure::Attachment
+                })?;
+        }
+        let request = ModelRequest {
+            system: self.request.system.clone(),
+            messages,
+            tools: self.agent.tool_specs(&self.request.client_tools),
+            sampling: self.request.sampling.clone(),
+        };
+        let mut chat = ChatSpan::new(&self.agent.model.identity(), &request);
+        let streamed = self
+            .stream_turn(out, &request, used_call_ids, stop, &mut chat)
+            .await;
+        chat.end(match &streamed {
+            Ok(TurnEnd::Done(turn)) => ChatEnd::Answered(turn),
+            Ok(TurnEnd::Stopped(_)) => ChatEnd::Stopped,
+            Err(failure) => ChatEnd::Failed(failure.error_type()),
+        });
+        streamed
+    }
+
+    /// The model's answer to `request`, streamed as events.
+    async fn stream_turn(
+        &mut self,
+        out: &Emitter<'_>,
+        request: &ModelRequest,
+        used_call_ids: &mut HashSet<ToolCallId>,
+        stop: &CancellationToken,
+        chat: &mut ChatSpan,
+    ) -> Result<TurnEnd, RunFailure> {
+        let deadline = self.request.deadline;
+        let mut turn = TurnAssembler::new(MessageId::generate());
+        let mut stream = tokio::select! {
+            biased;
+            () = stop.cancelled() => return Ok(TurnEnd::Stopped(turn)),
+            stream = timeout_at(deadline, self.agent.model.stream(request)) => {
+                stream.map_err(|_| RunFailure::Timeout)??
+            }
+        };
+        let mut events = Vec::new();
+        loop {
+            let next = tokio::select! {
+                biased;
+                () = stop.cancelled() => return Ok(TurnEnd::Stopped(turn)),
+                next = timeout_at(deadline, stream.next()) => next.map_err(|_| RunFailure::Timeout)?,
+            };
+            let Some(delta) = next else { break };
+            let delta = delta?;
+            if delta.is_output() {
+                chat.first_chunk();
+                self.telemetry
+                    .first_output
+                    .get_or_insert_with(std::time::Instant::now);
+            }
+            chat.observe(&delta);
+            turn.push(delta, used_call_ids, &mut events);
+            out.emit_all(&mut events);
+        }
+        Ok(TurnEnd::Done(turn))
+    }
+}
+
+/// Streams calls the server made itself (a 0.0.x client's confirm tool) as the model's are.
+fn stream_calls(out: &Emitter<'_>, calls: &[ToolCall], parent_message_id: Option<&MessageId>) {
+    for call in calls {
+        out.emit(Event::ToolCallStart {
+            tool_call_id: call.id.clone(),
+            tool_call_name: call.function.name.clone(),
+            parent_message_id: parent_message_id.cloned(),
+        });
+        out.emit(Event::ToolCallArgs {
+            tool_call_id: call.id.clone(),
+            delta: call.function.arguments.clone(),
+        });
+        out.emit(Event::ToolCallEnd {
+            tool_call_id: call.id.clone(),
+        });
+    }
+}

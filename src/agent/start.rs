@@ -1,0 +1,395 @@
+//! Starting a run: the client's tools checked, then, until the lease is taken, the start's
+//! phases: load the thread (interrupting or refusing a run that holds it), fork from the
+//! `parentRunId` run, merge the input and its answers to interrupts, reserve the quota, begin
+//! the run. Nothing is stored unless the run begins.
+
+use super::approval::{InterruptRecord, Resolution};
+use super::run::{PreparedRun, RunProgress, RunRequest, RunTelemetry};
+use super::thread::{self, Merged};
+use super::{Agent, StartError, lease_expiry, spans};
+use crate::protocol::input::BusyThreadPolicy;
+use crate::protocol::{ContextEntry, Message, RunId, RunInput, ThreadId, UserContent};
+use crate::store::{
+    Lease, Principal, Reservation, RunStart, StoreError, StoredThread, ThreadActivity,
+};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+/// What one attempt at the start read and decided before it writes.
+struct Attempt<'a> {
+    /// The thread as stored; `None` for a new thread.
+    loaded: Option<&'a StoredThread>,
+    /// The parent run's thread a new thread starts as a copy of.
+    forked: Option<&'a StoredThread>,
+    merged: Merged,
+    resolution: Resolution,
+}
+
+/// The thread taken: what the run starts from.
+struct Taken {
+    /// The state before the input's: the thread's, or the fork's.
+    base_state: Option<Value>,
+    merged: Merged,
+    resolution: Resolution,
+    lease: Lease,
+}
+
+impl Agent {
+    /// Loads the thread, merges the client's messages into it, and takes the lease while storing
+    /// the input. `deadline` is when the run must have ended.
+    pub async fn start(
+        &self,
+        owner: Principal,
+        input: RunInput,
+        deadline: Instant,
+    ) -> Result<PreparedRun, StartError> {
+        self.start_reserved(owner, input, deadline, None).await
+    }
+
+    /// [`Agent::start`] with the quota already reserved (a detached run's admission); a run
+    /// that fails to start gives the reservation back.
+    pub async fn start_reserved(
+        &self,
+        owner: Principal,
+        input: RunInput,
+        deadline: Instant,
+        reservation: Option<Reservation>,
+    ) -> Result<PreparedRun, StartError> {
+        let began = std::time::Instant::now();
+        let thread_id = input.thread_id.clone().unwrap_or_else(ThreadId::new_uuid);
+        // One span per run, from its first store call to its last: every log line of the run
+        // carries its ids.
+        let span = tracing::info_span!("run", %thread_id, run_id = %input.run_id);
+        let trace = spans::invoke_agent(
+            &self.model.identity(),
+            self.name.as_deref(),
+            &thread_id,
+            &input.run_id,
+        );
+        let meter = Arc::new(crate::store::meter::StoreMeter::default());
+        let telemetry = RunTelemetry::new(span.clone(), trace.clone(), meter.clone(), began);
+        let prepared = crate::store::meter::metered(
+            meter,
+            self.start_in_span(owner, input, thread_id, deadline, reservation, telemetry)
+                .instrument(trace.clone()),
+        )
+        .instrument(span)
+        .await;
+        if let Err(error) = &prepared {
+            crate::telemetry::record_error(&trace, error.run_error_code());
+        }
+        prepared
+    }
+
+    async fn start_in_span(
+        &self,
+        owner: Principal,
+        input: RunInput,
+        thread_id: ThreadId,
+        deadline: Instant,
+        mut reservation: Option<Reservation>,
+        telemetry: RunTelemetry,
+    ) -> Result<PreparedRun, StartError> {
+        let taken = self
+            .take_thread(&owner, &input, &thread_id, &mut reservation)
+            .await;
+        let taken = match taken {
+            Ok(taken) => taken,
+            Err(error) => {
+                if let Some(reservation) = &reservation {
+                    self.settle(reservation, None).await;
+                }
+                return Err(error);
+            }
+        };
+        let reservation = reservation.ok_or(StartError::StoreCorrupt)?;
+        Ok(self.prepare(input, taken, reservation, deadline, telemetry))
+    }
+
+    /// The start's retry loop: each attempt loads, forks, merges, reserves and begins; one that
+    /// lost the thread to another run between its read and its write tries again, until the
+    /// interrupt wait is over. `reservation` holds the quota taken, for the caller to give back
+    /// on failure.
+    async fn take_thread(
+        &self,
+        owner: &Principal,
+        input: &RunInput,
+        thread_id: &ThreadId,
+        reservation: &mut Option<Reservation>,
+    ) -> Result<Taken, StartError> {
+        self.check_client_tools(&input.tools)?;
+        let policy = input
+            .forwarded_props
+            .busy_thread_policy
+            .unwrap_or(self.settings.busy_thread_policy);
+        let give_up = Instant::now() + self.settings.interrupt_wait;
+        // Read once, however many attempts there are.
+        let mut parent: Option<StoredThread> = None;
+        loop {
+            let loaded = self.load_idle(owner, thread_id, policy, give_up).await?;
+            let forked = self
+                .fork_source(owner, input, loaded.as_ref(), &mut parent)
+                .await?;
+            let attempt = self.merge(input, loaded.as_ref(), forked)?;
+            if reservation.is_none() {
+                *reservation = Some(self.reserve(owner).await?);
+            }
+            match self.begin(owner, thread_id, input, &attempt).await {
+                Ok(lease) => {
+                    let base = attempt.loaded.or(attempt.forked);
+                    return Ok(Taken {
+                        base_state: base.and_then(|thread| thread.state.clone()),
+                        merged: attempt.merged,
+                        resolution: attempt.resolution,
+                        lease,
+                    });
+                }
+                // Another run took the thread between our read and our write.
+                Err(StoreError::Conflict)
+                    if policy == BusyThreadPolicy::Interrupt && Instant::now() < give_up =>
+                {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(error) => return Err(error.into()),
+            }
+        }
+    }
+
+    /// Load: the thread as stored once no run holds it; a run that does is interrupted, or the
+    /// start refused, as `policy` says.
+    async fn load_idle(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        policy: BusyThreadPolicy,
+        give_up: Instant,
+    ) -> Result<Option<StoredThread>, StartError> {
+        loop {
+            let loaded = self.store.load(owner, thread_id).await?;
+            let Some(active) = loaded.as_ref().and_then(|thread| thread.active_run.clone()) else {
+                return Ok(loaded);
+            };
+            if policy == BusyThreadPolicy::Reject {
+                return Err(StartError::Busy);
+            }
+            self.interrupt(owner, thread_id, &active, give_up).await?;
+        }
+    }
+
+    /// Stops the thread's active run and waits, until `give_up`, for it to release the thread.
+    pub(super) async fn interrupt(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        active: &RunId,
+        give_up: Instant,
+    ) -> Result<(), StartError> {
+        tracing::info!(%thread_id, run_id = %active, "interrupting the active run for a new one");
+        match self.cancel(owner, thread_id, active).await {
+            Ok(_) | Err(StoreError::NotFound) => {}
+            Err(error) => return Err(error.into()),
+        }
+        let mut pause = Duration::from_millis(20);
+        while Instant::now() < give_up {
+            match self.store.activity(owner, thread_id).await? {
+                ThreadActivity::Running { run_id, .. } if &run_id == active => {}
+                _ => return Ok(()),
+            }
+            tokio::time::sleep(pause.min(give_up.saturating_duration_since(Instant::now()))).await;
+            pause = (pause * 2).min(Duration::from_millis(250));
+        }
+        Err(StartError::Busy)
+    }
+
+    /// Fork: a new thread whose input names `parentRunId` starts as a copy of where that run
+    /// left its thread (AG-UI's branching). `parent` keeps the copy across attempts.
+    async fn fork_source<'p>(
+        &self,
+        owner: &Principal,
+        input: &RunInput,
+        loaded: Option<&StoredThread>,
+        parent: &'p mut Option<StoredThread>,
+    ) -> Result<Option<&'p StoredThread>, StartError> {
+        if loaded.is_some() {
+            return Ok(None);
+        }
+        if parent.is_none()
+            && let Some(parent_run) = &input.parent_run_id
+        {
+            *parent = Some(self.parent_history(owner, parent_run).await?);
+        }
+        Ok(parent.as_ref())
+    }
+
+    /// Merge: the input's answers to the thread's interrupts resolved, and its messages merged
+    /// into the thread's (or the fork's), the calls waiting for approval left open.
+    fn merge<'a>(
+        &self,
+        input: &RunInput,
+        loaded: Option<&'a StoredThread>,
+        forked: Option<&'a StoredThread>,
+    ) -> Result<Attempt<'a>, StartError> {
+        let record = InterruptRecord::parse(loaded.and_then(|thread| thread.interrupts.as_ref()))
+            .map_err(|error| {
+            tracing::error!(%error, "a thread's interrupt record does not parse");
+            StartError::StoreCorrupt
+        })?;
+        let waiting = record.waiting_calls();
+        let resolution = record.resolve(
+            &input.resume,
+            &input.messages,
+            input.speaks_v1(),
+            |name| self.tools.parameters_of(name).cloned(),
+            chrono::Utc::now().timestamp_millis(),
+        )?;
+        let base = loaded.or(forked);
+        let merged = thread::merge_keeping_open(
+            base.map_or(&[], |thread| &thread.messages[..]),
+            input.messages.clone(),
+            &waiting,
+        )?;
+        self.check_parts(&input.messages, &merged.new_messages)?;
+        Ok(Attempt {
+            loaded,
+            forked,
+            merged,
+            resolution,
+        })
+    }
+
+    /// Begin: takes the lease while storing the input (a fork: with the copied history, in the
+    /// same writes).
+    async fn begin(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        input: &RunInput,
+        attempt: &Attempt<'_>,
+    ) -> Result<Lease, StoreError> {
+        let Attempt { loaded, forked, .. } = *attempt;
+        let merged = &attempt.merged;
+        let copied: Vec<Message>;
+        let new_messages = match forked {
+            Some(parent) => {
+                copied = parent
+                    .messages
+                    .iter()
+                    .chain(&merged.new_messages)
+                    .cloned()
+                    .collect();
+                &copied[..]
+            }
+            None => &merged.new_messages[..],
+        };
+        let title = forked
+            .and_then(|parent| parent.title.clone())
+            .or_else(|| thread::derive_title(&merged.history));
+        self.store
+            .begin_run(RunStart {
+                owner,
+                thread_id,
+                run_id: &input.run_id,
+                loaded,
+                lease_expires_at_ms: lease_expiry(self.settings.lease),
+                new_messages,
+                state: input
+                    .state
+                    .as_ref()
+                    .or(forked.and_then(|parent| parent.state.as_ref())),
+                title: title.as_deref(),
+                at_ms: chrono::Utc::now().timestamp_millis(),
+                // A fork from `parentRunId` keeps the copied messages' times.
+                copied_at_ms: forked.map_or(&[], |parent| &parent.message_at_ms[..]),
+            })
+            .await
+    }
+
+    /// The started run: its request as the start checked it, its loop's starting point, and
+    /// its telemetry.
+    fn prepare(
+        &self,
+        input: RunInput,
+        taken: Taken,
+        reservation: Reservation,
+        deadline: Instant,
+        telemetry: RunTelemetry,
+    ) -> PreparedRun {
+        let Taken {
+            base_state,
+            merged,
+            resolution,
+            lease,
+        } = taken;
+        let speaks_v1 = input.speaks_v1();
+        let request = RunRequest {
+            parent_run_id: input.parent_run_id,
+            system: self.system_prompt(&input.context),
+            device_timezone: input.forwarded_props.device_timezone,
+            deadline,
+            speaks_v1,
+            sampling: input
+                .forwarded_props
+                .sampling
+                .capped(self.settings.max_output_tokens),
+            client_is_behind: merged.client_is_behind,
+            resolved: resolution.resolved,
+            repeat_only: resolution.only_repeats && merged.new_messages.is_empty(),
+            client_tools: input.tools,
+        };
+        PreparedRun {
+            agent: self.clone(),
+            lease,
+            reservation,
+            request,
+            progress: RunProgress::new(
+                merged.history,
+                input.state.or(base_state),
+                resolution.record,
+            ),
+            telemetry,
+        }
+    }
+
+    /// Refuses a part of a new user message that the model cannot take, naming it by its place
+    /// in the input; parts already in the thread were checked when they came.
+    fn check_parts(&self, sent: &[Message], new: &[Message]) -> Result<(), StartError> {
+        for message in new {
+            let Message::User {
+                id,
+                content: UserContent::Parts(parts),
+                ..
+            } = message
+            else {
+                continue;
+            };
+            for (part, content) in parts.iter().enumerate() {
+                if let Err(reason) = self.model.check_part(content) {
+                    return Err(StartError::UnsupportedPart {
+                        message: sent.iter().position(|sent| sent.id() == id).unwrap_or(0),
+                        part,
+                        reason,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The configured prompt with the client's `context` entries appended.
+    fn system_prompt(&self, context: &[ContextEntry]) -> Option<String> {
+        let mut prompt = self.settings.system_prompt.clone().unwrap_or_default();
+        if !context.is_empty() {
+            if !prompt.is_empty() {
+                prompt.push_str("\n\n");
+            }
+            prompt.push_str("Context provided by the application:");
+            for entry in context {
+                prompt.push_str(&format!("\n- {}: {}", entry.description, entry.value));
+            }
+        }
+        (!prompt.is_empty()).then_some(prompt)
+    }
+}
