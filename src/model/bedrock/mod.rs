@@ -11,9 +11,9 @@ mod request;
 mod stream;
 
 pub use document::{from_document, to_document};
+pub use media::s3_uri_for;
 pub use request::{
     ConverseInput, THINKING_ANSWER_TOKENS, additional_fields, converse_input, inference_config,
-    s3_uri_for,
 };
 pub use stream::EventMapper;
 

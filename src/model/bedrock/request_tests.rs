@@ -1,4 +1,5 @@
 use super::*;
+use crate::model::bedrock::media::s3_uri_for;
 use crate::protocol::ToolCall;
 use crate::protocol::{Attachment, MessageId, PartSource, ToolCallId};
 use aws_sdk_bedrockruntime::types::{ImageFormat, ImageSource};
