@@ -32,9 +32,10 @@ fn roles(input: &ConverseInput) -> Vec<&str> {
     input.messages.iter().map(|m| m.role().as_str()).collect()
 }
 
-#[test]
-fn tool_results_of_one_turn_share_one_user_message_and_roles_alternate() {
-    let request = ModelRequest {
+/// Two user messages, then an assistant turn calling two tools (one no longer offered), then
+/// both tools' results (one an error).
+fn a_turn_with_two_tool_results() -> ModelRequest {
+    ModelRequest {
         system: Some("Be brief.".to_owned()),
         messages: vec![
             Message::Developer {
@@ -76,7 +77,12 @@ fn tool_results_of_one_turn_share_one_user_message_and_roles_alternate() {
         ],
         tools: vec![spec("get_current_time")],
         sampling: Default::default(),
-    };
+    }
+}
+
+#[test]
+fn tool_results_of_one_turn_share_one_user_message_and_roles_alternate() {
+    let request = a_turn_with_two_tool_results();
     let input = converse_input(&request, false).unwrap();
     assert_eq!(
         input.system,

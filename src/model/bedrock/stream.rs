@@ -9,7 +9,7 @@ use aws_sdk_bedrockruntime::primitives::event_stream::EventReceiver;
 use aws_sdk_bedrockruntime::types::error::ConverseStreamOutputError;
 use aws_sdk_bedrockruntime::types::{
     ContentBlockDelta, ContentBlockStart, ConverseStreamOutput, ReasoningContentBlockDelta,
-    StopReason,
+    StopReason, TokenUsage,
 };
 
 /// Turns one turn's events into deltas.
@@ -44,45 +44,8 @@ impl EventMapper {
             }
             ConverseStreamOutput::ContentBlockDelta(event) => {
                 let index = block_index(event.content_block_index)?;
-                match event.delta {
-                    Some(ContentBlockDelta::Text(text)) if !text.is_empty() => {
-                        out.push(ModelDelta::Text(text));
-                    }
-                    Some(ContentBlockDelta::ReasoningContent(
-                        ReasoningContentBlockDelta::Text(text),
-                    )) if !text.is_empty() => out.push(ModelDelta::Reasoning(text)),
-                    // Claude checks these when they come back with a tool result: they are
-                    // kept with the reasoning, never shown.
-                    Some(ContentBlockDelta::ReasoningContent(
-                        ReasoningContentBlockDelta::Signature(signature),
-                    )) if !signature.is_empty() => {
-                        out.push(ModelDelta::ReasoningSignature(signature));
-                    }
-                    Some(ContentBlockDelta::ReasoningContent(
-                        ReasoningContentBlockDelta::RedactedContent(blob),
-                    )) if !blob.as_ref().is_empty() => {
-                        out.push(ModelDelta::RedactedReasoning(blob.into_inner()));
-                    }
-                    Some(ContentBlockDelta::ToolUse(fragment)) => {
-                        if !self.tool_blocks.contains(&index) {
-                            // Input without a start: still reported (unnamed), so the agent
-                            // answers it instead of leaving the history inconsistent.
-                            self.tool_blocks.push(index);
-                            out.push(ModelDelta::ToolCallStart {
-                                index,
-                                id: None,
-                                name: String::new(),
-                            });
-                        }
-                        if !fragment.input.is_empty() {
-                            out.push(ModelDelta::ToolCallArgs {
-                                index,
-                                delta: fragment.input,
-                            });
-                        }
-                    }
-                    // Citations and image deltas are not shown.
-                    _ => {}
+                if let Some(delta) = event.delta {
+                    self.push_block_delta(index, delta, out);
                 }
             }
             ConverseStreamOutput::MessageStop(event) => {
@@ -90,27 +53,61 @@ impl EventMapper {
                 out.push(ModelDelta::Finish(finish_reason(&event.stop_reason)?));
             }
             ConverseStreamOutput::Metadata(event) => {
-                if let Some(usage) = event.usage {
-                    let count = |n: i32| u64::try_from(n).unwrap_or(0);
-                    let cached = usage.cache_read_input_tokens.map(count);
-                    let cache_written = usage.cache_write_input_tokens.map(count);
-                    // Bedrock's inputTokens leave out cache reads and writes; AG-UI's input is
-                    // every prompt token, the cached ones a part of it.
-                    let input_tokens = count(usage.input_tokens)
-                        .saturating_add(cached.unwrap_or(0))
-                        .saturating_add(cache_written.unwrap_or(0));
-                    out.push(ModelDelta::Usage(Usage {
-                        input_tokens,
-                        output_tokens: count(usage.output_tokens),
-                        reasoning_tokens: None,
-                        cached_input_tokens: cached,
-                        cache_write_input_tokens: cache_written,
-                    }));
-                }
+                out.extend(event.usage.map(usage));
             }
             _ => {}
         }
         Ok(())
+    }
+
+    fn push_block_delta(
+        &mut self,
+        index: usize,
+        delta: ContentBlockDelta,
+        out: &mut Vec<ModelDelta>,
+    ) {
+        match delta {
+            ContentBlockDelta::Text(text) if !text.is_empty() => {
+                out.push(ModelDelta::Text(text));
+            }
+            ContentBlockDelta::ReasoningContent(ReasoningContentBlockDelta::Text(text))
+                if !text.is_empty() =>
+            {
+                out.push(ModelDelta::Reasoning(text));
+            }
+            // Claude checks these when they come back with a tool result: they are kept with
+            // the reasoning, never shown.
+            ContentBlockDelta::ReasoningContent(ReasoningContentBlockDelta::Signature(
+                signature,
+            )) if !signature.is_empty() => {
+                out.push(ModelDelta::ReasoningSignature(signature));
+            }
+            ContentBlockDelta::ReasoningContent(ReasoningContentBlockDelta::RedactedContent(
+                blob,
+            )) if !blob.as_ref().is_empty() => {
+                out.push(ModelDelta::RedactedReasoning(blob.into_inner()));
+            }
+            ContentBlockDelta::ToolUse(fragment) => {
+                if !self.tool_blocks.contains(&index) {
+                    // Input without a start: still reported (unnamed), so the agent answers it
+                    // instead of leaving the history inconsistent.
+                    self.tool_blocks.push(index);
+                    out.push(ModelDelta::ToolCallStart {
+                        index,
+                        id: None,
+                        name: String::new(),
+                    });
+                }
+                if !fragment.input.is_empty() {
+                    out.push(ModelDelta::ToolCallArgs {
+                        index,
+                        delta: fragment.input,
+                    });
+                }
+            }
+            // Citations and image deltas are not shown.
+            _ => {}
+        }
     }
 
     /// Called when the events end. Without `messageStop` the answer was cut off and must not
@@ -122,6 +119,24 @@ impl EventMapper {
             Err(ModelError::Incomplete)
         }
     }
+}
+
+/// Bedrock's inputTokens leave out cache reads and writes; AG-UI's input is every prompt
+/// token, the cached ones a part of it.
+fn usage(usage: TokenUsage) -> ModelDelta {
+    let count = |n: i32| u64::try_from(n).unwrap_or(0);
+    let cached = usage.cache_read_input_tokens.map(count);
+    let cache_written = usage.cache_write_input_tokens.map(count);
+    let input_tokens = count(usage.input_tokens)
+        .saturating_add(cached.unwrap_or(0))
+        .saturating_add(cache_written.unwrap_or(0));
+    ModelDelta::Usage(Usage {
+        input_tokens,
+        output_tokens: count(usage.output_tokens),
+        reasoning_tokens: None,
+        cached_input_tokens: cached,
+        cache_write_input_tokens: cache_written,
+    })
 }
 
 fn block_index(index: i32) -> Result<usize, ModelError> {
