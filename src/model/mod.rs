@@ -28,7 +28,7 @@ pub struct ModelRequest {
     pub sampling: Sampling,
 }
 
-pub use crate::protocol::sampling::Sampling;
+pub use crate::protocol::input::sampling::Sampling;
 
 /// Who served a model call, as AG-UI's `TokenUsage` names it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,7 +1,32 @@
 //! The encoder: a run's AG-UI events as Agent API `response` / `message` / `content` objects,
 //! in the lifecycle the module documentation describes.
 
-use super::*;
+use super::request::AgentScopeRequest;
+use crate::dialects::{Encoder, data_frame};
+use crate::protocol::events::{Event, RunErrorCode, RunUsage};
+use bytes::Bytes;
+use serde_json::{Value, json};
+use std::collections::{HashMap, HashSet};
+
+/// A failed `AgentResponse`, the body of a refusal on `/process`.
+pub fn error_response_body(code: &str, message: &str) -> Value {
+    json!({
+        "object": "response",
+        "id": new_response_id(),
+        "status": "failed",
+        "created_at": now_secs(),
+        "output": [],
+        "error": {"code": code, "message": message},
+    })
+}
+
+fn new_response_id() -> String {
+    format!("response_{}", uuid::Uuid::new_v4())
+}
+
+fn now_secs() -> i64 {
+    chrono::Utc::now().timestamp()
+}
 
 /// A text or reasoning message being streamed.
 struct OpenText {

@@ -2,7 +2,7 @@
 //! `seed`, from `RunAgentInput.forwardedProps` (or an AgentScope request's own fields). Checked
 //! here, once; the providers pass them on as they are.
 
-use super::input::InputError;
+use super::error::InputError;
 use serde_json::Value;
 
 /// The most stop sequences a run may set (OpenAI's limit, and Bedrock's is larger).
