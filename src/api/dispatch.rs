@@ -2,7 +2,7 @@
 //! Lambda the function invokes itself asynchronously (`InvocationType=Event`, no retries in
 //! `template.yaml`), because an environment may be frozen as soon as the answer is sent.
 
-use super::App;
+use super::app::App;
 use crate::agent::detached::Admission;
 use serde::{Deserialize, Serialize};
 
