@@ -1,9 +1,10 @@
 //! The application: everything a request needs, built once per cold start, and the door every
 //! request goes through (its span, CORS, and refusals in the shape of the route they refuse).
 
-use super::auth::Authenticator;
+use super::auth::{self, Authenticator};
 use super::body::ResponseBody;
-use super::dispatch;
+use super::dev_page;
+use super::dispatch::{DetachedRequest, Dispatcher};
 use super::error::ApiError;
 use super::response::{add_cors, error_response, json_response, preflight, refusal_headers};
 use super::routes::Route;
@@ -12,7 +13,7 @@ use crate::dialects::agentscope;
 use crate::protocol::Limits;
 use crate::telemetry::TraceParent;
 use bytes::Bytes;
-use http::{HeaderValue, Method, Request, Response, header};
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use std::time::Duration;
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -29,11 +30,11 @@ pub struct App {
     /// `DEV_UI`: `GET /` serves the dev chat page.
     pub(super) dev_ui: bool,
     /// Where accepted detached runs go.
-    pub(super) dispatcher: dispatch::Dispatcher,
+    dispatcher: Dispatcher,
     /// Signed-URL image uploads, when a bucket is configured.
     blobs: Option<std::sync::Arc<crate::store::Blobs>>,
     /// This app, once shared: a local detached run holds it while it runs.
-    pub(super) this: std::sync::OnceLock<std::sync::Weak<App>>,
+    this: std::sync::OnceLock<std::sync::Weak<App>>,
 }
 
 /// Settings of the HTTP layer.
@@ -63,14 +64,14 @@ impl App {
             run_timeout: settings.run_timeout,
             deadline_margin: settings.deadline_margin,
             dev_ui: settings.dev_ui,
-            dispatcher: dispatch::Dispatcher::Local,
+            dispatcher: Dispatcher::Local,
             blobs: None,
             this: std::sync::OnceLock::new(),
         }
     }
 
     /// Detached runs go through `dispatcher` (the self-invocation on Lambda).
-    pub fn with_dispatcher(mut self, dispatcher: dispatch::Dispatcher) -> Self {
+    pub fn with_dispatcher(mut self, dispatcher: Dispatcher) -> Self {
         self.dispatcher = dispatcher;
         self
     }
@@ -240,6 +241,26 @@ impl App {
         response
     }
 
+    /// Sends an accepted detached run on its way: a task of this process, or an asynchronous
+    /// invocation of this function.
+    pub(super) async fn dispatch(&self, request: DetachedRequest) -> Result<(), String> {
+        match &self.dispatcher {
+            Dispatcher::Local => {
+                let app = self
+                    .this
+                    .get()
+                    .and_then(std::sync::Weak::upgrade)
+                    .ok_or_else(|| "the server is shutting down".to_owned())?;
+                tokio::spawn(async move {
+                    app.execute_detached(request, None).await;
+                });
+                Ok(())
+            }
+            #[cfg(feature = "aws")]
+            Dispatcher::Lambda(invoker) => invoker.send(&request).await,
+        }
+    }
+
     /// The request's `Origin`, when the server itself answers CORS for it.
     fn allowed_origin(&self, headers: &http::HeaderMap) -> Option<HeaderValue> {
         let origin = headers.get(header::ORIGIN)?;
@@ -248,5 +269,68 @@ impl App {
             .iter()
             .any(|allowed| allowed == "*" || allowed.eq_ignore_ascii_case(text))
             .then(|| origin.clone())
+    }
+
+    /// The route table's handlers: each route to the method that answers it.
+    async fn route(
+        &self,
+        request: Request<Bytes>,
+        invocation_deadline: Option<Instant>,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let route = Route::parse(request.method(), request.uri().path(), self.dev_ui);
+        // The dev page's files are the same for everyone and hold no data: a browser opening
+        // the page sends no credentials yet (the page asks for them, then sends them itself).
+        if let Ok(Route::DevPage(asset)) = route {
+            return Ok(dev_page::response(asset, request.headers()));
+        }
+        // Authentication comes before routing, so an unauthenticated caller learns nothing.
+        let principal = self.auth.authenticate(
+            request.headers(),
+            request.extensions().get::<auth::IamCaller>(),
+        )?;
+        match route? {
+            Route::DevPage(asset) => Ok(dev_page::response(asset, request.headers())),
+            Route::Run(dialect) => {
+                self.run(principal, request, invocation_deadline, dialect)
+                    .await
+            }
+            Route::Thread(thread) => {
+                self.history(&principal, &thread, request.uri().query())
+                    .await
+            }
+            Route::RunEvents { thread, run } => {
+                self.run_events(&principal, &thread, &run, &request, invocation_deadline)
+                    .await
+            }
+            Route::CancelRun { thread, run } => self.cancel_run(&principal, &thread, &run).await,
+            Route::Capabilities => Ok(json_response(
+                StatusCode::OK,
+                Bytes::from(self.agent.capabilities(self.run_timeout).to_string()),
+            )),
+            Route::ListThreads => self.list_threads(&principal, request.uri().query()).await,
+            Route::RenameThread(thread) => {
+                self.rename_thread(&principal, &thread, request.headers(), request.body())
+                    .await
+            }
+            Route::DeleteThread(thread) => self.delete_thread(&principal, &thread).await,
+            Route::ForkThread(thread) => {
+                self.fork_thread(&principal, &thread, request.headers(), request.body())
+                    .await
+            }
+            Route::Usage => self.usage(&principal, request.uri().query()).await,
+            Route::AcceptRun => {
+                self.accept_run(principal, request.headers(), request.body())
+                    .await
+            }
+            Route::TaskEvents(run) => {
+                self.task_events(&principal, &run, &request, invocation_deadline)
+                    .await
+            }
+            Route::HistoryDay => self.history_day(&principal, request.uri().query()).await,
+            Route::CreateUpload => {
+                self.create_upload(&principal, request.headers(), request.body())
+                    .await
+            }
+        }
     }
 }

@@ -1,17 +1,11 @@
-//! The route table: every route parsed once from the method and the normalised path, and the
-//! handler each one goes to.
+//! The route table: every route parsed once from the method and the normalised path; a path
+//! with no route is 404, a method its path does not take 405.
 
-use super::app::App;
-use super::auth;
-use super::body::ResponseBody;
 use super::dev_page;
 use super::error::ApiError;
-use super::response::json_response;
 use crate::dialects::agkit;
-use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode};
+use http::Method;
 use serde_json::Value;
-use tokio::time::Instant;
 
 /// The protocol a request speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,70 +140,6 @@ impl Route {
 
     pub(super) fn is_agentscope(&self) -> bool {
         matches!(self, Route::Run(Dialect::AgentScope))
-    }
-}
-
-impl App {
-    pub(super) async fn route(
-        &self,
-        request: Request<Bytes>,
-        invocation_deadline: Option<Instant>,
-    ) -> Result<Response<ResponseBody>, ApiError> {
-        let route = Route::parse(request.method(), request.uri().path(), self.dev_ui);
-        // The dev page's files are the same for everyone and hold no data: a browser opening
-        // the page sends no credentials yet (the page asks for them, then sends them itself).
-        if let Ok(Route::DevPage(asset)) = route {
-            return Ok(dev_page::response(asset, request.headers()));
-        }
-        // Authentication comes before routing, so an unauthenticated caller learns nothing.
-        let principal = self.auth.authenticate(
-            request.headers(),
-            request.extensions().get::<auth::IamCaller>(),
-        )?;
-        match route? {
-            Route::DevPage(asset) => Ok(dev_page::response(asset, request.headers())),
-            Route::Run(dialect) => {
-                self.run(principal, request, invocation_deadline, dialect)
-                    .await
-            }
-            Route::Thread(thread) => {
-                self.history(&principal, &thread, request.uri().query())
-                    .await
-            }
-            Route::RunEvents { thread, run } => {
-                self.run_events(&principal, &thread, &run, &request, invocation_deadline)
-                    .await
-            }
-            Route::CancelRun { thread, run } => self.cancel_run(&principal, &thread, &run).await,
-            Route::Capabilities => Ok(json_response(
-                StatusCode::OK,
-                Bytes::from(self.agent.capabilities(self.run_timeout).to_string()),
-            )),
-            Route::ListThreads => self.list_threads(&principal, request.uri().query()).await,
-            Route::RenameThread(thread) => {
-                self.rename_thread(&principal, &thread, request.headers(), request.body())
-                    .await
-            }
-            Route::DeleteThread(thread) => self.delete_thread(&principal, &thread).await,
-            Route::ForkThread(thread) => {
-                self.fork_thread(&principal, &thread, request.headers(), request.body())
-                    .await
-            }
-            Route::Usage => self.usage(&principal, request.uri().query()).await,
-            Route::AcceptRun => {
-                self.accept_run(principal, request.headers(), request.body())
-                    .await
-            }
-            Route::TaskEvents(run) => {
-                self.task_events(&principal, &run, &request, invocation_deadline)
-                    .await
-            }
-            Route::HistoryDay => self.history_day(&principal, request.uri().query()).await,
-            Route::CreateUpload => {
-                self.create_upload(&principal, request.headers(), request.body())
-                    .await
-            }
-        }
     }
 }
 

@@ -80,7 +80,7 @@ impl App {
             attachments,
             admission: admission.clone(),
         };
-        if let Err(error) = self.dispatcher.dispatch(self, detached).await {
+        if let Err(error) = self.dispatch(detached).await {
             tracing::error!(%run_id, %error, "handing a detached run off failed");
             let error = StartError::Dispatch(error);
             agent

@@ -8,7 +8,6 @@
 //! the tool results of that turn); reasoning without an artefact this server made is dropped,
 //! as a model cannot check it.
 
-use super::BedrockSettings;
 use super::document::to_document;
 use super::media;
 use crate::model::reasoning::ReasoningArtefact;
@@ -21,6 +20,20 @@ use aws_sdk_bedrockruntime::types::{
 };
 use serde_json::{Value, json};
 use std::collections::HashSet;
+
+/// What a Bedrock model is asked with.
+#[derive(Debug, Clone)]
+pub struct BedrockSettings {
+    /// A model id (`anthropic.claude-…`) or an inference profile id or ARN (`us.anthropic.…`).
+    pub model_id: String,
+    /// `inferenceConfig.maxTokens` when the request sets none; `None` leaves the model's default.
+    pub max_tokens: Option<u32>,
+    /// Claude's extended thinking with this many tokens to think in; `None` is off.
+    pub reasoning_budget_tokens: Option<u32>,
+    /// Retries of an exception that arrives as the stream's first event (the SDK retries
+    /// HTTP-level throttling and service errors itself, up to the same number).
+    pub max_retries: u32,
+}
 
 /// The parts of a `ConverseStream` call that come from the request.
 #[derive(Debug, Clone)]

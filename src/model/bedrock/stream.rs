@@ -1,10 +1,11 @@
 //! ConverseStream events to [`ModelDelta`]s. Blocks are keyed by `contentBlockIndex`: a tool-use
 //! block opens with `contentBlockStart` and its input arrives as JSON fragments; text blocks
 //! have no start event. `messageStop` carries the stop reason and `metadata` (after it) the usage,
-//! so the stream is read to its end.
+//! so the stream is read to its end. An exception inside the stream becomes a [`ModelError`]
+//! here too, with whether it may be retried when it comes first.
 
-use super::{StreamSdkError, stream_error};
-use crate::model::{DeltaStream, FinishReason, ModelDelta, ModelError, Usage};
+use crate::model::{DeltaStream, FinishReason, ModelDelta, ModelError, Usage, truncate};
+use aws_sdk_bedrockruntime::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_bedrockruntime::primitives::event_stream::EventReceiver;
 use aws_sdk_bedrockruntime::types::error::ConverseStreamOutputError;
 use aws_sdk_bedrockruntime::types::{
@@ -205,6 +206,52 @@ pub fn delta_stream(
             yield Err(err);
         }
     })
+}
+
+pub(super) type StreamSdkError =
+    SdkError<ConverseStreamOutputError, aws_smithy_types::event_stream::RawMessage>;
+
+/// Exceptions that say "try again" and may arrive as the first event instead of an HTTP status.
+pub(super) fn retryable_first_event(error: &StreamSdkError) -> bool {
+    matches!(
+        error.as_service_error(),
+        Some(
+            ConverseStreamOutputError::ThrottlingException(_)
+                | ConverseStreamOutputError::ServiceUnavailableException(_)
+                | ConverseStreamOutputError::InternalServerException(_)
+        )
+    )
+}
+
+/// A failure inside the event stream.
+pub(super) fn stream_error(error: &StreamSdkError) -> ModelError {
+    match error {
+        SdkError::ServiceError(context) => {
+            let err = context.err();
+            let name = match err {
+                ConverseStreamOutputError::InternalServerException(_) => "InternalServerException",
+                ConverseStreamOutputError::ModelStreamErrorException(_) => {
+                    "ModelStreamErrorException"
+                }
+                ConverseStreamOutputError::ServiceUnavailableException(_) => {
+                    "ServiceUnavailableException"
+                }
+                ConverseStreamOutputError::ThrottlingException(_) => "ThrottlingException",
+                ConverseStreamOutputError::ValidationException(_) => "ValidationException",
+                _ => err.code().unwrap_or("UnknownException"),
+            };
+            match err.message().filter(|m| !m.is_empty()) {
+                Some(message) => ModelError::Api(format!("{name}: {}", truncate(message, 300))),
+                None => ModelError::Api(name.to_owned()),
+            }
+        }
+        SdkError::ResponseError(context) => match context.raw() {
+            // The bytes ended inside a frame: the connection was cut.
+            aws_smithy_types::event_stream::RawMessage::Invalid(_) => ModelError::Stream,
+            _ => ModelError::Malformed,
+        },
+        _ => ModelError::Stream,
+    }
 }
 
 #[cfg(test)]
