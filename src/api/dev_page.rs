@@ -4,7 +4,7 @@
 //! script or style) and an `ETag` to revalidate against. The page talks to the ordinary HTTP
 //! API; nothing here knows the agent.
 
-use super::ResponseBody;
+use super::body::ResponseBody;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 

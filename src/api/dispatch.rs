@@ -2,7 +2,6 @@
 //! Lambda the function invokes itself asynchronously (`InvocationType=Event`, no retries in
 //! `template.yaml`), because an environment may be frozen as soon as the answer is sent.
 
-use super::App;
 use crate::agent::detached::Admission;
 use serde::{Deserialize, Serialize};
 
@@ -34,27 +33,6 @@ pub enum Dispatcher {
 }
 
 impl Dispatcher {
-    pub(super) async fn dispatch(&self, app: &App, request: DetachedRequest) -> Result<(), String> {
-        match self {
-            Dispatcher::Local => {
-                let app = app
-                    .this
-                    .get()
-                    .and_then(std::sync::Weak::upgrade)
-                    .ok_or_else(|| "the server is shutting down".to_owned())?;
-                tokio::spawn(async move {
-                    app.execute_detached(request, None).await;
-                });
-                Ok(())
-            }
-            #[cfg(feature = "aws")]
-            Dispatcher::Lambda(invoker) => {
-                let payload = serde_json::json!({ EVENT_KEY: request });
-                invoker.invoke(payload.to_string().into_bytes()).await
-            }
-        }
-    }
-
     pub fn describe(&self) -> &'static str {
         match self {
             Dispatcher::Local => "detached runs on local tasks",
@@ -87,6 +65,12 @@ pub struct LambdaInvoker {
 
 #[cfg(feature = "aws")]
 impl LambdaInvoker {
+    /// Invokes this function asynchronously with `request` as its event.
+    pub(super) async fn send(&self, request: &DetachedRequest) -> Result<(), String> {
+        let payload = serde_json::json!({ EVENT_KEY: request });
+        self.invoke(payload.to_string().into_bytes()).await
+    }
+
     async fn invoke(&self, payload: Vec<u8>) -> Result<(), String> {
         use aws_credential_types::provider::ProvideCredentials;
         use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};

@@ -1,6 +1,8 @@
 //! Serving under the Lambda runtime: Function URL events in, streamed responses out.
 
-use super::{ApiError, App, ResponseBody};
+use super::app::App;
+use super::body::ResponseBody;
+use super::error::ApiError;
 use base64::Engine;
 use bytes::Bytes;
 use http_body_util::{BodyDataStream, BodyExt};

@@ -1,6 +1,8 @@
 //! The same routes as a plain HTTP/1.1 server, for local use, containers and benchmarks.
 
-use super::{ApiError, App, ResponseBody};
+use super::app::App;
+use super::body::ResponseBody;
+use super::error::ApiError;
 use crate::protocol::InputError;
 use bytes::BytesMut;
 use http_body_util::BodyExt;

@@ -1,17 +1,21 @@
-//! The thread routes besides running and following runs: list, rename, delete, fork; and the
-//! caller's usage. Every one answers only for the caller's own threads (404 otherwise).
+//! The thread routes besides running and following runs: read, list, rename, delete, fork; and
+//! the caller's usage. Every one answers only for the caller's own threads (404 otherwise).
 
-use super::{
-    ApiError, App, ResponseBody, check_content_type, json_response, page_limit, query_pairs,
-};
+use super::app::App;
+use super::body::ResponseBody;
+use super::error::ApiError;
+use super::request::{check_content_type, page_limit, query_pairs};
+use super::response::json_response;
 use crate::agent::{ForkError, StartError};
 use crate::protocol::{InputError, MessageId, ThreadId, input};
-use crate::store::{Deletion, Principal};
+use crate::store::{Deletion, HistoryQuery, Principal};
 use bytes::Bytes;
 use http::{Response, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+const HISTORY_PAGE_DEFAULT: usize = 100;
+const HISTORY_PAGE_MAX: usize = 500;
 const LIST_PAGE_DEFAULT: usize = 20;
 const LIST_PAGE_MAX: usize = 100;
 /// The longest title a caller may set, in characters.
@@ -72,6 +76,47 @@ fn parse_day(name: &str, value: &str) -> Result<chrono::NaiveDate, ApiError> {
 }
 
 impl App {
+    /// `GET /threads/{threadId}?after=&limit=`: a page of the thread's messages, its state and title.
+    pub(super) async fn history(
+        &self,
+        principal: &Principal,
+        thread_id: &str,
+        query: Option<&str>,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let thread_id = path_thread(thread_id)?;
+        let mut after = None;
+        let mut limit = HISTORY_PAGE_DEFAULT;
+        for (key, value) in query_pairs(query) {
+            match key.as_ref() {
+                "after" => after = Some(value.into_owned()),
+                "limit" => limit = page_limit(&value, HISTORY_PAGE_MAX)?,
+                _ => {}
+            }
+        }
+        let page = self
+            .agent
+            .store()
+            .history(HistoryQuery {
+                owner: principal,
+                thread_id: &thread_id,
+                after: after.as_deref(),
+                limit,
+            })
+            .await
+            .map_err(ApiError::from_store)?;
+        let mut body = json!({
+            "threadId": thread_id,
+            "messages": page.messages,
+            "state": page.state,
+            "title": page.title,
+            "activeRunId": page.active_run,
+        });
+        if let Some(next) = page.next {
+            body["next"] = json!(next);
+        }
+        Ok(json_response(StatusCode::OK, Bytes::from(body.to_string())))
+    }
+
     /// `GET /threads?limit=&cursor=`
     pub(super) async fn list_threads(
         &self,

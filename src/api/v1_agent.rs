@@ -2,10 +2,12 @@
 //! `TaskAcceptedResponse` and followed by run id, the History API by day, and signed-URL image
 //! uploads. Their strict input rules and exact messages apply to these routes only.
 
+use super::app::App;
+use super::body::ResponseBody;
 use super::dispatch::DetachedRequest;
-use super::{
-    ApiError, App, ResponseBody, check_content_type, json_response, query_pairs, sse_response,
-};
+use super::error::ApiError;
+use super::request::{check_content_type, query_pairs};
+use super::response::{json_response, sse_response};
 use crate::agent::detached::DetachedStart;
 use crate::agent::{RunSource, StartError};
 use crate::dialects::v1_agent::{self, HistorySnapshot, TaskAccepted, V1AgentError, msg};
@@ -78,7 +80,7 @@ impl App {
             attachments,
             admission: admission.clone(),
         };
-        if let Err(error) = self.dispatcher.dispatch(self, detached).await {
+        if let Err(error) = self.dispatch(detached).await {
             tracing::error!(%run_id, %error, "handing a detached run off failed");
             let error = StartError::Dispatch(error);
             agent
@@ -182,35 +184,15 @@ impl App {
                     )));
                 }
                 TaskState::Started => {
-                    // Between the claim and the lease the run is neither live nor recorded.
-                    let source = self
-                        .agent
-                        .run_source(principal, &task.thread_id, &run_id)
-                        .await
-                        .map_err(ApiError::from_store)?;
-                    let visible = match &source {
-                        Some(RunSource::Live(_)) | Some(RunSource::Stored { active: true, .. }) => {
-                            true
-                        }
-                        Some(RunSource::Stored { run, .. }) => self
-                            .agent
-                            .store()
-                            .read_events(run, None)
-                            .await
-                            .map_err(ApiError::from_store)?
-                            .next
-                            .is_some(),
-                        // A started run takes its thread within moments (it never waits for
-                        // another run); a thread that stays missing, or that existed when the
-                        // run was accepted, was deleted.
-                        None => {
-                            let missing = *missing_since.get_or_insert_with(Instant::now);
-                            if !task.created_thread || missing.elapsed() > THREAD_WAIT {
-                                return Err(ApiError::RunNotFound);
-                            }
-                            false
-                        }
-                    };
+                    let visible = self
+                        .started_run_visible(
+                            principal,
+                            &task.thread_id,
+                            &run_id,
+                            task.created_thread,
+                            &mut missing_since,
+                        )
+                        .await?;
                     if visible || Instant::now() >= give_up {
                         return self
                             .run_events(
@@ -229,41 +211,50 @@ impl App {
         }
     }
 
+    /// Whether a started run can be followed yet: between the claim and the lease it is neither
+    /// live nor recorded. `missing_since` is when its thread was first found missing.
+    async fn started_run_visible(
+        &self,
+        principal: &Principal,
+        thread_id: &ThreadId,
+        run_id: &RunId,
+        created_thread: bool,
+        missing_since: &mut Option<Instant>,
+    ) -> Result<bool, ApiError> {
+        let source = self
+            .agent
+            .run_source(principal, thread_id, run_id)
+            .await
+            .map_err(ApiError::from_store)?;
+        Ok(match &source {
+            Some(RunSource::Live(_)) | Some(RunSource::Stored { active: true, .. }) => true,
+            Some(RunSource::Stored { run, .. }) => self
+                .agent
+                .store()
+                .read_events(run, None)
+                .await
+                .map_err(ApiError::from_store)?
+                .next
+                .is_some(),
+            // A started run takes its thread within moments (it never waits for another run); a
+            // thread that stays missing, or that existed when the run was accepted, was deleted.
+            None => {
+                let missing = *missing_since.get_or_insert_with(Instant::now);
+                if !created_thread || missing.elapsed() > THREAD_WAIT {
+                    return Err(ApiError::RunNotFound);
+                }
+                false
+            }
+        })
+    }
+
     /// `GET /api/v1/agent/history?threadId=&before=&client_time=`.
     pub(super) async fn history_day(
         &self,
         principal: &Principal,
         query: Option<&str>,
     ) -> Result<Response<ResponseBody>, ApiError> {
-        let mut thread = None;
-        let mut before = None;
-        let mut tz = chrono_tz::UTC;
-        for (key, value) in query_pairs(query) {
-            match key.as_ref() {
-                "threadId" | "thread_id" => {
-                    thread = Some(
-                        ThreadId::parse(value.as_ref(), crate::protocol::ids::MAX_ID_LEN)
-                            .map_err(|_| ApiError::Start(StartError::NotFound))?,
-                    );
-                }
-                "before" => {
-                    before = Some(
-                        chrono::NaiveDate::parse_from_str(&value, "%Y-%m-%d").map_err(|_| {
-                            ApiError::BadQuery("before must be a date as YYYY-MM-DD".into())
-                        })?,
-                    );
-                }
-                "client_time" | "clientTime" => {
-                    let value: serde_json::Value = serde_json::from_str(&value).map_err(|_| {
-                        ApiError::BadQuery("client_time must be a JSON object".into())
-                    })?;
-                    tz = v1_agent::parse_client_time(&value)
-                        .map_err(|error| ApiError::BadQuery(error.to_string()))?
-                        .device_timezone;
-                }
-                _ => {}
-            }
-        }
+        let HistoryDayQuery { thread, before, tz } = history_day_query(query)?;
         let thread = match thread {
             Some(thread) => Some(thread),
             None => self
@@ -401,4 +392,46 @@ fn failed_task_response(
         .into_iter()
         .map(|event| Bytes::from(format!("data: {event}\n\n")));
     sse_response(futures_util::stream::iter(frames), thread_id, run_id, false)
+}
+
+/// `GET /api/v1/agent/history`'s query: the thread (else the caller's latest), the day before
+/// which to look (else today) and the caller's time zone (else UTC).
+struct HistoryDayQuery {
+    thread: Option<ThreadId>,
+    before: Option<chrono::NaiveDate>,
+    tz: chrono_tz::Tz,
+}
+
+fn history_day_query(query: Option<&str>) -> Result<HistoryDayQuery, ApiError> {
+    let mut parsed = HistoryDayQuery {
+        thread: None,
+        before: None,
+        tz: chrono_tz::UTC,
+    };
+    for (key, value) in query_pairs(query) {
+        match key.as_ref() {
+            "threadId" | "thread_id" => {
+                parsed.thread = Some(
+                    ThreadId::parse(value.as_ref(), crate::protocol::ids::MAX_ID_LEN)
+                        .map_err(|_| ApiError::Start(StartError::NotFound))?,
+                );
+            }
+            "before" => {
+                parsed.before = Some(
+                    chrono::NaiveDate::parse_from_str(&value, "%Y-%m-%d").map_err(|_| {
+                        ApiError::BadQuery("before must be a date as YYYY-MM-DD".into())
+                    })?,
+                );
+            }
+            "client_time" | "clientTime" => {
+                let value: serde_json::Value = serde_json::from_str(&value)
+                    .map_err(|_| ApiError::BadQuery("client_time must be a JSON object".into()))?;
+                parsed.tz = v1_agent::parse_client_time(&value)
+                    .map_err(|error| ApiError::BadQuery(error.to_string()))?
+                    .device_timezone;
+            }
+            _ => {}
+        }
+    }
+    Ok(parsed)
 }

@@ -1,6 +1,6 @@
 //! LLM providers behind one trait. Each provider translates its wire format into the shared
-//! [`ModelDelta`] enum; [`ToolCallAccumulator`] assembles tool calls the same way for all of them.
-//! Depends only on `protocol` (for messages).
+//! [`ModelDelta`] enum, so that the agent's `TurnAssembler` assembles a turn's text and tool calls
+//! the same way for all of them. Depends only on `protocol` (for messages).
 
 #[cfg(feature = "bedrock")]
 pub mod bedrock;
@@ -28,7 +28,7 @@ pub struct ModelRequest {
     pub sampling: Sampling,
 }
 
-pub use crate::protocol::sampling::Sampling;
+pub use crate::protocol::input::sampling::Sampling;
 
 /// Who served a model call, as AG-UI's `TokenUsage` names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -208,6 +208,7 @@ pub(crate) fn truncate(text: &str, max: usize) -> String {
 }
 
 /// A tool call assembled from deltas.
+#[cfg(any(test, feature = "test-utils"))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AssembledCall {
     pub index: usize,
@@ -216,13 +217,16 @@ pub struct AssembledCall {
     pub arguments: String,
 }
 
-/// Assembles tool calls from a turn's deltas. Providers guarantee a start precedes the arguments
-/// of its index.
+/// Assembles tool calls from a turn's deltas, for the providers' tests and the fuzz target: a
+/// check that deltas assemble to the calls a provider sent. Runs use the agent's `TurnAssembler`.
+/// Providers guarantee a start precedes the arguments of its index.
+#[cfg(any(test, feature = "test-utils"))]
 #[derive(Debug, Default)]
 pub struct ToolCallAccumulator {
     calls: Vec<AssembledCall>,
 }
 
+#[cfg(any(test, feature = "test-utils"))]
 impl ToolCallAccumulator {
     pub fn apply(&mut self, delta: &ModelDelta) {
         match delta {

@@ -6,7 +6,6 @@ pub mod ids;
 pub mod input;
 pub mod interrupt;
 pub mod message;
-pub mod sampling;
 pub mod sse;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod verify;

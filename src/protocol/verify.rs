@@ -59,15 +59,35 @@ fn id(event: &Value, field: &str) -> Result<String, String> {
         .ok_or_else(|| format!("{} lacks {field}", event["type"]))
 }
 
+fn kind(event: &Value) -> String {
+    event["type"].as_str().unwrap_or_default().to_owned()
+}
+
 /// Checks one run's events. Returns the first violation.
 pub fn verify_run(events: &[Value]) -> Result<(), String> {
-    let kind = |event: &Value| event["type"].as_str().unwrap_or_default().to_owned();
-    match events.first().map(kind).as_deref() {
-        Some("RUN_STARTED") => {}
+    let Some(first) = events.first() else {
+        return Err("first event is None, not RUN_STARTED".into());
+    };
+    match kind(first).as_str() {
+        "RUN_STARTED" => {}
         // A run refused before it started (the interrupt rules): one RUN_ERROR, nothing else.
-        Some("RUN_ERROR") if events.len() == 1 => return Ok(()),
-        other => return Err(format!("first event is {other:?}, not RUN_STARTED")),
+        "RUN_ERROR" if events.len() == 1 => return Ok(()),
+        other => return Err(format!("first event is {:?}, not RUN_STARTED", Some(other))),
     }
+    check_one_terminal_event_last(events)?;
+    let mut open = Open::default();
+    for event in events {
+        check_fields(event)?;
+        let kind = kind(event);
+        if kind == "RUN_STARTED" && event != first {
+            return Err("a second RUN_STARTED".into());
+        }
+        open.apply(&kind, event)?;
+    }
+    Ok(())
+}
+
+fn check_one_terminal_event_last(events: &[Value]) -> Result<(), String> {
     let terminal: Vec<usize> = events
         .iter()
         .enumerate()
@@ -79,121 +99,132 @@ pub fn verify_run(events: &[Value]) -> Result<(), String> {
             "terminal events at {terminal:?}; expected exactly one, last"
         ));
     }
-    let (mut texts, mut calls, mut steps, mut reasoning, mut reasoning_messages) = (
-        HashSet::new(),
-        HashSet::new(),
-        HashSet::new(),
-        HashSet::new(),
-        HashSet::new(),
-    );
-    let mut seen_text_ids = HashSet::new();
-    for event in events {
-        if let Some(timestamp) = event.get("timestamp")
-            && !timestamp.is_i64()
-            && !timestamp.is_u64()
-        {
-            return Err(format!("timestamp is not an integer in {event}"));
-        }
-        if event
-            .as_object()
-            .is_some_and(|object| object.values().any(Value::is_null))
-        {
-            return Err(format!("null field in {event}"));
-        }
-        match kind(event).as_str() {
-            "RUN_STARTED" if event != &events[0] => return Err("a second RUN_STARTED".into()),
+    Ok(())
+}
+
+/// Integer timestamps and no `null` fields, as the client's schemas require.
+fn check_fields(event: &Value) -> Result<(), String> {
+    if let Some(timestamp) = event.get("timestamp")
+        && !timestamp.is_i64()
+        && !timestamp.is_u64()
+    {
+        return Err(format!("timestamp is not an integer in {event}"));
+    }
+    if event
+        .as_object()
+        .is_some_and(|object| object.values().any(Value::is_null))
+    {
+        return Err(format!("null field in {event}"));
+    }
+    Ok(())
+}
+
+/// What is open so far in a run: every one must be closed by `RUN_FINISHED`.
+#[derive(Default)]
+struct Open {
+    texts: HashSet<String>,
+    calls: HashSet<String>,
+    steps: HashSet<String>,
+    reasoning: HashSet<String>,
+    reasoning_messages: HashSet<String>,
+}
+
+impl Open {
+    fn apply(&mut self, kind: &str, event: &Value) -> Result<(), String> {
+        match kind {
             "TEXT_MESSAGE_START" => {
                 let id = id(event, "messageId")?;
-                if !texts.insert(id.clone()) {
+                if !self.texts.insert(id.clone()) {
                     return Err(format!("text message {id} started twice"));
                 }
-                seen_text_ids.insert(id);
             }
-            "TEXT_MESSAGE_CONTENT" | "TEXT_MESSAGE_END" => {
-                let id = id(event, "messageId")?;
-                if !texts.contains(&id) {
-                    return Err(format!(
-                        "{} for text message {id} that is not open",
-                        kind(event)
-                    ));
-                }
-                if kind(event) == "TEXT_MESSAGE_END" {
-                    texts.remove(&id);
-                } else if event["delta"].as_str().is_none_or(str::is_empty) {
-                    return Err("TEXT_MESSAGE_CONTENT with an empty delta".into());
-                }
-            }
+            "TEXT_MESSAGE_CONTENT" | "TEXT_MESSAGE_END" => self.text(kind, event)?,
             "TOOL_CALL_START" => {
                 let id = id(event, "toolCallId")?;
-                if !calls.insert(id.clone()) {
+                if !self.calls.insert(id.clone()) {
                     return Err(format!("tool call {id} started twice"));
                 }
             }
             "TOOL_CALL_ARGS" | "TOOL_CALL_END" => {
                 let id = id(event, "toolCallId")?;
-                if !calls.contains(&id) {
-                    return Err(format!(
-                        "{} for tool call {id} that is not open",
-                        kind(event)
-                    ));
+                if !self.calls.contains(&id) {
+                    return Err(format!("{kind} for tool call {id} that is not open"));
                 }
-                if kind(event) == "TOOL_CALL_END" {
-                    calls.remove(&id);
+                if kind == "TOOL_CALL_END" {
+                    self.calls.remove(&id);
                 }
             }
-            "STEP_STARTED" => {
-                let name = id(event, "stepName")?;
-                if !steps.insert(name) {
-                    return Err("step started twice".into());
-                }
-            }
-            "STEP_FINISHED" => {
-                let name = id(event, "stepName")?;
-                if !steps.remove(&name) {
-                    return Err("STEP_FINISHED for a step that is not open".into());
-                }
-            }
-            "REASONING_START" => {
-                reasoning.insert(id(event, "messageId")?);
-            }
-            "REASONING_END" => {
-                let id = id(event, "messageId")?;
-                if !reasoning.remove(&id) {
-                    return Err("REASONING_END without REASONING_START".into());
-                }
-            }
-            "REASONING_MESSAGE_START" => {
-                if event["role"] != "reasoning" {
-                    return Err("REASONING_MESSAGE_START without role reasoning".into());
-                }
-                reasoning_messages.insert(id(event, "messageId")?);
-            }
-            "REASONING_MESSAGE_CONTENT" | "REASONING_MESSAGE_END" => {
-                let id = id(event, "messageId")?;
-                if !reasoning_messages.contains(&id) {
-                    return Err(format!(
-                        "{} for a reasoning message that is not open",
-                        kind(event)
-                    ));
-                }
-                if kind(event) == "REASONING_MESSAGE_END" {
-                    reasoning_messages.remove(&id);
-                }
+            "STEP_STARTED" | "STEP_FINISHED" => self.step(kind, event)?,
+            "REASONING_START" | "REASONING_END" => self.reasoning(kind, event)?,
+            "REASONING_MESSAGE_START" | "REASONING_MESSAGE_CONTENT" | "REASONING_MESSAGE_END" => {
+                self.reasoning_message(kind, event)?;
             }
             "RUN_FINISHED" => {
-                let all_closed = texts.is_empty()
-                    && calls.is_empty()
-                    && steps.is_empty()
-                    && reasoning.is_empty()
-                    && reasoning_messages.is_empty();
+                let all_closed = self.texts.is_empty()
+                    && self.calls.is_empty()
+                    && self.steps.is_empty()
+                    && self.reasoning.is_empty()
+                    && self.reasoning_messages.is_empty();
                 if !all_closed {
                     return Err("something is still open at RUN_FINISHED".into());
                 }
             }
             _ => {}
         }
+        Ok(())
     }
-    Ok(())
+
+    fn text(&mut self, kind: &str, event: &Value) -> Result<(), String> {
+        let id = id(event, "messageId")?;
+        if !self.texts.contains(&id) {
+            return Err(format!("{kind} for text message {id} that is not open"));
+        }
+        if kind == "TEXT_MESSAGE_END" {
+            self.texts.remove(&id);
+        } else if event["delta"].as_str().is_none_or(str::is_empty) {
+            return Err("TEXT_MESSAGE_CONTENT with an empty delta".into());
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, kind: &str, event: &Value) -> Result<(), String> {
+        let name = id(event, "stepName")?;
+        if kind == "STEP_STARTED" && !self.steps.insert(name.clone()) {
+            return Err("step started twice".into());
+        }
+        if kind == "STEP_FINISHED" && !self.steps.remove(&name) {
+            return Err("STEP_FINISHED for a step that is not open".into());
+        }
+        Ok(())
+    }
+
+    fn reasoning(&mut self, kind: &str, event: &Value) -> Result<(), String> {
+        let id = id(event, "messageId")?;
+        if kind == "REASONING_START" {
+            self.reasoning.insert(id);
+        } else if !self.reasoning.remove(&id) {
+            return Err("REASONING_END without REASONING_START".into());
+        }
+        Ok(())
+    }
+
+    fn reasoning_message(&mut self, kind: &str, event: &Value) -> Result<(), String> {
+        if kind == "REASONING_MESSAGE_START" {
+            if event["role"] != "reasoning" {
+                return Err("REASONING_MESSAGE_START without role reasoning".into());
+            }
+            self.reasoning_messages.insert(id(event, "messageId")?);
+            return Ok(());
+        }
+        let id = id(event, "messageId")?;
+        if !self.reasoning_messages.contains(&id) {
+            return Err(format!("{kind} for a reasoning message that is not open"));
+        }
+        if kind == "REASONING_MESSAGE_END" {
+            self.reasoning_messages.remove(&id);
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

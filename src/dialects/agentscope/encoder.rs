@@ -1,7 +1,33 @@
 //! The encoder: a run's AG-UI events as Agent API `response` / `message` / `content` objects,
 //! in the lifecycle the module documentation describes.
 
-use super::*;
+use super::request::AgentScopeRequest;
+use crate::dialects::{Encoder, data_frame};
+use crate::protocol::events::{Event, RunErrorCode, RunUsage};
+use crate::protocol::ids::MessageId;
+use bytes::Bytes;
+use serde_json::{Value, json};
+use std::collections::{HashMap, HashSet};
+
+/// A failed `AgentResponse`, the body of a refusal on `/process`.
+pub fn error_response_body(code: &str, message: &str) -> Value {
+    json!({
+        "object": "response",
+        "id": new_response_id(),
+        "status": "failed",
+        "created_at": now_secs(),
+        "output": [],
+        "error": {"code": code, "message": message},
+    })
+}
+
+fn new_response_id() -> String {
+    format!("response_{}", uuid::Uuid::new_v4())
+}
+
+fn now_secs() -> i64 {
+    chrono::Utc::now().timestamp()
+}
 
 /// A text or reasoning message being streamed.
 struct OpenText {
@@ -381,99 +407,32 @@ impl Encoder for AgentScopeEncoder {
                 tool_call_name,
                 parent_message_id,
             } => {
-                // The turn's message id when the turn said nothing, so that an echoed turn
-                // maps back onto the stored assistant message.
-                let base = parent_message_id
-                    .as_ref()
-                    .map_or_else(|| tool_call_id.to_string(), ToString::to_string);
-                let msg_id = self.unique_id(&base);
-                self.call_names
-                    .insert(tool_call_id.to_string(), tool_call_name.clone());
-                self.calls.push(OpenCall {
-                    call_id: tool_call_id.to_string(),
-                    name: tool_call_name.clone(),
-                    msg_id,
-                    arguments: String::new(),
-                    live: false,
-                    ended: false,
-                });
-                if self.calls.len() == 1 {
-                    self.make_live(0, &mut out);
-                }
+                let call_id = tool_call_id.as_str();
+                let parent = parent_message_id.as_ref().map(MessageId::as_str);
+                self.start_call(call_id, tool_call_name, parent, &mut out);
             }
             Event::ToolCallArgs {
                 tool_call_id,
                 delta,
-            } => {
-                let found = self
-                    .calls
-                    .iter_mut()
-                    .find(|call| call.call_id == tool_call_id.as_str());
-                if let Some(call) = found {
-                    call.arguments.push_str(delta);
-                    if call.live {
-                        let piece = data_content(
-                            &call.msg_id,
-                            "in_progress",
-                            true,
-                            json!({"arguments": delta}),
-                        );
-                        self.emit(piece, &mut out);
-                    }
-                }
-            }
-            Event::ToolCallEnd { tool_call_id } => {
-                if let Some(call) = self
-                    .calls
-                    .iter_mut()
-                    .find(|call| call.call_id == tool_call_id.as_str())
-                {
-                    call.ended = true;
-                }
-                self.drain_calls(&mut out);
-            }
+            } => self.call_arguments(tool_call_id.as_str(), delta, &mut out),
+            Event::ToolCallEnd { tool_call_id } => self.end_call(tool_call_id.as_str(), &mut out),
             Event::ToolCallResult {
                 message_id,
                 tool_call_id,
                 content,
                 ..
-            } => {
-                let msg_id = self.unique_id(message_id.as_str());
-                let name = self
-                    .call_names
-                    .get(tool_call_id.as_str())
-                    .cloned()
-                    .unwrap_or_default();
-                self.open_message(&msg_id, "function_call_output", "tool", &mut out);
-                let data = json!({"call_id": tool_call_id, "name": name, "output": content});
-                let content = data_content(&msg_id, "completed", false, data);
-                self.complete_message(&msg_id, "function_call_output", "tool", content, &mut out);
-            }
-            Event::RunFinished { usage, .. } => {
-                self.close_text("reasoning", &mut out);
-                self.close_text("message", &mut out);
-                for call in &mut self.calls {
-                    call.ended = true;
-                }
-                self.drain_calls(&mut out);
-                self.set_usage(usage);
-                self.status = "completed";
-                self.completed_at = Some(now_secs());
-                self.ended = true;
-                self.emit_response(&mut out);
-            }
+            } => self.call_result(
+                message_id.as_str(),
+                tool_call_id.as_str(),
+                content,
+                &mut out,
+            ),
+            Event::RunFinished { usage, .. } => self.complete(usage, &mut out),
             Event::RunError {
                 message,
                 code,
                 usage,
-            } => {
-                self.abandon_open(&mut out);
-                self.set_usage(usage);
-                self.status = "failed";
-                self.error = Some(json!({"code": error_code(*code), "message": message}));
-                self.ended = true;
-                self.emit_response(&mut out);
-            }
+            } => self.fail(message, *code, usage, &mut out),
             // No Agent API form: the thread keeps state and history (`GET /threads/{id}`).
             Event::StepStarted { .. }
             | Event::StepFinished { .. }
@@ -484,5 +443,85 @@ impl Encoder for AgentScopeEncoder {
             | Event::MessagesSnapshot { .. } => {}
         }
         out
+    }
+}
+
+/// What each event does to the response.
+impl AgentScopeEncoder {
+    fn start_call(
+        &mut self,
+        call_id: &str,
+        name: &str,
+        parent_message_id: Option<&str>,
+        out: &mut Vec<Bytes>,
+    ) {
+        // The turn's message id when the turn said nothing, so that an echoed turn maps back
+        // onto the stored assistant message.
+        let msg_id = self.unique_id(parent_message_id.unwrap_or(call_id));
+        self.call_names.insert(call_id.to_owned(), name.to_owned());
+        self.calls.push(OpenCall {
+            call_id: call_id.to_owned(),
+            name: name.to_owned(),
+            msg_id,
+            arguments: String::new(),
+            live: false,
+            ended: false,
+        });
+        if self.calls.len() == 1 {
+            self.make_live(0, out);
+        }
+    }
+
+    /// A piece of a call's arguments, streamed if the call is live and kept either way.
+    fn call_arguments(&mut self, call_id: &str, delta: &str, out: &mut Vec<Bytes>) {
+        let Some(call) = self.calls.iter_mut().find(|call| call.call_id == call_id) else {
+            return;
+        };
+        call.arguments.push_str(delta);
+        if call.live {
+            let data = json!({"arguments": delta});
+            let piece = data_content(&call.msg_id, "in_progress", true, data);
+            self.emit(piece, out);
+        }
+    }
+
+    fn end_call(&mut self, call_id: &str, out: &mut Vec<Bytes>) {
+        if let Some(call) = self.calls.iter_mut().find(|call| call.call_id == call_id) {
+            call.ended = true;
+        }
+        self.drain_calls(out);
+    }
+
+    fn call_result(&mut self, message_id: &str, call_id: &str, output: &str, out: &mut Vec<Bytes>) {
+        let msg_id = self.unique_id(message_id);
+        let name = self.call_names.get(call_id).cloned().unwrap_or_default();
+        self.open_message(&msg_id, "function_call_output", "tool", out);
+        let data = json!({"call_id": call_id, "name": name, "output": output});
+        let content = data_content(&msg_id, "completed", false, data);
+        self.complete_message(&msg_id, "function_call_output", "tool", content, out);
+    }
+
+    /// Closes whatever is open and sends the completed response.
+    fn complete(&mut self, usage: &RunUsage, out: &mut Vec<Bytes>) {
+        self.close_text("reasoning", out);
+        self.close_text("message", out);
+        for call in &mut self.calls {
+            call.ended = true;
+        }
+        self.drain_calls(out);
+        self.set_usage(usage);
+        self.status = "completed";
+        self.completed_at = Some(now_secs());
+        self.ended = true;
+        self.emit_response(out);
+    }
+
+    fn fail(&mut self, message: &str, code: RunErrorCode, usage: &RunUsage, out: &mut Vec<Bytes>) {
+        self.abandon_open(out);
+        self.set_usage(usage);
+        self.status = "failed";
+        self.error = Some(json!({"code": error_code(code), "message": message}));
+        self.ended = true;
+        self.emit_response(out);
     }
 }

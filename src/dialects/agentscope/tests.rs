@@ -1,6 +1,11 @@
 use super::*;
+use crate::dialects::Encoder;
+use crate::protocol::events::{Event, RunErrorCode};
 use crate::protocol::events::{ReasoningRole, RunUsage, TextRole, TokenUsage, ToolRole};
 use crate::protocol::ids::{MessageId, RunId, ThreadId, ToolCallId};
+use crate::protocol::input::{InputError, Limits};
+use bytes::Bytes;
+use serde_json::{Value, json};
 
 fn mid(id: &str) -> MessageId {
     MessageId::parse(id, 128).unwrap()

@@ -7,7 +7,6 @@
 //! go is refused before the run starts ([`check_part`]); one already stored in a thread (accepted
 //! under another provider) becomes a one-line note, so the thread stays usable.
 
-use super::request::s3_uri_for;
 use crate::protocol::{Attachment, PartSource, UserPart};
 use aws_sdk_bedrockruntime::types::{
     ContentBlock, DocumentBlock, DocumentFormat, DocumentSource, ImageBlock, ImageFormat,
@@ -246,6 +245,60 @@ fn document_name(filename: Option<&str>, used: &mut HashSet<String>) -> String {
         n += 1;
     }
     candidate
+}
+
+/// `s3://bucket/key` for an `https` URL of an S3 object, virtual-hosted
+/// (`https://bucket.s3.region.amazonaws.com/key`) or path-style
+/// (`https://s3.region.amazonaws.com/bucket/key`), or for an `s3://bucket/key` URI itself (what a
+/// thread stores for an uploaded attachment, `store::blobs`); `None` for any other URL. A query
+/// (a presigned URL's signature) is dropped: Bedrock reads the object with the caller's
+/// permissions.
+pub fn s3_uri_for(url: &str) -> Option<String> {
+    if let Some(rest) = url.strip_prefix("s3://") {
+        let (bucket, key) = rest.split_once('/')?;
+        return (is_bucket_name(bucket) && !key.is_empty()).then(|| url.to_owned());
+    }
+    let rest = url.strip_prefix("https://")?;
+    let rest = rest.split(['?', '#']).next()?;
+    let (host, path) = rest.split_once('/')?;
+    let host = host.to_ascii_lowercase();
+    let host = host.strip_suffix(".amazonaws.com")?;
+    let is_s3_endpoint = |name: &str| {
+        name == "s3"
+            || name
+                .strip_prefix("s3.")
+                .is_some_and(|region| !region.is_empty() && !region.contains('.'))
+            || name
+                .strip_prefix("s3-")
+                .is_some_and(|region| !region.is_empty() && !region.contains('.'))
+    };
+    let (bucket, key) = if is_s3_endpoint(host) {
+        let (bucket, key) = path.split_once('/')?;
+        (bucket.to_owned(), key)
+    } else {
+        let (bucket, endpoint) = host.split_once('.')?;
+        if !is_s3_endpoint(endpoint) {
+            return None;
+        }
+        (bucket.to_owned(), path)
+    };
+    let key = percent_decode(key)?;
+    (is_bucket_name(&bucket) && !key.is_empty()).then(|| format!("s3://{bucket}/{key}"))
+}
+
+fn is_bucket_name(bucket: &str) -> bool {
+    !bucket.is_empty()
+        && bucket
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+}
+
+/// A percent-encoded path segment, decoded; `None` when it is not UTF-8.
+fn percent_decode(text: &str) -> Option<String> {
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8()
+        .ok()
+        .map(std::borrow::Cow::into_owned)
 }
 
 #[cfg(test)]

@@ -11,11 +11,13 @@ mod request;
 mod stream;
 
 pub use document::{from_document, to_document};
+pub use media::s3_uri_for;
 pub use request::{
-    ConverseInput, THINKING_ANSWER_TOKENS, additional_fields, converse_input, inference_config,
-    s3_uri_for,
+    BedrockSettings, ConverseInput, THINKING_ANSWER_TOKENS, additional_fields, converse_input,
+    inference_config,
 };
 pub use stream::EventMapper;
+use stream::{retryable_first_event, stream_error};
 
 use super::{DeltaStream, ModelError, ModelProvider, ModelRequest, backoff_delay, truncate};
 use crate::protocol::UserPart;
@@ -24,24 +26,9 @@ use aws_sdk_bedrockruntime::config::retry::RetryConfig;
 use aws_sdk_bedrockruntime::config::{StalledStreamProtectionConfig, timeout::TimeoutConfig};
 use aws_sdk_bedrockruntime::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_bedrockruntime::operation::converse_stream::ConverseStreamError;
-use aws_sdk_bedrockruntime::types::error::ConverseStreamOutputError;
 use aws_smithy_runtime_api::client::interceptors::context::InterceptorContext;
 use aws_smithy_runtime_api::client::retries::classifiers::{ClassifyRetry, RetryAction};
 use std::time::Duration;
-
-/// What a Bedrock model is asked with.
-#[derive(Debug, Clone)]
-pub struct BedrockSettings {
-    /// A model id (`anthropic.claude-…`) or an inference profile id or ARN (`us.anthropic.…`).
-    pub model_id: String,
-    /// `inferenceConfig.maxTokens` when the request sets none; `None` leaves the model's default.
-    pub max_tokens: Option<u32>,
-    /// Claude's extended thinking with this many tokens to think in; `None` is off.
-    pub reasoning_budget_tokens: Option<u32>,
-    /// Retries of an exception that arrives as the stream's first event (the SDK retries
-    /// HTTP-level throttling and service errors itself, up to the same number).
-    pub max_retries: u32,
-}
 
 /// How the SDK client behaves; applied on top of the standard AWS configuration (region,
 /// credentials, `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`).
@@ -210,51 +197,5 @@ fn send_error(
             tracing::error!(error = %aws_sdk_bedrockruntime::error::DisplayErrorContext(&error), "Bedrock request not sent");
             ModelError::Api("the Bedrock request could not be built".to_owned())
         }
-    }
-}
-
-type StreamSdkError =
-    SdkError<ConverseStreamOutputError, aws_smithy_types::event_stream::RawMessage>;
-
-/// Exceptions that say "try again" and may arrive as the first event instead of an HTTP status.
-fn retryable_first_event(error: &StreamSdkError) -> bool {
-    matches!(
-        error.as_service_error(),
-        Some(
-            ConverseStreamOutputError::ThrottlingException(_)
-                | ConverseStreamOutputError::ServiceUnavailableException(_)
-                | ConverseStreamOutputError::InternalServerException(_)
-        )
-    )
-}
-
-/// A failure inside the event stream.
-fn stream_error(error: &StreamSdkError) -> ModelError {
-    match error {
-        SdkError::ServiceError(context) => {
-            let err = context.err();
-            let name = match err {
-                ConverseStreamOutputError::InternalServerException(_) => "InternalServerException",
-                ConverseStreamOutputError::ModelStreamErrorException(_) => {
-                    "ModelStreamErrorException"
-                }
-                ConverseStreamOutputError::ServiceUnavailableException(_) => {
-                    "ServiceUnavailableException"
-                }
-                ConverseStreamOutputError::ThrottlingException(_) => "ThrottlingException",
-                ConverseStreamOutputError::ValidationException(_) => "ValidationException",
-                _ => err.code().unwrap_or("UnknownException"),
-            };
-            match err.message().filter(|m| !m.is_empty()) {
-                Some(message) => ModelError::Api(format!("{name}: {}", truncate(message, 300))),
-                None => ModelError::Api(name.to_owned()),
-            }
-        }
-        SdkError::ResponseError(context) => match context.raw() {
-            // The bytes ended inside a frame: the connection was cut.
-            aws_smithy_types::event_stream::RawMessage::Invalid(_) => ModelError::Stream,
-            _ => ModelError::Malformed,
-        },
-        _ => ModelError::Stream,
     }
 }

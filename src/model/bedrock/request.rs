@@ -8,12 +8,11 @@
 //! the tool results of that turn); reasoning without an artefact this server made is dropped,
 //! as a model cannot check it.
 
-use super::BedrockSettings;
 use super::document::to_document;
 use super::media;
 use crate::model::reasoning::ReasoningArtefact;
 use crate::model::{ModelError, ModelRequest, Sampling, ToolSpec};
-use crate::protocol::{Message, UserContent, UserPart};
+use crate::protocol::{Message, ToolCall, UserContent, UserPart};
 use aws_sdk_bedrockruntime::types::{
     ContentBlock, ConversationRole, InferenceConfiguration, ReasoningContentBlock,
     ReasoningTextBlock, SystemContentBlock, Tool, ToolConfiguration, ToolInputSchema,
@@ -21,6 +20,20 @@ use aws_sdk_bedrockruntime::types::{
 };
 use serde_json::{Value, json};
 use std::collections::HashSet;
+
+/// What a Bedrock model is asked with.
+#[derive(Debug, Clone)]
+pub struct BedrockSettings {
+    /// A model id (`anthropic.claude-…`) or an inference profile id or ARN (`us.anthropic.…`).
+    pub model_id: String,
+    /// `inferenceConfig.maxTokens` when the request sets none; `None` leaves the model's default.
+    pub max_tokens: Option<u32>,
+    /// Claude's extended thinking with this many tokens to think in; `None` is off.
+    pub reasoning_budget_tokens: Option<u32>,
+    /// Retries of an exception that arrives as the stream's first event (the SDK retries
+    /// HTTP-level throttling and service errors itself, up to the same number).
+    pub max_retries: u32,
+}
 
 /// The parts of a `ConverseStream` call that come from the request.
 #[derive(Debug, Clone)]
@@ -40,21 +53,40 @@ pub fn converse_input(
     request: &ModelRequest,
     send_reasoning: bool,
 ) -> Result<ConverseInput, ModelError> {
-    let mut system = Vec::new();
-    if let Some(text) = request.system.as_deref().filter(|t| !t.trim().is_empty()) {
-        system.push(SystemContentBlock::Text(text.to_owned()));
-    }
-    let mut turns: Vec<(ConversationRole, Vec<ContentBlock>)> = Vec::new();
-    let mut history_tools: Vec<String> = Vec::new();
-    let mut document_names = HashSet::new();
-    // Reasoning blocks waiting for the assistant message they open.
-    let mut reasoning: Vec<ContentBlock> = Vec::new();
+    let mut conversation = Conversation::default();
+    conversation.add_system(request.system.as_deref().unwrap_or_default());
     for message in &request.messages {
+        conversation.add(message, send_reasoning)?;
+    }
+    let system = std::mem::take(&mut conversation.system);
+    let history_tools = std::mem::take(&mut conversation.history_tools);
+    let messages = conversation.into_messages()?;
+    Ok(ConverseInput {
+        system,
+        messages,
+        tool_config: tool_config(&request.tools, history_tools)?,
+    })
+}
+
+/// The Converse input as it is built, one history message at a time.
+#[derive(Default)]
+struct Conversation {
+    system: Vec<SystemContentBlock>,
+    turns: Vec<(ConversationRole, Vec<ContentBlock>)>,
+    /// The tools the history calls, in the order first called.
+    history_tools: Vec<String>,
+    document_names: HashSet<String>,
+    /// Reasoning blocks waiting for the assistant message they open.
+    reasoning: Vec<ContentBlock>,
+}
+
+impl Conversation {
+    fn add(&mut self, message: &Message, send_reasoning: bool) -> Result<(), ModelError> {
         if !matches!(
             message,
             Message::Assistant { .. } | Message::Reasoning { .. }
         ) {
-            reasoning.clear();
+            self.reasoning.clear();
         }
         match message {
             Message::Reasoning {
@@ -62,59 +94,24 @@ pub fn converse_input(
                 encrypted_value,
                 ..
             } => {
-                if send_reasoning
-                    && let Some(block) = encrypted_value
-                        .as_deref()
-                        .and_then(ReasoningArtefact::decode)
-                        .map(|artefact| reasoning_block(content, artefact))
-                        .transpose()?
-                {
-                    reasoning.push(block);
+                if send_reasoning {
+                    self.add_reasoning(content, encrypted_value.as_deref())?;
                 }
             }
             Message::System { content, .. } | Message::Developer { content, .. } => {
-                if !content.trim().is_empty() {
-                    system.push(SystemContentBlock::Text(content.clone()));
-                }
+                self.add_system(content);
             }
             Message::User { content, .. } => {
-                let blocks = match content {
-                    UserContent::Text(text) => text_block(text).into_iter().collect(),
-                    UserContent::Parts(parts) => parts
-                        .iter()
-                        .filter_map(|part| match part {
-                            UserPart::Text { text } => text_block(text),
-                            media => Some(media::part_block(media, &mut document_names)),
-                        })
-                        .collect(),
-                };
-                push(&mut turns, ConversationRole::User, blocks);
+                let blocks = self.user_blocks(content);
+                self.push(ConversationRole::User, blocks);
             }
             Message::Assistant {
                 content,
                 tool_calls,
                 ..
             } => {
-                let mut blocks: Vec<ContentBlock> = std::mem::take(&mut reasoning);
-                blocks.extend(content.as_deref().and_then(text_block));
-                for call in tool_calls {
-                    let input = serde_json::from_str::<Value>(&call.function.arguments)
-                        .ok()
-                        .filter(Value::is_object)
-                        .unwrap_or_else(|| json!({}));
-                    if !history_tools.contains(&call.function.name) {
-                        history_tools.push(call.function.name.clone());
-                    }
-                    blocks.push(ContentBlock::ToolUse(
-                        ToolUseBlock::builder()
-                            .tool_use_id(call.id.as_str())
-                            .name(&call.function.name)
-                            .input(to_document(&input))
-                            .build()
-                            .map_err(build_error)?,
-                    ));
-                }
-                push(&mut turns, ConversationRole::Assistant, blocks);
+                let blocks = self.assistant_blocks(content.as_deref(), tool_calls)?;
+                self.push(ConversationRole::Assistant, blocks);
             }
             Message::Tool {
                 tool_call_id,
@@ -122,51 +119,141 @@ pub fn converse_input(
                 error,
                 ..
             } => {
-                let text = match error {
-                    Some(error) if content.is_empty() => format!("Error: {error}"),
-                    _ if content.trim().is_empty() => "(no output)".to_owned(),
-                    _ => content.clone(),
-                };
-                // `status` is left out: only some models accept it; the text says "Error: …".
-                let block = ToolResultBlock::builder()
-                    .tool_use_id(tool_call_id.as_str())
-                    .content(ToolResultContentBlock::Text(text))
-                    .build()
-                    .map_err(build_error)?;
-                push(
-                    &mut turns,
-                    ConversationRole::User,
-                    vec![ContentBlock::ToolResult(block)],
-                );
+                let block = tool_result_block(tool_call_id.as_str(), content, error.as_deref())?;
+                self.push(ConversationRole::User, vec![block]);
             }
         }
+        Ok(())
     }
-    if turns
-        .first()
-        .is_some_and(|(role, _)| *role == ConversationRole::Assistant)
-    {
-        turns.insert(
-            0,
+
+    fn add_system(&mut self, text: &str) {
+        if !text.trim().is_empty() {
+            self.system.push(SystemContentBlock::Text(text.to_owned()));
+        }
+    }
+
+    /// Only reasoning this server signed or redacted goes back: a model cannot check the rest.
+    fn add_reasoning(
+        &mut self,
+        text: &str,
+        encrypted_value: Option<&str>,
+    ) -> Result<(), ModelError> {
+        if let Some(artefact) = encrypted_value.and_then(ReasoningArtefact::decode) {
+            self.reasoning.push(reasoning_block(text, artefact)?);
+        }
+        Ok(())
+    }
+
+    fn user_blocks(&mut self, content: &UserContent) -> Vec<ContentBlock> {
+        match content {
+            UserContent::Text(text) => text_block(text).into_iter().collect(),
+            UserContent::Parts(parts) => parts
+                .iter()
+                .filter_map(|part| match part {
+                    UserPart::Text { text } => text_block(text),
+                    media => Some(media::part_block(media, &mut self.document_names)),
+                })
+                .collect(),
+        }
+    }
+
+    /// The pending reasoning, the text, then one tool use per call.
+    fn assistant_blocks(
+        &mut self,
+        content: Option<&str>,
+        tool_calls: &[ToolCall],
+    ) -> Result<Vec<ContentBlock>, ModelError> {
+        let mut blocks: Vec<ContentBlock> = std::mem::take(&mut self.reasoning);
+        blocks.extend(content.and_then(text_block));
+        for call in tool_calls {
+            if !self.history_tools.contains(&call.function.name) {
+                self.history_tools.push(call.function.name.clone());
+            }
+            blocks.push(tool_use_block(call)?);
+        }
+        Ok(blocks)
+    }
+
+    /// Appends blocks to the last turn when it has the same role: Bedrock requires roles to
+    /// alternate (several user messages in a row, or a turn's tool results, become one message).
+    fn push(&mut self, role: ConversationRole, blocks: Vec<ContentBlock>) {
+        if blocks.is_empty() {
+            return;
+        }
+        match self.turns.last_mut() {
+            Some((last, content)) if *last == role => content.extend(blocks),
+            _ => self.turns.push((role, blocks)),
+        }
+    }
+
+    /// The turns as Converse messages, opened by a user turn as Bedrock requires.
+    fn into_messages(self) -> Result<Vec<aws_sdk_bedrockruntime::types::Message>, ModelError> {
+        let opens_with_assistant = self
+            .turns
+            .first()
+            .is_some_and(|(role, _)| *role == ConversationRole::Assistant);
+        let opening = opens_with_assistant.then(|| {
             (
                 ConversationRole::User,
                 vec![ContentBlock::Text(OPENING.to_owned())],
-            ),
-        );
+            )
+        });
+        opening
+            .into_iter()
+            .chain(self.turns)
+            .map(|(role, content)| {
+                aws_sdk_bedrockruntime::types::Message::builder()
+                    .role(role)
+                    .set_content(Some(content))
+                    .build()
+                    .map_err(build_error)
+            })
+            .collect()
     }
-    let messages = turns
-        .into_iter()
-        .map(|(role, content)| {
-            aws_sdk_bedrockruntime::types::Message::builder()
-                .role(role)
-                .set_content(Some(content))
-                .build()
-                .map_err(build_error)
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+}
 
-    // Calls in the history to tools no longer offered still need a spec, or Bedrock refuses the
-    // history's toolUse blocks.
-    let mut specs: Vec<ToolSpec> = request.tools.clone();
+/// A call's arguments as the tool use's input: an object, or `{}` when they are not one.
+fn tool_use_block(call: &ToolCall) -> Result<ContentBlock, ModelError> {
+    let input = serde_json::from_str::<Value>(&call.function.arguments)
+        .ok()
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({}));
+    let block = ToolUseBlock::builder()
+        .tool_use_id(call.id.as_str())
+        .name(&call.function.name)
+        .input(to_document(&input))
+        .build()
+        .map_err(build_error)?;
+    Ok(ContentBlock::ToolUse(block))
+}
+
+fn tool_result_block(
+    tool_call_id: &str,
+    content: &str,
+    error: Option<&str>,
+) -> Result<ContentBlock, ModelError> {
+    let text = match error {
+        Some(error) if content.is_empty() => format!("Error: {error}"),
+        _ if content.trim().is_empty() => "(no output)".to_owned(),
+        _ => content.to_owned(),
+    };
+    // `status` is left out: only some models accept it; the text says "Error: …".
+    let block = ToolResultBlock::builder()
+        .tool_use_id(tool_call_id)
+        .content(ToolResultContentBlock::Text(text))
+        .build()
+        .map_err(build_error)?;
+    Ok(ContentBlock::ToolResult(block))
+}
+
+/// `toolConfig` for the offered tools and those the history calls; `None` when there are none.
+/// Calls in the history to tools no longer offered still need a spec, or Bedrock refuses the
+/// history's toolUse blocks.
+fn tool_config(
+    offered: &[ToolSpec],
+    history_tools: Vec<String>,
+) -> Result<Option<ToolConfiguration>, ModelError> {
+    let mut specs: Vec<ToolSpec> = offered.to_vec();
     for name in history_tools {
         if !specs.iter().any(|spec| spec.name == name) {
             specs.push(ToolSpec {
@@ -177,22 +264,15 @@ pub fn converse_input(
             });
         }
     }
-    let tool_config = if specs.is_empty() {
-        None
-    } else {
-        let tools = specs.iter().map(tool).collect::<Result<Vec<_>, _>>()?;
-        Some(
-            ToolConfiguration::builder()
-                .set_tools(Some(tools))
-                .build()
-                .map_err(build_error)?,
-        )
-    };
-    Ok(ConverseInput {
-        system,
-        messages,
-        tool_config,
-    })
+    if specs.is_empty() {
+        return Ok(None);
+    }
+    let tools = specs.iter().map(tool).collect::<Result<Vec<_>, _>>()?;
+    let config = ToolConfiguration::builder()
+        .set_tools(Some(tools))
+        .build()
+        .map_err(build_error)?;
+    Ok(Some(config))
 }
 
 /// `inferenceConfig` from the request's sampling options; `None` when nothing is set.
@@ -246,22 +326,6 @@ fn narrow(value: f64) -> f32 {
     value as f32
 }
 
-/// Appends blocks to the last turn when it has the same role: Bedrock requires roles to
-/// alternate (several user messages in a row, or a turn's tool results, become one message).
-fn push(
-    turns: &mut Vec<(ConversationRole, Vec<ContentBlock>)>,
-    role: ConversationRole,
-    blocks: Vec<ContentBlock>,
-) {
-    if blocks.is_empty() {
-        return;
-    }
-    match turns.last_mut() {
-        Some((last, content)) if *last == role => content.extend(blocks),
-        _ => turns.push((role, blocks)),
-    }
-}
-
 /// Bedrock rejects blank text blocks.
 fn text_block(text: &str) -> Option<ContentBlock> {
     (!text.trim().is_empty()).then(|| ContentBlock::Text(text.to_owned()))
@@ -298,60 +362,6 @@ fn reasoning_block(text: &str, artefact: ReasoningArtefact) -> Result<ContentBlo
         }
     };
     Ok(ContentBlock::ReasoningContent(block))
-}
-
-/// `s3://bucket/key` for an `https` URL of an S3 object, virtual-hosted
-/// (`https://bucket.s3.region.amazonaws.com/key`) or path-style
-/// (`https://s3.region.amazonaws.com/bucket/key`), or for an `s3://bucket/key` URI itself (what a
-/// thread stores for an uploaded attachment, `store::blobs`); `None` for any other URL. A query
-/// (a presigned URL's signature) is dropped: Bedrock reads the object with the caller's
-/// permissions.
-pub fn s3_uri_for(url: &str) -> Option<String> {
-    if let Some(rest) = url.strip_prefix("s3://") {
-        let (bucket, key) = rest.split_once('/')?;
-        return (is_bucket_name(bucket) && !key.is_empty()).then(|| url.to_owned());
-    }
-    let rest = url.strip_prefix("https://")?;
-    let rest = rest.split(['?', '#']).next()?;
-    let (host, path) = rest.split_once('/')?;
-    let host = host.to_ascii_lowercase();
-    let host = host.strip_suffix(".amazonaws.com")?;
-    let is_s3_endpoint = |name: &str| {
-        name == "s3"
-            || name
-                .strip_prefix("s3.")
-                .is_some_and(|region| !region.is_empty() && !region.contains('.'))
-            || name
-                .strip_prefix("s3-")
-                .is_some_and(|region| !region.is_empty() && !region.contains('.'))
-    };
-    let (bucket, key) = if is_s3_endpoint(host) {
-        let (bucket, key) = path.split_once('/')?;
-        (bucket.to_owned(), key)
-    } else {
-        let (bucket, endpoint) = host.split_once('.')?;
-        if !is_s3_endpoint(endpoint) {
-            return None;
-        }
-        (bucket.to_owned(), path)
-    };
-    let key = percent_decode(key)?;
-    (is_bucket_name(&bucket) && !key.is_empty()).then(|| format!("s3://{bucket}/{key}"))
-}
-
-fn is_bucket_name(bucket: &str) -> bool {
-    !bucket.is_empty()
-        && bucket
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
-}
-
-/// A percent-encoded path segment, decoded; `None` when it is not UTF-8.
-fn percent_decode(text: &str) -> Option<String> {
-    percent_encoding::percent_decode_str(text)
-        .decode_utf8()
-        .ok()
-        .map(std::borrow::Cow::into_owned)
 }
 
 fn build_error(error: aws_sdk_bedrockruntime::error::BuildError) -> ModelError {

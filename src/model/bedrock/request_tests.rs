@@ -1,4 +1,5 @@
 use super::*;
+use crate::model::bedrock::media::s3_uri_for;
 use crate::protocol::ToolCall;
 use crate::protocol::{Attachment, MessageId, PartSource, ToolCallId};
 use aws_sdk_bedrockruntime::types::{ImageFormat, ImageSource};
@@ -31,9 +32,10 @@ fn roles(input: &ConverseInput) -> Vec<&str> {
     input.messages.iter().map(|m| m.role().as_str()).collect()
 }
 
-#[test]
-fn tool_results_of_one_turn_share_one_user_message_and_roles_alternate() {
-    let request = ModelRequest {
+/// Two user messages, then an assistant turn calling two tools (one no longer offered), then
+/// both tools' results (one an error).
+fn a_turn_with_two_tool_results() -> ModelRequest {
+    ModelRequest {
         system: Some("Be brief.".to_owned()),
         messages: vec![
             Message::Developer {
@@ -75,7 +77,12 @@ fn tool_results_of_one_turn_share_one_user_message_and_roles_alternate() {
         ],
         tools: vec![spec("get_current_time")],
         sampling: Default::default(),
-    };
+    }
+}
+
+#[test]
+fn tool_results_of_one_turn_share_one_user_message_and_roles_alternate() {
+    let request = a_turn_with_two_tool_results();
     let input = converse_input(&request, false).unwrap();
     assert_eq!(
         input.system,

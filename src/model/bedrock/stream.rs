@@ -1,15 +1,16 @@
 //! ConverseStream events to [`ModelDelta`]s. Blocks are keyed by `contentBlockIndex`: a tool-use
 //! block opens with `contentBlockStart` and its input arrives as JSON fragments; text blocks
 //! have no start event. `messageStop` carries the stop reason and `metadata` (after it) the usage,
-//! so the stream is read to its end.
+//! so the stream is read to its end. An exception inside the stream becomes a [`ModelError`]
+//! here too, with whether it may be retried when it comes first.
 
-use super::{StreamSdkError, stream_error};
-use crate::model::{DeltaStream, FinishReason, ModelDelta, ModelError, Usage};
+use crate::model::{DeltaStream, FinishReason, ModelDelta, ModelError, Usage, truncate};
+use aws_sdk_bedrockruntime::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_bedrockruntime::primitives::event_stream::EventReceiver;
 use aws_sdk_bedrockruntime::types::error::ConverseStreamOutputError;
 use aws_sdk_bedrockruntime::types::{
     ContentBlockDelta, ContentBlockStart, ConverseStreamOutput, ReasoningContentBlockDelta,
-    StopReason,
+    StopReason, TokenUsage,
 };
 
 /// Turns one turn's events into deltas.
@@ -44,45 +45,8 @@ impl EventMapper {
             }
             ConverseStreamOutput::ContentBlockDelta(event) => {
                 let index = block_index(event.content_block_index)?;
-                match event.delta {
-                    Some(ContentBlockDelta::Text(text)) if !text.is_empty() => {
-                        out.push(ModelDelta::Text(text));
-                    }
-                    Some(ContentBlockDelta::ReasoningContent(
-                        ReasoningContentBlockDelta::Text(text),
-                    )) if !text.is_empty() => out.push(ModelDelta::Reasoning(text)),
-                    // Claude checks these when they come back with a tool result: they are
-                    // kept with the reasoning, never shown.
-                    Some(ContentBlockDelta::ReasoningContent(
-                        ReasoningContentBlockDelta::Signature(signature),
-                    )) if !signature.is_empty() => {
-                        out.push(ModelDelta::ReasoningSignature(signature));
-                    }
-                    Some(ContentBlockDelta::ReasoningContent(
-                        ReasoningContentBlockDelta::RedactedContent(blob),
-                    )) if !blob.as_ref().is_empty() => {
-                        out.push(ModelDelta::RedactedReasoning(blob.into_inner()));
-                    }
-                    Some(ContentBlockDelta::ToolUse(fragment)) => {
-                        if !self.tool_blocks.contains(&index) {
-                            // Input without a start: still reported (unnamed), so the agent
-                            // answers it instead of leaving the history inconsistent.
-                            self.tool_blocks.push(index);
-                            out.push(ModelDelta::ToolCallStart {
-                                index,
-                                id: None,
-                                name: String::new(),
-                            });
-                        }
-                        if !fragment.input.is_empty() {
-                            out.push(ModelDelta::ToolCallArgs {
-                                index,
-                                delta: fragment.input,
-                            });
-                        }
-                    }
-                    // Citations and image deltas are not shown.
-                    _ => {}
+                if let Some(delta) = event.delta {
+                    self.push_block_delta(index, delta, out);
                 }
             }
             ConverseStreamOutput::MessageStop(event) => {
@@ -90,27 +54,61 @@ impl EventMapper {
                 out.push(ModelDelta::Finish(finish_reason(&event.stop_reason)?));
             }
             ConverseStreamOutput::Metadata(event) => {
-                if let Some(usage) = event.usage {
-                    let count = |n: i32| u64::try_from(n).unwrap_or(0);
-                    let cached = usage.cache_read_input_tokens.map(count);
-                    let cache_written = usage.cache_write_input_tokens.map(count);
-                    // Bedrock's inputTokens leave out cache reads and writes; AG-UI's input is
-                    // every prompt token, the cached ones a part of it.
-                    let input_tokens = count(usage.input_tokens)
-                        .saturating_add(cached.unwrap_or(0))
-                        .saturating_add(cache_written.unwrap_or(0));
-                    out.push(ModelDelta::Usage(Usage {
-                        input_tokens,
-                        output_tokens: count(usage.output_tokens),
-                        reasoning_tokens: None,
-                        cached_input_tokens: cached,
-                        cache_write_input_tokens: cache_written,
-                    }));
-                }
+                out.extend(event.usage.map(usage));
             }
             _ => {}
         }
         Ok(())
+    }
+
+    fn push_block_delta(
+        &mut self,
+        index: usize,
+        delta: ContentBlockDelta,
+        out: &mut Vec<ModelDelta>,
+    ) {
+        match delta {
+            ContentBlockDelta::Text(text) if !text.is_empty() => {
+                out.push(ModelDelta::Text(text));
+            }
+            ContentBlockDelta::ReasoningContent(ReasoningContentBlockDelta::Text(text))
+                if !text.is_empty() =>
+            {
+                out.push(ModelDelta::Reasoning(text));
+            }
+            // Claude checks these when they come back with a tool result: they are kept with
+            // the reasoning, never shown.
+            ContentBlockDelta::ReasoningContent(ReasoningContentBlockDelta::Signature(
+                signature,
+            )) if !signature.is_empty() => {
+                out.push(ModelDelta::ReasoningSignature(signature));
+            }
+            ContentBlockDelta::ReasoningContent(ReasoningContentBlockDelta::RedactedContent(
+                blob,
+            )) if !blob.as_ref().is_empty() => {
+                out.push(ModelDelta::RedactedReasoning(blob.into_inner()));
+            }
+            ContentBlockDelta::ToolUse(fragment) => {
+                if !self.tool_blocks.contains(&index) {
+                    // Input without a start: still reported (unnamed), so the agent answers it
+                    // instead of leaving the history inconsistent.
+                    self.tool_blocks.push(index);
+                    out.push(ModelDelta::ToolCallStart {
+                        index,
+                        id: None,
+                        name: String::new(),
+                    });
+                }
+                if !fragment.input.is_empty() {
+                    out.push(ModelDelta::ToolCallArgs {
+                        index,
+                        delta: fragment.input,
+                    });
+                }
+            }
+            // Citations and image deltas are not shown.
+            _ => {}
+        }
     }
 
     /// Called when the events end. Without `messageStop` the answer was cut off and must not
@@ -122,6 +120,24 @@ impl EventMapper {
             Err(ModelError::Incomplete)
         }
     }
+}
+
+/// Bedrock's inputTokens leave out cache reads and writes; AG-UI's input is every prompt
+/// token, the cached ones a part of it.
+fn usage(usage: TokenUsage) -> ModelDelta {
+    let count = |n: i32| u64::try_from(n).unwrap_or(0);
+    let cached = usage.cache_read_input_tokens.map(count);
+    let cache_written = usage.cache_write_input_tokens.map(count);
+    let input_tokens = count(usage.input_tokens)
+        .saturating_add(cached.unwrap_or(0))
+        .saturating_add(cache_written.unwrap_or(0));
+    ModelDelta::Usage(Usage {
+        input_tokens,
+        output_tokens: count(usage.output_tokens),
+        reasoning_tokens: None,
+        cached_input_tokens: cached,
+        cache_write_input_tokens: cache_written,
+    })
 }
 
 fn block_index(index: i32) -> Result<usize, ModelError> {
@@ -190,6 +206,52 @@ pub fn delta_stream(
             yield Err(err);
         }
     })
+}
+
+pub(super) type StreamSdkError =
+    SdkError<ConverseStreamOutputError, aws_smithy_types::event_stream::RawMessage>;
+
+/// Exceptions that say "try again" and may arrive as the first event instead of an HTTP status.
+pub(super) fn retryable_first_event(error: &StreamSdkError) -> bool {
+    matches!(
+        error.as_service_error(),
+        Some(
+            ConverseStreamOutputError::ThrottlingException(_)
+                | ConverseStreamOutputError::ServiceUnavailableException(_)
+                | ConverseStreamOutputError::InternalServerException(_)
+        )
+    )
+}
+
+/// A failure inside the event stream.
+pub(super) fn stream_error(error: &StreamSdkError) -> ModelError {
+    match error {
+        SdkError::ServiceError(context) => {
+            let err = context.err();
+            let name = match err {
+                ConverseStreamOutputError::InternalServerException(_) => "InternalServerException",
+                ConverseStreamOutputError::ModelStreamErrorException(_) => {
+                    "ModelStreamErrorException"
+                }
+                ConverseStreamOutputError::ServiceUnavailableException(_) => {
+                    "ServiceUnavailableException"
+                }
+                ConverseStreamOutputError::ThrottlingException(_) => "ThrottlingException",
+                ConverseStreamOutputError::ValidationException(_) => "ValidationException",
+                _ => err.code().unwrap_or("UnknownException"),
+            };
+            match err.message().filter(|m| !m.is_empty()) {
+                Some(message) => ModelError::Api(format!("{name}: {}", truncate(message, 300))),
+                None => ModelError::Api(name.to_owned()),
+            }
+        }
+        SdkError::ResponseError(context) => match context.raw() {
+            // The bytes ended inside a frame: the connection was cut.
+            aws_smithy_types::event_stream::RawMessage::Invalid(_) => ModelError::Stream,
+            _ => ModelError::Malformed,
+        },
+        _ => ModelError::Stream,
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! `seed`, from `RunAgentInput.forwardedProps` (or an AgentScope request's own fields). Checked
 //! here, once; the providers pass them on as they are.
 
-use super::input::InputError;
+use super::error::InputError;
 use serde_json::Value;
 
 /// The most stop sequences a run may set (OpenAI's limit, and Bedrock's is larger).
@@ -73,25 +73,7 @@ impl Sampling {
         };
         let stop = match get("stop", "stop") {
             None => Vec::new(),
-            Some((Value::String(one), field)) => vec![stop_sequence(one, &field)?],
-            Some((Value::Array(many), field)) => {
-                if many.len() > MAX_STOP_SEQUENCES {
-                    return Err(invalid(
-                        field,
-                        &format!("at most {MAX_STOP_SEQUENCES} stop sequences"),
-                    ));
-                }
-                many.iter()
-                    .enumerate()
-                    .map(|(index, item)| match item {
-                        Value::String(text) => stop_sequence(text, &format!("{field}[{index}]")),
-                        _ => Err(invalid(format!("{field}[{index}]"), "must be a string")),
-                    })
-                    .collect::<Result<_, _>>()?
-            }
-            Some((_, field)) => {
-                return Err(invalid(field, "must be a string or an array of strings"));
-            }
+            Some((value, field)) => stop_sequences(value, &field)?,
         };
         let seed = match get("seed", "seed") {
             None => None,
@@ -117,6 +99,35 @@ impl Sampling {
             self.max_tokens = Some(self.max_tokens.map_or(cap, |asked| asked.min(cap)));
         }
         self
+    }
+}
+
+/// `stop`: one string or an array of at most [`MAX_STOP_SEQUENCES`].
+fn stop_sequences(value: &Value, field: &str) -> Result<Vec<String>, InputError> {
+    match value {
+        Value::String(one) => Ok(vec![stop_sequence(one, field)?]),
+        Value::Array(many) => {
+            if many.len() > MAX_STOP_SEQUENCES {
+                return Err(InputError::invalid(
+                    field,
+                    format!("at most {MAX_STOP_SEQUENCES} stop sequences"),
+                ));
+            }
+            many.iter()
+                .enumerate()
+                .map(|(index, item)| match item {
+                    Value::String(text) => stop_sequence(text, &format!("{field}[{index}]")),
+                    _ => Err(InputError::invalid(
+                        format!("{field}[{index}]"),
+                        "must be a string",
+                    )),
+                })
+                .collect()
+        }
+        _ => Err(InputError::invalid(
+            field,
+            "must be a string or an array of strings",
+        )),
     }
 }
 

@@ -1,5 +1,6 @@
 use super::*;
-use crate::protocol::message::Role;
+use crate::protocol::ids::MessageId;
+use crate::protocol::message::{Role, UserContent, UserPart};
 use serde_json::json;
 
 fn parse(value: Value) -> Result<RunInput, InputError> {

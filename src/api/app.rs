@@ -1,0 +1,334 @@
+//! The application: everything a request needs, built once per cold start, and the door every
+//! request goes through (its span, CORS, and refusals in the shape of the route they refuse).
+
+use super::auth::{self, Authenticator};
+use super::body::ResponseBody;
+use super::dev_page;
+use super::dispatch::{DetachedRequest, Dispatcher};
+use super::error::ApiError;
+use super::response::{add_cors, error_response, json_response, preflight, refusal_headers};
+use super::routes::Route;
+use crate::agent::Agent;
+use crate::dialects::agentscope;
+use crate::protocol::Limits;
+use crate::telemetry::TraceParent;
+use bytes::Bytes;
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use std::time::Duration;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+/// Everything a request needs; built once per cold start.
+pub struct App {
+    pub(super) agent: Agent,
+    pub(super) auth: Authenticator,
+    cors_allowed_origins: Vec<String>,
+    pub(super) limits: Limits,
+    pub(super) ping_interval: Duration,
+    pub(super) run_timeout: Duration,
+    pub(super) deadline_margin: Duration,
+    /// `DEV_UI`: `GET /` serves the dev chat page.
+    pub(super) dev_ui: bool,
+    /// Where accepted detached runs go.
+    dispatcher: Dispatcher,
+    /// Signed-URL image uploads, when a bucket is configured.
+    blobs: Option<std::sync::Arc<crate::store::Blobs>>,
+    /// This app, once shared: a local detached run holds it while it runs.
+    this: std::sync::OnceLock<std::sync::Weak<App>>,
+}
+
+/// Settings of the HTTP layer.
+#[derive(Debug, Clone)]
+pub struct ApiSettings {
+    pub limits: Limits,
+    pub ping_interval: Duration,
+    pub run_timeout: Duration,
+    pub deadline_margin: Duration,
+    pub cors_allowed_origins: Vec<String>,
+    /// `DEV_UI`: serve the dev chat page on `GET /` (and its files under `/dev/`).
+    pub dev_ui: bool,
+}
+
+/// When the request arrived: a run's time to first byte and token count from it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Arrival(pub(super) std::time::Instant);
+
+impl App {
+    pub fn new(agent: Agent, auth: Authenticator, settings: ApiSettings) -> Self {
+        Self {
+            agent,
+            auth,
+            cors_allowed_origins: settings.cors_allowed_origins,
+            limits: settings.limits,
+            ping_interval: settings.ping_interval,
+            run_timeout: settings.run_timeout,
+            deadline_margin: settings.deadline_margin,
+            dev_ui: settings.dev_ui,
+            dispatcher: Dispatcher::Local,
+            blobs: None,
+            this: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Detached runs go through `dispatcher` (the self-invocation on Lambda).
+    pub fn with_dispatcher(mut self, dispatcher: Dispatcher) -> Self {
+        self.dispatcher = dispatcher;
+        self
+    }
+
+    /// One EMF metrics record per run (`EMF_METRICS`).
+    pub fn with_metrics(mut self, metrics: Option<crate::telemetry::emf::Emf>) -> Self {
+        self.agent = self.agent.with_metrics(metrics);
+        self
+    }
+
+    /// Image uploads through signed URLs into `blobs`' bucket.
+    pub fn with_blobs(mut self, blobs: Option<std::sync::Arc<crate::store::Blobs>>) -> Self {
+        self.agent = self.agent.with_blobs(blobs.clone());
+        self.blobs = blobs;
+        self
+    }
+
+    /// Lets detached local runs hold the shared app; the servers call it (and tests that drive
+    /// [`lambda::handle`] themselves).
+    pub fn remember_self(self: &std::sync::Arc<Self>) {
+        let _ = self.this.set(std::sync::Arc::downgrade(self));
+    }
+
+    pub(super) fn blobs(&self) -> Result<&std::sync::Arc<crate::store::Blobs>, ApiError> {
+        self.blobs.as_ref().ok_or(ApiError::AttachmentsOff)
+    }
+
+    pub fn max_payload_bytes(&self) -> usize {
+        self.limits.max_payload_bytes
+    }
+
+    pub fn describe(&self) -> String {
+        let attachments = match &self.blobs {
+            Some(blobs) => format!("attachments in s3://{}", blobs.bucket()),
+            None => "no attachments".to_owned(),
+        };
+        format!(
+            "{}; auth {}; {}; {}",
+            self.agent.describe(),
+            self.auth.mode(),
+            self.dispatcher.describe(),
+            attachments
+        )
+    }
+
+    /// The runs in flight in this process.
+    pub fn live_runs(&self) -> &std::sync::Arc<crate::agent::live::LiveRuns> {
+        self.agent.live_runs()
+    }
+
+    pub fn auth_mode(&self) -> &'static str {
+        self.auth.mode()
+    }
+
+    /// Answers one request. `invocation_deadline` is the Lambda deadline when there is one.
+    pub async fn handle(
+        &self,
+        mut request: Request<Bytes>,
+        invocation_deadline: Option<Instant>,
+    ) -> Response<ResponseBody> {
+        request
+            .extensions_mut()
+            .insert(Arrival(std::time::Instant::now()));
+        let xray = request.extensions().get::<TraceParent>().cloned();
+        let span = crate::telemetry::trace_span!(
+            "request",
+            "server",
+            http.request.method = %request.method(),
+            url.path = request.uri().path(),
+            http.response.status_code = tracing::field::Empty,
+        );
+        span.record("otel.name", request.method().as_str());
+        crate::telemetry::otel::set_parent(&span, xray.as_ref(), request.headers());
+        let trace_id = crate::telemetry::otel::trace_id(&span, xray.as_ref());
+        let mut response = self
+            .answer(request, invocation_deadline)
+            .instrument(span.clone())
+            .await;
+        if !span.is_disabled() {
+            span.record(
+                "http.response.status_code",
+                i64::from(response.status().as_u16()),
+            );
+            if response.status().is_server_error() {
+                span.record("otel.status_code", "ERROR");
+            }
+        }
+        if let Some(value) = trace_id.and_then(|id| HeaderValue::from_str(&id).ok()) {
+            response.headers_mut().insert("x-trace-id", value);
+        }
+        response
+    }
+
+    async fn answer(
+        &self,
+        request: Request<Bytes>,
+        invocation_deadline: Option<Instant>,
+    ) -> Response<ResponseBody> {
+        let origin = self.allowed_origin(request.headers());
+        // Refusals on /process take the AgentScope response shape; every other route the
+        // AG-UI one.
+        let agentscope_route = Route::parse(request.method(), request.uri().path(), self.dev_ui)
+            .is_ok_and(|route| route.is_agentscope());
+        let mut response = if request.method() == Method::OPTIONS {
+            preflight(origin.is_some())
+        } else {
+            match self.route(request, invocation_deadline).await {
+                Ok(response) => response,
+                Err(error) => {
+                    if error.status().is_server_error() {
+                        tracing::error!(%error, "request failed");
+                    } else {
+                        tracing::info!(
+                            status = error.status().as_u16(),
+                            code = error.code(),
+                            "request refused"
+                        );
+                    }
+                    if agentscope_route {
+                        let body =
+                            agentscope::error_response_body(error.code(), &error.to_string());
+                        let mut response =
+                            json_response(error.status(), Bytes::from(body.to_string()));
+                        refusal_headers(&mut response, &error);
+                        response
+                    } else {
+                        error_response(&error)
+                    }
+                }
+            }
+        };
+        add_cors(&mut response, origin);
+        response
+    }
+
+    /// The one door for refusals made before a request reaches [`App::handle`] (a body that
+    /// cannot be read, or is too large): the same JSON error, with CORS headers.
+    /// `path` is the request's: the v1 agent API's route answers an oversized body in its own words.
+    pub fn refusal(
+        &self,
+        path: &str,
+        headers: &http::HeaderMap,
+        error: &ApiError,
+    ) -> Response<ResponseBody> {
+        if matches!(
+            error,
+            ApiError::Input(crate::protocol::InputError::TooLarge { .. })
+        ) && matches!(
+            Route::parse(&Method::POST, path, self.dev_ui),
+            Ok(Route::AcceptRun)
+        ) {
+            return self.refusal(
+                "",
+                headers,
+                &ApiError::V1Agent(crate::dialects::v1_agent::V1AgentError::TooLarge),
+            );
+        }
+        tracing::info!(
+            status = error.status().as_u16(),
+            code = error.code(),
+            "request refused"
+        );
+        let mut response = error_response(error);
+        add_cors(&mut response, self.allowed_origin(headers));
+        response
+    }
+
+    /// Sends an accepted detached run on its way: a task of this process, or an asynchronous
+    /// invocation of this function.
+    pub(super) async fn dispatch(&self, request: DetachedRequest) -> Result<(), String> {
+        match &self.dispatcher {
+            Dispatcher::Local => {
+                let app = self
+                    .this
+                    .get()
+                    .and_then(std::sync::Weak::upgrade)
+                    .ok_or_else(|| "the server is shutting down".to_owned())?;
+                tokio::spawn(async move {
+                    app.execute_detached(request, None).await;
+                });
+                Ok(())
+            }
+            #[cfg(feature = "aws")]
+            Dispatcher::Lambda(invoker) => invoker.send(&request).await,
+        }
+    }
+
+    /// The request's `Origin`, when the server itself answers CORS for it.
+    fn allowed_origin(&self, headers: &http::HeaderMap) -> Option<HeaderValue> {
+        let origin = headers.get(header::ORIGIN)?;
+        let text = origin.to_str().ok()?;
+        self.cors_allowed_origins
+            .iter()
+            .any(|allowed| allowed == "*" || allowed.eq_ignore_ascii_case(text))
+            .then(|| origin.clone())
+    }
+
+    /// The route table's handlers: each route to the method that answers it.
+    async fn route(
+        &self,
+        request: Request<Bytes>,
+        invocation_deadline: Option<Instant>,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let route = Route::parse(request.method(), request.uri().path(), self.dev_ui);
+        // The dev page's files are the same for everyone and hold no data: a browser opening
+        // the page sends no credentials yet (the page asks for them, then sends them itself).
+        if let Ok(Route::DevPage(asset)) = route {
+            return Ok(dev_page::response(asset, request.headers()));
+        }
+        // Authentication comes before routing, so an unauthenticated caller learns nothing.
+        let principal = self.auth.authenticate(
+            request.headers(),
+            request.extensions().get::<auth::IamCaller>(),
+        )?;
+        match route? {
+            Route::DevPage(asset) => Ok(dev_page::response(asset, request.headers())),
+            Route::Run(dialect) => {
+                self.run(principal, request, invocation_deadline, dialect)
+                    .await
+            }
+            Route::Thread(thread) => {
+                self.history(&principal, &thread, request.uri().query())
+                    .await
+            }
+            Route::RunEvents { thread, run } => {
+                self.run_events(&principal, &thread, &run, &request, invocation_deadline)
+                    .await
+            }
+            Route::CancelRun { thread, run } => self.cancel_run(&principal, &thread, &run).await,
+            Route::Capabilities => Ok(json_response(
+                StatusCode::OK,
+                Bytes::from(self.agent.capabilities(self.run_timeout).to_string()),
+            )),
+            Route::ListThreads => self.list_threads(&principal, request.uri().query()).await,
+            Route::RenameThread(thread) => {
+                self.rename_thread(&principal, &thread, request.headers(), request.body())
+                    .await
+            }
+            Route::DeleteThread(thread) => self.delete_thread(&principal, &thread).await,
+            Route::ForkThread(thread) => {
+                self.fork_thread(&principal, &thread, request.headers(), request.body())
+                    .await
+            }
+            Route::Usage => self.usage(&principal, request.uri().query()).await,
+            Route::AcceptRun => {
+                self.accept_run(principal, request.headers(), request.body())
+                    .await
+            }
+            Route::TaskEvents(run) => {
+                self.task_events(&principal, &run, &request, invocation_deadline)
+                    .await
+            }
+            Route::HistoryDay => self.history_day(&principal, request.uri().query()).await,
+            Route::CreateUpload => {
+                self.create_upload(&principal, request.headers(), request.body())
+                    .await
+            }
+        }
+    }
+}

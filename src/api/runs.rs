@@ -1,0 +1,242 @@
+//! Running and following runs: `POST` a run in any dialect (answered as the dialect's stream, or
+//! as one response object), follow a run's events by id, and cancel it.
+
+use super::app::{App, Arrival};
+use super::body::ResponseBody;
+use super::error::ApiError;
+use super::request::{check_content_type, query_pairs};
+use super::response::{json_response, sse_response};
+use super::routes::Dialect;
+use super::stream;
+use crate::agent::{InterruptError, Observed, RunSource, StartError};
+use crate::dialects::agentscope::AgentScopeEncoder;
+use crate::dialects::{AguiEncoder, Encoder, agentscope, agkit};
+use crate::protocol::events::Event;
+
+use crate::protocol::{RunId, RunInput, ThreadId, input, sse};
+use crate::store::{CancelState, Principal, StoreError};
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use http::{HeaderValue, Request, Response, StatusCode, header};
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+/// How a run is answered: streamed through an encoder, or (AgentScope's `stream: false`) the
+/// whole run encoded first and sent as the completed response object.
+enum RunAnswer {
+    Stream(Box<dyn Encoder>),
+    Buffered(Box<AgentScopeEncoder>),
+}
+
+impl App {
+    /// `POST` a run: decoded in its dialect, started, and answered as [`RunAnswer`] says.
+    pub(super) async fn run(
+        &self,
+        principal: Principal,
+        request: Request<Bytes>,
+        invocation_deadline: Option<Instant>,
+        dialect: Dialect,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        check_content_type(request.headers())?;
+        let body = input::parse_json(request.body(), &self.limits)?;
+        let dialect = dialect.sniffed(&body);
+        let (input, answer) = self.decode_run(dialect, body)?;
+        let deadline = self.run_deadline(invocation_deadline);
+        let received = request
+            .extensions()
+            .get::<Arrival>()
+            .map_or_else(std::time::Instant::now, |arrival| arrival.0);
+        let mut run = match self.agent.start(principal, input, deadline).await {
+            Ok(run) => run,
+            // AG-UI's interrupt rules name RUN_ERROR for these: a stream that opens with it.
+            Err(StartError::Interrupt(error))
+                if dialect != Dialect::AgentScope && dialect != Dialect::AgKit =>
+            {
+                return Ok(interrupt_refusal(&error));
+            }
+            Err(error) => return Err(error.into()),
+        };
+        run.observe(Observed {
+            received,
+            dialect: dialect.label(),
+        });
+        let thread_id = run.thread_id().clone();
+        let run_id = run.run_id().clone();
+        match answer {
+            RunAnswer::Buffered(encoder) => {
+                Ok(whole_response(run.into_events(), encoder, &thread_id).await)
+            }
+            RunAnswer::Stream(encoder) => {
+                // The run goes on by itself; this response is only its first follower.
+                let frames = stream::frames(run.into_batches(), self.ping_interval, encoder);
+                let agkit = dialect == Dialect::AgKit;
+                Ok(sse_response(frames, &thread_id, &run_id, agkit))
+            }
+        }
+    }
+
+    /// The run input a body stands for in `dialect`, and how the run is answered.
+    fn decode_run(&self, dialect: Dialect, body: Value) -> Result<(RunInput, RunAnswer), ApiError> {
+        Ok(match dialect {
+            Dialect::AgKit => (
+                agkit::from_json(body, &self.limits)?,
+                RunAnswer::Stream(Box::new(agkit::AgKitEncoder)),
+            ),
+            Dialect::AgentScope => {
+                let request = agentscope::from_json(body, &self.limits)?;
+                let encoder = AgentScopeEncoder::for_request(&request);
+                let answer = if request.stream {
+                    RunAnswer::Stream(Box::new(encoder))
+                } else {
+                    RunAnswer::Buffered(Box::new(encoder))
+                };
+                (request.input, answer)
+            }
+            Dialect::AgUi | Dialect::SniffAgKit => (
+                input::from_value(body, &self.limits)?,
+                RunAnswer::Stream(Box::new(AguiEncoder)),
+            ),
+        })
+    }
+
+    pub(super) fn run_deadline(&self, invocation_deadline: Option<Instant>) -> Instant {
+        let own = Instant::now() + self.run_timeout;
+        match invocation_deadline {
+            Some(lambda) => own.min(lambda.checked_sub(self.deadline_margin).unwrap_or(lambda)),
+            None => own,
+        }
+    }
+
+    /// `GET /threads/{threadId}/runs/{runId}/events`: the run's events after `Last-Event-ID`
+    /// (or `?after=`), then live until its terminal event.
+    pub(super) async fn run_events(
+        &self,
+        principal: &Principal,
+        thread_id: &str,
+        run_id: &str,
+        request: &Request<Bytes>,
+        invocation_deadline: Option<Instant>,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let (thread_id, run_id) = parse_run_ids(thread_id, run_id)?;
+        let mut after = match request.headers().get("last-event-id") {
+            Some(value) => Some(
+                value
+                    .to_str()
+                    .ok()
+                    .and_then(|text| text.trim().parse::<u64>().ok())
+                    .ok_or_else(|| {
+                        ApiError::BadQuery("Last-Event-ID must be an event id of this run".into())
+                    })?,
+            ),
+            None => None,
+        };
+        for (key, value) in query_pairs(request.uri().query()) {
+            if key == "after" && after.is_none() {
+                after = Some(value.parse::<u64>().map_err(|_| {
+                    ApiError::BadQuery("after must be an event id of this run".into())
+                })?);
+            }
+        }
+        let after = after.unwrap_or(0);
+        let source = self
+            .agent
+            .run_source(principal, &thread_id, &run_id)
+            .await
+            .map_err(ApiError::from_store)?
+            .ok_or(ApiError::RunNotFound)?;
+        let batches = match source {
+            RunSource::Live(run) => {
+                run.note_rejoin();
+                run.follow(after).boxed()
+            }
+            RunSource::Stored { run, active } => {
+                let first = self
+                    .agent
+                    .store()
+                    .read_events(&run, None)
+                    .await
+                    .map_err(ApiError::from_store)?;
+                // Not recorded yet is fine while the run holds its thread.
+                if first.next.is_none() && !active {
+                    return Err(ApiError::RunNotFound);
+                }
+                stream::follow_stored(
+                    self.agent.clone(),
+                    principal.clone(),
+                    run,
+                    first,
+                    after,
+                    self.run_deadline(invocation_deadline),
+                )
+                .boxed()
+            }
+        };
+        Ok(sse_response(
+            stream::frames(batches, self.ping_interval, AguiEncoder),
+            &thread_id,
+            &run_id,
+            false,
+        ))
+    }
+
+    /// `POST /threads/{threadId}/runs/{runId}/cancel`.
+    pub(super) async fn cancel_run(
+        &self,
+        principal: &Principal,
+        thread_id: &str,
+        run_id: &str,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let (thread_id, run_id) = parse_run_ids(thread_id, run_id)?;
+        let (status, state) = match self.agent.cancel(principal, &thread_id, &run_id).await {
+            Ok(CancelState::Requested) => (StatusCode::ACCEPTED, "cancelling"),
+            Ok(CancelState::Ended) => (StatusCode::OK, "ended"),
+            Err(StoreError::NotFound) => return Err(ApiError::RunNotFound),
+            Err(error) => return Err(ApiError::from_store(error)),
+        };
+        let body = json!({"threadId": thread_id, "runId": run_id, "status": state});
+        Ok(json_response(status, Bytes::from(body.to_string())))
+    }
+}
+
+/// A stream that opens with the `RUN_ERROR` of a run the interrupt rules refused.
+fn interrupt_refusal(error: &InterruptError) -> Response<ResponseBody> {
+    tracing::info!(code = ?error.code(), %error, "run refused by the interrupt rules");
+    let refusal = Event::RunError {
+        message: error.to_string(),
+        code: error.code(),
+        usage: Default::default(),
+    };
+    let frame = sse::encode_event(&refusal, sse::now_ms());
+    let mut response = Response::new(ResponseBody::stream(futures_util::stream::iter([frame])));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(sse::CONTENT_TYPE),
+    );
+    response
+}
+
+/// `stream: false`: the whole run, then the completed response object.
+async fn whole_response(
+    events: impl Stream<Item = Event>,
+    mut encoder: Box<AgentScopeEncoder>,
+    thread_id: &ThreadId,
+) -> Response<ResponseBody> {
+    let mut events = Box::pin(events);
+    while let Some(event) = events.next().await {
+        encoder.encode(&event);
+    }
+    let mut response = json_response(StatusCode::OK, Bytes::from(encoder.response().to_string()));
+    if let Ok(value) = HeaderValue::from_str(thread_id.as_str()) {
+        response.headers_mut().insert("x-thread-id", value);
+    }
+    response
+}
+
+/// Ids in a run path; a malformed one names no run.
+fn parse_run_ids(thread_id: &str, run_id: &str) -> Result<(ThreadId, RunId), ApiError> {
+    let max = crate::protocol::ids::MAX_ID_LEN;
+    match (ThreadId::parse(thread_id, max), RunId::parse(run_id, max)) {
+        (Ok(thread_id), Ok(run_id)) => Ok((thread_id, run_id)),
+        _ => Err(ApiError::RunNotFound),
+    }
+}
