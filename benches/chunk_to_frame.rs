@@ -16,9 +16,9 @@
 //! `cargo test --all-targets`) it runs a short smoke pass instead.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use agui_lambda::auth::Principal;
 use agui_lambda::model::openai::delta_stream;
 use agui_lambda::model::{DeltaStream, ModelError, ModelProvider, ModelRequest};
-use agui_lambda::store::Principal;
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::StreamExt;

@@ -5,14 +5,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use agui_lambda::agent::{Agent, AgentSettings, ToolRegistry};
+use agui_lambda::auth::Principal;
 use agui_lambda::model::scripted::{ScriptedModel, ScriptedTurn};
 use agui_lambda::protocol::input::{ForwardedProps, RunInput};
 use agui_lambda::protocol::{
     ClientTool, Event, Message, MessageId, RunId, ThreadId, ToolCall, ToolCallId, UserContent,
 };
 use agui_lambda::store::{
-    DynamoStore, EventLog, Principal, RunFinish, RunLeases, RunStart, StoreUsage, Threads,
-    UsageLedger,
+    DynamoStore, EventLog, RunFinish, RunLeases, RunStart, StoreUsage, Threads, UsageLedger,
 };
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use futures_util::StreamExt;

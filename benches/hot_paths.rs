@@ -7,12 +7,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use agui_lambda::agent::Agent;
+use agui_lambda::auth::Principal;
 use agui_lambda::model::ModelDelta;
 use agui_lambda::model::openai::{ChunkParser, delta_stream};
 use agui_lambda::model::scripted::ScriptedModel;
 use agui_lambda::protocol::events::Event;
 use agui_lambda::protocol::{MessageId, ToolCallId, sse};
-use agui_lambda::store::Principal;
 use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures_util::StreamExt;

@@ -10,8 +10,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use agui_lambda::agent::Agent;
+use agui_lambda::auth::Principal;
 use agui_lambda::model::scripted::ScriptedModel;
-use agui_lambda::store::Principal;
 use agui_lambda::telemetry;
 use futures_util::StreamExt;
 use std::sync::Arc;

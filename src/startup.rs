@@ -2,8 +2,8 @@
 //! tools (built-in, yours, and remote MCP servers') and the agent. Called once per cold start.
 
 use crate::agent::{Agent, AgentProfile, ToolRegistry};
-use crate::api::auth::{ApiKeys, AuthConfigError, Authenticator, JwtVerifier};
 use crate::api::{ApiSettings, App};
+use crate::auth::{ApiKeys, AuthConfigError, Authenticator, JwtVerifier};
 use crate::config::{AuthConfig, Config, ExposeSecret, JwksSource, ModelChoice, SecretString};
 use crate::model::ModelProvider;
 use crate::model::demo::DemoModel;

@@ -4,10 +4,9 @@
 //! HTTP layer's.
 
 use super::{Agent, StartError};
+use crate::auth::Principal;
 use crate::protocol::{RunId, RunInput, ThreadId};
-use crate::store::{
-    Principal, Reservation, StoreError, TaskFailure, TaskRecord, TaskState, ThreadActivity,
-};
+use crate::store::{Reservation, StoreError, TaskFailure, TaskRecord, TaskState, ThreadActivity};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use tokio::time::Instant;

@@ -2,8 +2,9 @@
 //! thread's visible messages, read newest first from the store and stopping as soon as the day
 //! is known to be complete. Depends on `store` and `protocol` only.
 
+use crate::auth::Principal;
 use crate::protocol::{Message, ThreadId};
-use crate::store::{History, Principal, StoreError, TimedMessage, TimedQuery};
+use crate::store::{History, StoreError, TimedMessage, TimedQuery};
 use chrono::NaiveDate;
 
 /// Messages read per store call: most days fit in one page.

@@ -17,10 +17,11 @@ mod threads;
 pub mod tools;
 mod turn;
 
+use crate::auth::Principal;
 use crate::model::{ModelProvider, ToolSpec};
 use crate::protocol::input::BusyThreadPolicy;
 use crate::protocol::{ClientTool, RunId, ThreadId};
-use crate::store::{CancelState, Principal, StoreError, ThreadActivity, ThreadStore};
+use crate::store::{CancelState, StoreError, ThreadActivity, ThreadStore};
 use live::{LiveRun, LiveRuns};
 use serde_json::Value;
 use std::sync::Arc;
@@ -274,10 +275,6 @@ impl Agent {
             },
             active,
         }))
-    }
-
-    pub fn store(&self) -> &Arc<dyn ThreadStore> {
-        &self.store
     }
 
     pub fn describe(&self) -> String {

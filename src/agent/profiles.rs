@@ -188,12 +188,13 @@ fn filtered(
 mod tests {
     use super::*;
     use crate::agent::ToolOutput;
+    use crate::agent::tools::ToolBuilder;
+    use crate::auth::Principal;
     use crate::model::ToolSpec;
     use crate::model::scripted::{ScriptedModel, ScriptedTurn};
     use crate::protocol::input::{ForwardedProps, RunInput};
     use crate::protocol::{Message, MessageId, RunId, ThreadId, UserContent};
-    use crate::store::{MemoryStore, Principal};
-    use crate::tools::ToolBuilder;
+    use crate::store::MemoryStore;
     use futures_util::StreamExt;
     use serde_json::{Value, json};
     use std::time::Duration;

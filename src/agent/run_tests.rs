@@ -1,12 +1,13 @@
 use super::*;
 use crate::agent::{Agent, AgentSettings, StartError, ToolRegistry};
+use crate::auth::Principal;
 use crate::model::scripted::{ScriptedModel, ScriptedTurn};
 use crate::model::{FinishReason, ModelDelta, ModelError};
 use crate::protocol::ToolCall;
 use crate::protocol::input::BusyThreadPolicy;
 use crate::protocol::input::{ForwardedProps, RunInput};
 use crate::protocol::{ClientTool, MessageId, RunId, ThreadId, UserContent};
-use crate::store::{History, HistoryQuery, MemoryStore, Principal, Threads};
+use crate::store::{History, HistoryQuery, MemoryStore, Threads};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;

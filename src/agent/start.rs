@@ -7,11 +7,10 @@ use super::approval::{InterruptRecord, Resolution};
 use super::run::{PreparedRun, RunProgress, RunRequest, RunTelemetry};
 use super::thread::{self, Merged};
 use super::{Agent, StartError, lease_expiry, spans};
+use crate::auth::Principal;
 use crate::protocol::input::BusyThreadPolicy;
 use crate::protocol::{ContextEntry, Message, RunId, RunInput, ThreadId, UserContent};
-use crate::store::{
-    Lease, Principal, Reservation, RunStart, StoreError, StoredThread, ThreadActivity,
-};
+use crate::store::{Lease, Reservation, RunStart, StoreError, StoredThread, ThreadActivity};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;

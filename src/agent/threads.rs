@@ -2,10 +2,11 @@
 //! run first), fork; and its token usage with the quotas a run is admitted under.
 
 use super::{Agent, StartError};
+use crate::auth::Principal;
 use crate::protocol::{MessageId, RunId, ThreadId};
 use crate::store::{
-    DayUsage, Deletion, NewThread, Principal, QuotaLimits, Reservation, RunTokens, Settlement,
-    StoreError, ThreadActivity, ThreadList,
+    DayUsage, Deletion, EventCursor, EventPage, HistoryPage, HistoryQuery, NewThread, QuotaLimits,
+    Reservation, RunRef, RunTokens, Settlement, StoreError, ThreadActivity, ThreadList,
 };
 use std::collections::HashMap;
 use std::time::Duration;
@@ -71,6 +72,41 @@ impl Agent {
         cursor: Option<&str>,
     ) -> Result<ThreadList, StoreError> {
         self.store.list_threads(owner, limit, cursor).await
+    }
+
+    /// A page of `owner`'s thread history (the history route).
+    pub async fn history(&self, query: HistoryQuery<'_>) -> Result<HistoryPage, StoreError> {
+        self.store.history(query).await
+    }
+
+    /// Whether `owner`'s thread exists and which run holds it.
+    pub async fn activity(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+    ) -> Result<ThreadActivity, StoreError> {
+        self.store.activity(owner, thread_id).await
+    }
+
+    /// A run's recorded events, from its start or from `from` on (following and replaying it).
+    pub async fn run_events(
+        &self,
+        run: &RunRef,
+        from: Option<EventCursor>,
+    ) -> Result<EventPage, StoreError> {
+        self.store.read_events(run, from).await
+    }
+
+    /// `owner`'s messages of one calendar day in `tz`, the day before `before` (the v1 agent
+    /// API's history by day).
+    pub async fn history_day(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        before: Option<chrono::NaiveDate>,
+        tz: chrono_tz::Tz,
+    ) -> Result<super::history_day::DaySlice, StoreError> {
+        super::history_day::history_day(self.store.as_ref(), owner, thread_id, before, tz).await
     }
 
     pub async fn rename_thread(

@@ -41,9 +41,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::auth::Principal;
 use crate::model::ToolSpec;
 use crate::protocol::{RunId, ThreadId};
-use crate::store::Principal;
 
 mod builder;
 mod current_time;
@@ -64,7 +64,7 @@ pub const DEFAULT_MAX_RESULT_BYTES: usize = 100_000;
 ///
 /// ```
 /// use agui_lambda::protocol::{RunId, ThreadId};
-/// use agui_lambda::store::Principal;
+/// use agui_lambda::auth::Principal;
 /// use agui_lambda::tools::ToolContext;
 /// use serde_json::json;
 ///

@@ -1,7 +1,6 @@
 //! The application: everything a request needs, built once per cold start, and the door every
 //! request goes through (its span, CORS, and refusals in the shape of the route they refuse).
 
-use super::auth::{self, Authenticator};
 use super::body::ResponseBody;
 use super::dev_page;
 use super::dispatch::{DetachedRequest, Dispatcher};
@@ -9,6 +8,7 @@ use super::error::ApiError;
 use super::response::{add_cors, error_response, json_response, preflight, refusal_headers};
 use super::routes::Route;
 use crate::agent::Agent;
+use crate::auth::{self, Authenticator};
 use crate::dialects::agentscope;
 use crate::protocol::Limits;
 use crate::telemetry::TraceParent;

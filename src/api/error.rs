@@ -25,7 +25,7 @@ pub enum ApiError {
     #[error("{0}")]
     BadQuery(String),
     #[error(transparent)]
-    Unauthorized(#[from] super::auth::Unauthorized),
+    Unauthorized(#[from] crate::auth::Unauthorized),
     #[error("{0}")]
     UnreadableBody(&'static str),
     #[error("run not found")]

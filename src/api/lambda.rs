@@ -232,7 +232,7 @@ pub async fn handle(app: &App, request: Request) -> http::Response<ResponseBody>
 }
 
 /// The caller of an `AWS_IAM` Function URL, as Lambda verified it.
-fn iam_caller(request: &Request) -> Option<super::auth::IamCaller> {
+fn iam_caller(request: &Request) -> Option<crate::auth::IamCaller> {
     use lambda_http::request::RequestContext;
     let Some(RequestContext::ApiGatewayV2(context)) = request.request_context_ref() else {
         return None;
@@ -241,7 +241,7 @@ fn iam_caller(request: &Request) -> Option<super::auth::IamCaller> {
     iam.user_arn
         .clone()
         .or_else(|| iam.caller_id.clone())
-        .map(super::auth::IamCaller)
+        .map(crate::auth::IamCaller)
 }
 
 /// Lambda gives the deadline as epoch milliseconds; runs measure time on the monotonic clock.

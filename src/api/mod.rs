@@ -4,7 +4,6 @@
 //! group of routes its own file of handlers.
 
 mod app;
-pub mod auth;
 mod body;
 mod dev_page;
 pub mod dispatch;

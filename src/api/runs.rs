@@ -13,8 +13,9 @@ use crate::dialects::agentscope::AgentScopeEncoder;
 use crate::dialects::{AguiEncoder, Encoder, agentscope, agkit};
 use crate::protocol::events::Event;
 
+use crate::auth::Principal;
 use crate::protocol::{RunId, RunInput, ThreadId, input, sse};
-use crate::store::{CancelState, Principal, StoreError};
+use crate::store::{CancelState, StoreError};
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use http::{HeaderValue, Request, Response, StatusCode, header};
@@ -152,8 +153,7 @@ impl App {
             RunSource::Stored { run, active } => {
                 let first = self
                     .agent
-                    .store()
-                    .read_events(&run, None)
+                    .run_events(&run, None)
                     .await
                     .map_err(ApiError::from_store)?;
                 // Not recorded yet is fine while the run holds its thread.

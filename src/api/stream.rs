@@ -2,10 +2,11 @@
 //! following a run that lives in another process through its log in the store.
 
 use crate::agent::Agent;
+use crate::auth::Principal;
 use crate::dialects::Encoder;
 use crate::protocol::events::{Event, RecordedEvent, RunErrorCode};
 use crate::protocol::sse::PING_FRAME;
-use crate::store::{EventPage, Principal, RunRef, ThreadActivity};
+use crate::store::{EventPage, RunRef, ThreadActivity};
 use bytes::{Bytes, BytesMut};
 use futures_util::{FutureExt, Stream, StreamExt};
 use std::sync::Arc;
@@ -102,7 +103,7 @@ pub fn follow_stored(
                 released_polls = 0;
                 yield fresh;
             } else {
-                match agent.store().activity(&owner, &run.thread_id).await {
+                match agent.activity(&owner, &run.thread_id).await {
                     Ok(ThreadActivity::Running { run_id, .. }) if run_id == run.run_id => {
                         released_polls = 0;
                     }
@@ -124,7 +125,7 @@ pub fn follow_stored(
             }
             tokio::time::sleep(pause).await;
             pause = (pause * 3 / 2).min(LONGEST_POLL);
-            page = match agent.store().read_events(&run, cursor).await {
+            page = match agent.run_events(&run, cursor).await {
                 Ok(page) => page,
                 Err(error) => {
                     tracing::warn!(%error, "following a run: store read failed");

@@ -7,8 +7,9 @@ use super::error::ApiError;
 use super::request::{check_content_type, page_limit, query_pairs};
 use super::response::json_response;
 use crate::agent::{ForkError, StartError};
+use crate::auth::Principal;
 use crate::protocol::{InputError, MessageId, ThreadId, input};
-use crate::store::{Deletion, HistoryQuery, Principal};
+use crate::store::{Deletion, HistoryQuery};
 use bytes::Bytes;
 use http::{Response, StatusCode};
 use serde::Deserialize;
@@ -95,7 +96,6 @@ impl App {
         }
         let page = self
             .agent
-            .store()
             .history(HistoryQuery {
                 owner: principal,
                 thread_id: &thread_id,

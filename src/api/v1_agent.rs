@@ -10,9 +10,10 @@ use super::request::{check_content_type, query_pairs};
 use super::response::{json_response, sse_response};
 use crate::agent::detached::DetachedStart;
 use crate::agent::{RunSource, StartError};
+use crate::auth::Principal;
 use crate::dialects::v1_agent::{self, HistorySnapshot, TaskAccepted, V1AgentError, msg};
 use crate::protocol::{RunId, ThreadId, sse};
-use crate::store::{Principal, TaskState};
+use crate::store::TaskState;
 use bytes::Bytes;
 use http::{Response, StatusCode};
 use serde::Deserialize;
@@ -230,8 +231,7 @@ impl App {
             Some(RunSource::Live(_)) | Some(RunSource::Stored { active: true, .. }) => true,
             Some(RunSource::Stored { run, .. }) => self
                 .agent
-                .store()
-                .read_events(run, None)
+                .run_events(run, None)
                 .await
                 .map_err(ApiError::from_store)?
                 .next
@@ -259,7 +259,6 @@ impl App {
             Some(thread) => Some(thread),
             None => self
                 .agent
-                .store()
                 .list_threads(principal, 1, None)
                 .await
                 .map_err(ApiError::from_store)?
@@ -275,15 +274,11 @@ impl App {
                 Bytes::from(serde_json::to_vec(&empty).unwrap_or_default()),
             ));
         };
-        let slice = crate::agent::history_day::history_day(
-            self.agent.store().as_ref(),
-            principal,
-            &thread,
-            before,
-            tz,
-        )
-        .await
-        .map_err(ApiError::from_store)?;
+        let slice = self
+            .agent
+            .history_day(principal, &thread, before, tz)
+            .await
+            .map_err(ApiError::from_store)?;
         let mut messages = Vec::with_capacity(slice.messages.len());
         for timed in &slice.messages {
             let Some(mut message) =

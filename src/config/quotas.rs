@@ -83,7 +83,7 @@ mod tests {
     #[test]
     fn quotas_have_per_principal_overrides() {
         use crate::agent::QuotaLimits;
-        use crate::store::Principal;
+        use crate::auth::Principal;
         let quotas = config(&[
             ("QUOTA_TOKENS_PER_DAY", "1000"),
             ("QUOTA_RUNS_PER_MINUTE", "5"),

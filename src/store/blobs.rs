@@ -2,7 +2,7 @@
 //! signed URL before a run, and the `s3://` paths stored in threads. Signs with `aws-sigv4` and
 //! talks to S3 with reqwest (no S3 SDK); depends on nothing but `protocol` and `store::Principal`.
 
-use super::Principal;
+use crate::auth::Principal;
 use crate::protocol::{Message, PartSource, UserContent, UserPart};
 use aws_credential_types::Credentials;
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};

@@ -1,7 +1,8 @@
 //! A thread's messages read page by page: [`History`] serves the history endpoint (oldest first,
 //! from a cursor) and the day history (newest first, each message with its seq and time).
 
-use super::{Principal, StoreError};
+use super::StoreError;
+use crate::auth::Principal;
 use crate::protocol::{Message, RunId, ThreadId};
 use async_trait::async_trait;
 use serde_json::Value;

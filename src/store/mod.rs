@@ -89,25 +89,6 @@ pub fn message_time(copied_at_ms: &[i64], index: usize, at_ms: i64) -> i64 {
     copied_at_ms.get(index).copied().unwrap_or(at_ms)
 }
 
-/// Who a thread belongs to: the authenticated caller.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Principal(String);
-
-impl Principal {
-    pub fn new(id: impl Into<String>) -> Self {
-        Self(id.into())
-    }
-
-    /// The caller when authentication is off (`AUTH_MODE=none`).
-    pub fn anonymous() -> Self {
-        Self("anonymous".to_owned())
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
 /// What made a store call fail, kept as the error's source.
 pub type StoreCause = Box<dyn std::error::Error + Send + Sync>;
 

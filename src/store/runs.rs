@@ -2,8 +2,9 @@
 //! takes the lease and its output when it lets go, renewing the lease while it runs, and
 //! passing it a caller's request to stop.
 
+use super::StoreError;
 use super::threads::StoredThread;
-use super::{Principal, StoreError};
+use crate::auth::Principal;
 use crate::protocol::{Message, RunId, ThreadId};
 use async_trait::async_trait;
 use serde_json::Value;

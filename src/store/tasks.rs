@@ -1,7 +1,8 @@
 //! Records of runs accepted to run detached (`POST /api/v1/agent/runs`): [`TaskRecords`] keeps
 //! what the runner needs to find its run, and how far it got, for the run event logs' retention.
 
-use super::{Principal, StoreError};
+use super::StoreError;
+use crate::auth::Principal;
 use crate::protocol::{RunId, ThreadId};
 use async_trait::async_trait;
 

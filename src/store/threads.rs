@@ -1,7 +1,8 @@
 //! Threads as wholes: [`Threads`] loads one at the start of a run, creates one (a fork), lists,
 //! renames and deletes a caller's threads, and says where a finished run left its thread.
 
-use super::{Principal, StoreError};
+use super::StoreError;
+use crate::auth::Principal;
 use crate::protocol::{Message, RunId, ThreadId};
 use async_trait::async_trait;
 use serde_json::Value;

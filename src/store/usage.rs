@@ -1,7 +1,8 @@
 //! Usage and quotas: [`UsageLedger`] takes a run from its caller's quotas before it starts,
 //! settles its real tokens after, and reports a caller's usage by day and model.
 
-use super::{Principal, StoreError};
+use super::StoreError;
+use crate::auth::Principal;
 use async_trait::async_trait;
 
 /// A caller's quotas, as configured for them.

@@ -1,7 +1,7 @@
 //! The auth matrix: every mode against no, wrong, expired and valid credentials, and two
 //! principals on one thread.
 
-use agui_lambda::api::auth::hash_api_key;
+use agui_lambda::auth::hash_api_key;
 use http_body_util::BodyExt;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};

@@ -1,9 +1,8 @@
 //! Runs over HTTP against a real DynamoDB (Local): concurrency, long threads, faults, restarts.
 
+use agui_lambda::auth::Principal;
 use agui_lambda::protocol::{Message, MessageId, RunId, ThreadId, UserContent};
-use agui_lambda::store::{
-    DynamoStore, Principal, RunFinish, RunLeases, RunStart, ThreadStore, Threads,
-};
+use agui_lambda::store::{DynamoStore, RunFinish, RunLeases, RunStart, ThreadStore, Threads};
 use aws_sdk_dynamodb::types::AttributeValue;
 use futures_util::StreamExt;
 use serde_json::{Value, json};

@@ -2,7 +2,7 @@
 //! 500, and leaves the store and the model untouched. No URL a client gives is ever fetched, and
 //! secrets never reach logs or bodies.
 
-use agui_lambda::api::auth::hash_api_key;
+use agui_lambda::auth::hash_api_key;
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use std::time::Duration;

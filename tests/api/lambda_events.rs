@@ -231,8 +231,9 @@ const V1_THREAD: &str = "550e8400-e29b-41d4-a716-446655440000";
 /// run on Lambda (`detached-run.json`): it starts only a run that was accepted, and only once.
 #[tokio::test]
 async fn v1_agent_events_get_their_documented_status_and_a_detached_run_runs_once() {
+    use agui_lambda::auth::Principal;
     use agui_lambda::protocol::{RunId, ThreadId};
-    use agui_lambda::store::{MemoryStore, Principal, TaskRecord, TaskRecords, TaskState, Threads};
+    use agui_lambda::store::{MemoryStore, TaskRecord, TaskRecords, TaskState, Threads};
     let config = Config::from_map(&HashMap::from([(
         "MODEL_PROVIDER".to_owned(),
         "demo".to_owned(),

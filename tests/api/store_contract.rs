@@ -1,8 +1,9 @@
 //! One behaviour suite for every `ThreadStore`: the in-memory one and DynamoDB (Local).
 
+use agui_lambda::auth::Principal;
 use agui_lambda::protocol::{Message, MessageId, RunId, ThreadId, UserContent};
 use agui_lambda::store::{
-    DynamoStore, HistoryQuery, MemoryStore, Principal, RunFinish, RunStart, StoreError, ThreadStore,
+    DynamoStore, HistoryQuery, MemoryStore, RunFinish, RunStart, StoreError, ThreadStore,
 };
 use serde_json::{Value, json};
 use std::sync::Arc;

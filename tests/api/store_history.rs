@@ -4,10 +4,11 @@
 //! look at the items themselves.
 
 use agui_lambda::agent::history_day::history_day;
+use agui_lambda::auth::Principal;
 use agui_lambda::protocol::{Message, MessageId, RunId, ThreadId, ToolCallId, UserContent};
 use agui_lambda::store::{
-    DynamoStore, History, Lease, NewThread, Principal, RunFinish, RunStart, StoreError,
-    TaskFailure, TaskRecord, TaskState, ThreadStore, Threads, TimedQuery,
+    DynamoStore, History, Lease, NewThread, RunFinish, RunStart, StoreError, TaskFailure,
+    TaskRecord, TaskState, ThreadStore, Threads, TimedQuery,
 };
 use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{NaiveDate, TimeZone};

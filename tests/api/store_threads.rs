@@ -3,10 +3,11 @@
 //! made by `DynamoStore::create_table`). The DynamoDB runs also look at the table itself: what
 //! a delete leaves behind, and how many calls each operation makes.
 
+use agui_lambda::auth::Principal;
 use agui_lambda::protocol::{Message, MessageId, RunId, ThreadId, UserContent};
 use agui_lambda::store::{
-    Deletion, DynamoStore, HistoryQuery, Lease, NewThread, Principal, QuotaExceeded, QuotaLimits,
-    RunFinish, RunLeases, RunStart, RunTokens, Settlement, StoreError, StoreUsage, ThreadActivity,
+    Deletion, DynamoStore, HistoryQuery, Lease, NewThread, QuotaExceeded, QuotaLimits, RunFinish,
+    RunLeases, RunStart, RunTokens, Settlement, StoreError, StoreUsage, ThreadActivity,
     ThreadStore, Threads, UsageLedger, usage_day,
 };
 use aws_sdk_dynamodb::types::AttributeValue;

@@ -1,7 +1,7 @@
 //! The thread routes as an app calls them, over HTTP on DynamoDB Local: the caller's list in
 //! pages, titles, delete, fork (at a message and from `parentRunId`), quotas and usage.
 
-use agui_lambda::api::auth::hash_api_key;
+use agui_lambda::auth::hash_api_key;
 use agui_lambda::protocol::verify::{parse_sse, verify_run};
 use agui_lambda::store::{DynamoStore, ThreadStore};
 use aws_sdk_dynamodb::types::AttributeValue;

@@ -3,10 +3,11 @@
 //! (`GET /api/v1/agent/history`); the contract's exact refusals on its route only; agent profiles by
 //! `agent_type`; history paged across three days; image uploads through signed URLs into moto.
 
-use agui_lambda::api::auth::hash_api_key;
+use agui_lambda::auth::Principal;
+use agui_lambda::auth::hash_api_key;
 use agui_lambda::protocol::verify::{parse_sse, verify_run};
 use agui_lambda::protocol::{Message, MessageId, RunId, ThreadId, UserContent};
-use agui_lambda::store::{DynamoStore, Principal, RunFinish, RunStart, ThreadStore};
+use agui_lambda::store::{DynamoStore, RunFinish, RunStart, ThreadStore};
 use serde_json::{Value, json};
 use std::sync::Arc;
 

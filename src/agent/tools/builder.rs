@@ -167,8 +167,8 @@ impl ServerTool for FnTool {
 mod tests {
     use super::super::ToolRegistry;
     use super::*;
+    use crate::auth::Principal;
     use crate::protocol::{RunId, ThreadId};
-    use crate::store::Principal;
 
     #[derive(serde::Deserialize)]
     struct Pair {

@@ -52,8 +52,8 @@ impl ServerTool for CurrentTime {
 mod tests {
     use super::super::ToolRegistry;
     use super::*;
+    use crate::auth::Principal;
     use crate::protocol::{RunId, ThreadId};
-    use crate::store::Principal;
 
     fn context(device: Option<chrono_tz::Tz>) -> ToolContext {
         ToolContext::new(

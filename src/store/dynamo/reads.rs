@@ -3,8 +3,9 @@
 
 use super::DynamoStore;
 use super::items::*;
+use crate::auth::Principal;
 use crate::protocol::ThreadId;
-use crate::store::{Principal, StoreError};
+use crate::store::StoreError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
 
 /// Which sort keys of a partition a query reads.

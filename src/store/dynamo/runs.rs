@@ -5,9 +5,10 @@
 use super::DynamoStore;
 use super::items::*;
 use super::writes::{AppendEnd, NewMessages, cancelled_error};
+use crate::auth::Principal;
 use crate::protocol::{RunId, ThreadId};
 use crate::store::{
-    CancelState, Lease, Principal, Pulse, RunFinish, RunLeases, RunStart, StoreError, StoredThread,
+    CancelState, Lease, Pulse, RunFinish, RunLeases, RunStart, StoreError, StoredThread,
 };
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;

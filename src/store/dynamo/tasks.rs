@@ -3,10 +3,9 @@
 
 use super::DynamoStore;
 use super::items::*;
+use crate::auth::Principal;
 use crate::protocol::{RunId, ThreadId};
-use crate::store::{
-    Principal, StoreError, TaskFailure, TaskRecord, TaskRecords, TaskState, task_message,
-};
+use crate::store::{StoreError, TaskFailure, TaskRecord, TaskRecords, TaskState, task_message};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{

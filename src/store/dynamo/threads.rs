@@ -6,9 +6,10 @@ use super::DynamoStore;
 use super::items::*;
 use super::reads::SortKeys;
 use super::writes::MessageItem;
+use crate::auth::Principal;
 use crate::protocol::{RunId, ThreadId};
 use crate::store::{
-    Deletion, NewThread, Principal, RunEnd, StoreError, StoredThread, ThreadActivity, ThreadList,
+    Deletion, NewThread, RunEnd, StoreError, StoredThread, ThreadActivity, ThreadList,
     ThreadSummary, Threads, message_time,
 };
 use async_trait::async_trait;

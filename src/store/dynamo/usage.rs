@@ -5,9 +5,10 @@
 use super::items::*;
 use super::reads::SortKeys;
 use super::{DynamoStore, back_off};
+use crate::auth::Principal;
 use crate::store::{
-    DayUsage, ModelUsage, Principal, QuotaExceeded, QuotaLimits, Reservation, Settlement,
-    StoreError, UsageLedger, secs_to_next_day, secs_to_next_minute, usage_day,
+    DayUsage, ModelUsage, QuotaExceeded, QuotaLimits, Reservation, Settlement, StoreError,
+    UsageLedger, secs_to_next_day, secs_to_next_minute, usage_day,
 };
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;

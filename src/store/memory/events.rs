@@ -96,8 +96,9 @@ fn drop_expired_logs(threads: &mut HashMap<ThreadId, Record>, events_ttl_ms: i64
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::auth::Principal;
     use crate::protocol::RunId;
-    use crate::store::{Principal, RunLeases, RunStart};
+    use crate::store::{RunLeases, RunStart};
     use std::time::Duration;
 
     async fn run_with_log(store: &MemoryStore, owner: &Principal, run: &str) -> RunRef {

@@ -8,7 +8,8 @@ mod tasks;
 mod threads;
 mod usage;
 
-use super::{ModelUsage, Principal, RunEnd, StoreError, TaskRecord};
+use super::{ModelUsage, RunEnd, StoreError, TaskRecord};
+use crate::auth::Principal;
 use crate::protocol::{Message, RunId, ThreadId};
 use bytes::Bytes;
 use serde_json::Value;

@@ -2,10 +2,11 @@
 //! with the output, renewing the lease, and cancel requests.
 
 use super::{HeldLease, MemoryStore, Record, now_ms, owned_mut};
+use crate::auth::Principal;
 use crate::protocol::{RunId, ThreadId};
 use crate::store::{
-    CancelState, Lease, Principal, Pulse, RunEnd, RunFinish, RunLeases, RunStart, StoreError,
-    check_sizes, message_time,
+    CancelState, Lease, Pulse, RunEnd, RunFinish, RunLeases, RunStart, StoreError, check_sizes,
+    message_time,
 };
 use async_trait::async_trait;
 use std::collections::HashMap;

@@ -2,10 +2,9 @@
 //! DynamoDB's TTL would.
 
 use super::{MemoryStore, now_ms};
+use crate::auth::Principal;
 use crate::protocol::RunId;
-use crate::store::{
-    Principal, StoreError, TaskFailure, TaskRecord, TaskRecords, TaskState, task_message,
-};
+use crate::store::{StoreError, TaskFailure, TaskRecord, TaskRecords, TaskState, task_message};
 use async_trait::async_trait;
 
 #[async_trait]

@@ -2,9 +2,10 @@
 //! deletion, and where runs ended.
 
 use super::{MemoryStore, Record, now_ms, owned_mut};
+use crate::auth::Principal;
 use crate::protocol::{RunId, ThreadId};
 use crate::store::{
-    Deletion, NewThread, Principal, RunEnd, StoreError, StoredThread, ThreadActivity, ThreadList,
+    Deletion, NewThread, RunEnd, StoreError, StoredThread, ThreadActivity, ThreadList,
     ThreadSummary, Threads, check_sizes, message_time,
 };
 use async_trait::async_trait;

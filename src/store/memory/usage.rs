@@ -2,9 +2,10 @@
 //! reserved, and by model) and the runs admitted in the current minute.
 
 use super::MemoryStore;
+use crate::auth::Principal;
 use crate::store::{
-    DayUsage, ModelUsage, Principal, QuotaExceeded, QuotaLimits, Reservation, Settlement,
-    StoreError, UsageLedger, secs_to_next_day, secs_to_next_minute, usage_day,
+    DayUsage, ModelUsage, QuotaExceeded, QuotaLimits, Reservation, Settlement, StoreError,
+    UsageLedger, secs_to_next_day, secs_to_next_minute, usage_day,
 };
 use async_trait::async_trait;
 

@@ -2,7 +2,6 @@
 //! JWTs (RS256/ES256 against a JWKS), the IAM caller of an `AWS_IAM` Function URL, or nobody
 //! (`none`). A refusal says nothing that helps an attacker.
 
-use crate::store::Principal;
 use http::HeaderMap;
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, JwkSet};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
@@ -10,6 +9,25 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use subtle::ConstantTimeEq;
+
+/// Who is calling, once authenticated: the owner of the threads, memories and usage it makes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Principal(String);
+
+impl Principal {
+    pub fn new(id: impl Into<String>) -> Self {
+        Self(id.into())
+    }
+
+    /// The caller when authentication is off (`AUTH_MODE=none`).
+    pub fn anonymous() -> Self {
+        Self("anonymous".to_owned())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
 
 /// The IAM identity Lambda puts in the request context of an `AWS_IAM` Function URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
