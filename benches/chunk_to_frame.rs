@@ -16,9 +16,9 @@
 //! `cargo test --all-targets`) it runs a short smoke pass instead.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use agui_lambda::auth::Principal;
-use agui_lambda::model::openai::delta_stream;
-use agui_lambda::model::{DeltaStream, ModelError, ModelProvider, ModelRequest};
+use agui_lambda::testing::auth::Principal;
+use agui_lambda::testing::model::openai::delta_stream;
+use agui_lambda::testing::model::{DeltaStream, ModelError, ModelProvider, ModelRequest};
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -55,8 +55,8 @@ impl ModelProvider for ChannelModel {
         "channel-fed OpenAI byte stream".to_owned()
     }
 
-    fn identity(&self) -> agui_lambda::model::ModelIdentity {
-        agui_lambda::model::ModelIdentity {
+    fn identity(&self) -> agui_lambda::testing::model::ModelIdentity {
+        agui_lambda::testing::model::ModelIdentity {
             provider: "openai".to_owned(),
             model: "bench".to_owned(),
         }
@@ -94,10 +94,10 @@ async fn measure(chunks: usize, pace: Option<Duration>) -> Vec<f64> {
     // is out.
     let (written_tx, mut written_rx) = mpsc::unbounded_channel::<Instant>();
     let writer = tokio::spawn(async move {
-        let mut frames = Box::pin(agui_lambda::api::stream::frames(
+        let mut frames = Box::pin(agui_lambda::testing::api::frames(
             run.into_batches(),
             Duration::from_secs(15),
-            agui_lambda::dialects::AguiEncoder,
+            agui_lambda::testing::dialects::AguiEncoder,
         ));
         let mut last = None;
         while let Some(frame) = frames.next().await {

@@ -4,14 +4,14 @@
 //! `AGUI_BENCH_DYNAMODB_ENDPOINT=http://127.0.0.1:8000 cargo bench --bench dynamo_store`
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use agui_lambda::agent::{Agent, AgentSettings, ToolRegistry};
-use agui_lambda::auth::Principal;
-use agui_lambda::model::scripted::{ScriptedModel, ScriptedTurn};
-use agui_lambda::protocol::input::{ForwardedProps, RunInput};
-use agui_lambda::protocol::{
+use agui_lambda::testing::agent::{Agent, AgentSettings, ToolRegistry};
+use agui_lambda::testing::auth::Principal;
+use agui_lambda::testing::model::scripted::{ScriptedModel, ScriptedTurn};
+use agui_lambda::testing::protocol::input::{ForwardedProps, RunInput};
+use agui_lambda::testing::protocol::{
     ClientTool, Event, Message, MessageId, RunId, ThreadId, ToolCall, ToolCallId, UserContent,
 };
-use agui_lambda::store::{
+use agui_lambda::testing::store::{
     DynamoStore, EventLog, RunFinish, RunLeases, RunStart, StoreUsage, Threads, UsageLedger,
 };
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
@@ -75,6 +75,10 @@ async fn run(agent: &Agent, input: RunInput) -> Vec<Event> {
     events
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "a bench's report: one measurement after another, printed in order"
+)]
 #[tokio::main]
 async fn main() {
     let Ok(endpoint) = std::env::var("AGUI_BENCH_DYNAMODB_ENDPOINT") else {
@@ -208,7 +212,7 @@ async fn main() {
     // A 500-token answer streamed over about 5 s (10 ms a token), event recording on and off.
     for record_events in [true, false] {
         let demo = Agent::new(
-            Arc::new(agui_lambda::model::demo::DemoModel {
+            Arc::new(agui_lambda::testing::model::DemoModel {
                 word_delay: Duration::from_millis(10),
             }),
             Arc::new(ToolRegistry::with_builtins().unwrap()),
@@ -345,10 +349,14 @@ async fn seed_thread(
     thread
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "a bench's report: one measurement after another, printed in order"
+)]
 /// DynamoDB cost of the thread list, delete, fork and the quota check.
 async fn threads_and_quotas(store: &Arc<DynamoStore>, model: &ScriptedModel) {
-    use agui_lambda::agent::Quotas;
-    use agui_lambda::store::QuotaLimits;
+    use agui_lambda::testing::agent::Quotas;
+    use agui_lambda::testing::store::QuotaLimits;
     println!("Threads, usage and quotas:");
     let owner = Principal::new("bench-list");
     for _ in 0..250 {
@@ -400,7 +408,7 @@ async fn threads_and_quotas(store: &Arc<DynamoStore>, model: &ScriptedModel) {
         let before = store.usage();
         let began = Instant::now();
         store
-            .create_thread(agui_lambda::store::NewThread {
+            .create_thread(agui_lambda::testing::store::NewThread {
                 owner: &forker,
                 thread_id: &ThreadId::new_uuid(),
                 messages: &loaded.messages,
@@ -480,9 +488,9 @@ async fn threads_and_quotas(store: &Arc<DynamoStore>, model: &ScriptedModel) {
     let reserved = delta(before, store.usage());
     let before = store.usage();
     store
-        .settle(agui_lambda::store::Settlement {
+        .settle(agui_lambda::testing::store::Settlement {
             reservation: &reservation,
-            run: Some(agui_lambda::store::RunTokens {
+            run: Some(agui_lambda::testing::store::RunTokens {
                 provider: "openai",
                 model: "gpt-4o-mini",
                 input: 20,

@@ -6,13 +6,13 @@
 //! second, so 1 / thrpt is the time per chunk or per streamed event.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use agui_lambda::agent::Agent;
-use agui_lambda::auth::Principal;
-use agui_lambda::model::ModelDelta;
-use agui_lambda::model::openai::{ChunkParser, delta_stream};
-use agui_lambda::model::scripted::ScriptedModel;
-use agui_lambda::protocol::events::Event;
-use agui_lambda::protocol::{MessageId, ToolCallId, sse};
+use agui_lambda::testing::agent::Agent;
+use agui_lambda::testing::auth::Principal;
+use agui_lambda::testing::model::ModelDelta;
+use agui_lambda::testing::model::openai::{ChunkParser, delta_stream};
+use agui_lambda::testing::model::scripted::ScriptedModel;
+use agui_lambda::testing::protocol::events::Event;
+use agui_lambda::testing::protocol::{MessageId, ToolCallId, sse};
 use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures_util::StreamExt;
@@ -161,10 +161,10 @@ async fn one_run(agent: &Agent) -> (usize, usize) {
         )
         .await
         .unwrap();
-    let mut frames = Box::pin(agui_lambda::api::stream::frames(
+    let mut frames = Box::pin(agui_lambda::testing::api::frames(
         run.into_batches(),
         Duration::from_secs(15),
-        agui_lambda::dialects::AguiEncoder,
+        agui_lambda::testing::dialects::AguiEncoder,
     ));
     let (mut count, mut bytes) = (0, 0);
     while let Some(chunk) = frames.next().await {

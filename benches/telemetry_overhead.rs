@@ -9,10 +9,10 @@
 //! mode (default 200; `cargo test --bench telemetry_overhead` runs 3 as a smoke test).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use agui_lambda::agent::Agent;
-use agui_lambda::auth::Principal;
-use agui_lambda::model::scripted::ScriptedModel;
-use agui_lambda::telemetry;
+use agui_lambda::testing::agent::Agent;
+use agui_lambda::testing::auth::Principal;
+use agui_lambda::testing::model::scripted::ScriptedModel;
+use agui_lambda::testing::telemetry;
 use futures_util::StreamExt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,10 +34,10 @@ async fn one_run(agent: &Agent) -> (usize, Duration) {
         )
         .await
         .unwrap();
-    let mut frames = Box::pin(agui_lambda::api::stream::frames(
+    let mut frames = Box::pin(agui_lambda::testing::api::frames(
         run.into_batches(),
         Duration::from_secs(15),
-        agui_lambda::dialects::AguiEncoder,
+        agui_lambda::testing::dialects::AguiEncoder,
     ));
     let mut first = None;
     let mut events = 0;

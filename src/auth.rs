@@ -31,7 +31,7 @@ impl Principal {
 
 /// The IAM identity Lambda puts in the request context of an `AWS_IAM` Function URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IamCaller(pub String);
+pub(crate) struct IamCaller(pub String);
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum AuthConfigError {
@@ -48,7 +48,7 @@ pub enum AuthConfigError {
 /// The caller is not who they claim, or did not say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("missing or invalid credentials")]
-pub struct Unauthorized;
+pub(crate) struct Unauthorized;
 
 pub struct ApiKeys {
     keys: Vec<(Principal, [u8; 32])>,
@@ -57,7 +57,7 @@ pub struct ApiKeys {
 impl ApiKeys {
     /// `alice=<sha256 hex>,bob=<sha256 hex>` (newlines work too), or a JSON object
     /// `{"alice": "<sha256 hex>"}` as a Secrets Manager secret naturally holds it.
-    pub fn parse(spec: &str) -> Result<Self, AuthConfigError> {
+    pub(crate) fn parse(spec: &str) -> Result<Self, AuthConfigError> {
         let pairs: Vec<(String, String)> =
             match serde_json::from_str::<HashMap<String, String>>(spec) {
                 Ok(map) => map.into_iter().collect(),
@@ -107,6 +107,7 @@ impl ApiKeys {
     }
 }
 
+#[cfg(any(test, feature = "test-utils"))]
 /// The SHA-256 hex digest to configure for an API key.
 pub fn hash_api_key(key: &str) -> String {
     Sha256::digest(key.as_bytes())
@@ -137,7 +138,7 @@ struct Claims {
 }
 
 impl JwtVerifier {
-    pub fn from_jwks(
+    pub(crate) fn from_jwks(
         jwks: &str,
         issuer: &str,
         audience: &str,
@@ -206,7 +207,7 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 }
 
 impl Authenticator {
-    pub fn authenticate(
+    pub(crate) fn authenticate(
         &self,
         headers: &HeaderMap,
         iam_caller: Option<&IamCaller>,
@@ -225,7 +226,7 @@ impl Authenticator {
         }
     }
 
-    pub fn mode(&self) -> &'static str {
+    pub(crate) fn mode(&self) -> &'static str {
         match self {
             Authenticator::None => "none",
             Authenticator::ApiKeys(_) => "api-key",

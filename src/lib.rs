@@ -32,21 +32,37 @@
 //! }
 //! ```
 
-pub mod agent;
-pub mod api;
-pub mod auth;
-pub mod config;
-pub mod dialects;
-pub mod mcp;
-pub mod model;
-pub mod protocol;
-pub mod server;
-pub mod startup;
-pub mod store;
-pub mod telemetry;
+// Everything but the public API below is crate-private; the crate's own tests reach the rest
+// through `testing` (behind `test-utils`). Without that feature the items it re-exports are
+// crate-private in effect, so `unreachable_pub` is checked where it can see them: in the test
+// build (`cargo clippy --all-targets`).
+#![cfg_attr(not(feature = "test-utils"), allow(unreachable_pub))]
+// A build without one of the default features (the fuzz crate builds without the AWS SDK) leaves
+// the code only that feature calls unused.
+#![cfg_attr(
+    not(all(feature = "aws", feature = "bedrock", feature = "mcp")),
+    allow(dead_code)
+)]
 
-/// Server tools: the public API for adding your own (re-exported from `agent::tools`).
+mod agent;
+mod api;
+mod auth;
+mod config;
+mod dialects;
+mod mcp;
+mod model;
+mod protocol;
+mod server;
+mod startup;
+mod store;
+mod telemetry;
+#[cfg(feature = "test-utils")]
+#[doc(hidden)]
+pub mod testing;
+
+/// Server tools: the public API for adding your own.
 pub use agent::tools;
+pub use config::{Config, ConfigError};
 pub use server::{ServeError, main_with_tools, serve};
 
 /// The layering above, checked on the source: which module may name which.
@@ -130,6 +146,22 @@ mod layering {
             (
                 "server",
                 &["agent", "api", "config", "startup", "store", "telemetry"][..],
+            ),
+            // The tests' door names whatever they reach; nothing names it.
+            (
+                "testing",
+                &[
+                    "agent",
+                    "api",
+                    "auth",
+                    "config",
+                    "dialects",
+                    "model",
+                    "protocol",
+                    "startup",
+                    "store",
+                    "telemetry",
+                ][..],
             ),
         ])
     }

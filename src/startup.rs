@@ -157,6 +157,7 @@ async fn fetch_jwks(url: &str) -> Result<String, StartupError> {
         .map_err(|err| failure(err.to_string()))
 }
 
+#[cfg(any(test, feature = "test-utils"))]
 /// The configured model (`MODEL_PROVIDER`, `AGENT_MODEL`).
 pub async fn model_from_config(config: &Config) -> Result<Arc<dyn ModelProvider>, StartupError> {
     let client = ModelClient::from_config(config).await?;
@@ -283,7 +284,7 @@ impl ModelClient {
 /// The DynamoDB client of the thread store: region, credentials and endpoint
 /// (`AWS_ENDPOINT_URL_DYNAMODB`) from the standard AWS configuration.
 #[cfg(feature = "aws")]
-pub async fn dynamo_client() -> aws_sdk_dynamodb::Client {
+pub(crate) async fn dynamo_client() -> aws_sdk_dynamodb::Client {
     // Bounded, so a store that is down answers 503 in seconds instead of hanging a run.
     let timeouts = aws_config::timeout::TimeoutConfig::builder()
         .connect_timeout(Duration::from_secs(2))
@@ -324,7 +325,7 @@ pub async fn store_from_config(config: &Config) -> Result<Arc<dyn ThreadStore>, 
 /// with the command that creates it instead of failing every run with 503. (Under Lambda the
 /// template creates the table, and the function's role may not describe it.)
 #[cfg(feature = "aws")]
-pub async fn check_threads_table(config: &Config) -> Result<(), StartupError> {
+pub(crate) async fn check_threads_table(config: &Config) -> Result<(), StartupError> {
     let Some(table) = &config.store.threads_table else {
         return Ok(());
     };
@@ -336,7 +337,7 @@ pub async fn check_threads_table(config: &Config) -> Result<(), StartupError> {
 /// `agui-lambda create-table`: creates `THREADS_TABLE` as `template.yaml` declares it, or
 /// accepts the existing table when its key schema is that one.
 #[cfg(feature = "aws")]
-pub async fn create_threads_table(
+pub(crate) async fn create_threads_table(
     config: &Config,
 ) -> Result<crate::store::dynamo::TableSetup, StartupError> {
     let table = config.store.threads_table.as_deref().ok_or_else(|| {
@@ -377,7 +378,7 @@ fn explain_table_error(err: crate::store::dynamo::TableError, table: &str) -> St
 
 /// Without the `aws` feature there is no table: [`store_from_config`] refuses `THREADS_TABLE`.
 #[cfg(not(feature = "aws"))]
-pub async fn check_threads_table(_config: &Config) -> Result<(), StartupError> {
+pub(crate) async fn check_threads_table(_config: &Config) -> Result<(), StartupError> {
     Ok(())
 }
 
@@ -460,6 +461,7 @@ fn mcp_server_offers_nothing(config: &Config, tools: &ToolRegistry, name: &str) 
     })
 }
 
+#[cfg(any(test, feature = "test-utils"))]
 /// The app from its parts, with the built-in tools; tests pass a scripted model or their own
 /// store.
 pub fn build_app(
@@ -471,6 +473,7 @@ pub fn build_app(
     build_app_with_tools(config, model, store, auth, ToolRegistry::with_builtins()?)
 }
 
+#[cfg(any(test, feature = "test-utils"))]
 /// The app from its parts and its server tools (MCP servers' already added, see
 /// [`add_mcp_tools`]); applies `APPROVAL_REQUIRED_TOOLS` and `TOOL_RESULT_MAX_BYTES` to them.
 /// `model` serves every `AGENT_PROFILES` profile too (their `model` is read by
@@ -575,7 +578,7 @@ fn agent_profiles(
 /// The v1 agent API's image uploads when `ATTACHMENTS_BUCKET` is set: presigned with the function's own
 /// AWS credentials and region (`ATTACHMENTS_S3_ENDPOINT` for an S3-compatible server).
 #[cfg(feature = "aws")]
-pub async fn blobs_from_config(
+pub(crate) async fn blobs_from_config(
     config: &Config,
 ) -> Result<Option<Arc<crate::store::Blobs>>, StartupError> {
     let Some(bucket) = &config.store.attachments_bucket else {
@@ -605,7 +608,7 @@ pub async fn blobs_from_config(
 }
 
 #[cfg(not(feature = "aws"))]
-pub async fn blobs_from_config(
+pub(crate) async fn blobs_from_config(
     config: &Config,
 ) -> Result<Option<Arc<crate::store::Blobs>>, StartupError> {
     match &config.store.attachments_bucket {
@@ -618,7 +621,7 @@ pub async fn blobs_from_config(
 
 /// Where detached runs go: under the Lambda runtime, an asynchronous invocation of this very
 /// function (`SELF_INVOKE_ENDPOINT` for an emulator's Invoke API); elsewhere a local task.
-pub async fn dispatcher_from_config(
+pub(crate) async fn dispatcher_from_config(
     config: &Config,
 ) -> Result<crate::api::dispatch::Dispatcher, StartupError> {
     let under_lambda = std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some();
@@ -666,6 +669,7 @@ pub async fn dispatcher_from_config(
     }
 }
 
+#[cfg(any(test, feature = "test-utils"))]
 /// The app as configured, with the built-in tools and the MCP servers' tools.
 pub async fn build(config: &Config) -> Result<App, StartupError> {
     build_with_tools(config, ToolRegistry::with_builtins()?).await
@@ -673,7 +677,7 @@ pub async fn build(config: &Config) -> Result<App, StartupError> {
 
 /// The app as configured, with `tools` (usually the built-ins plus yours) and the MCP servers'
 /// tools. The MCP servers are listed while the model, store and authenticator are set up.
-pub async fn build_with_tools(
+pub(crate) async fn build_with_tools(
     config: &Config,
     mut tools: ToolRegistry,
 ) -> Result<App, StartupError> {
@@ -692,7 +696,7 @@ pub async fn build_with_tools(
 }
 
 /// The EMF metrics writer, when `EMF_METRICS` is on.
-pub fn metrics_from_config(config: &Config) -> Option<crate::telemetry::emf::Emf> {
+pub(crate) fn metrics_from_config(config: &Config) -> Option<crate::telemetry::emf::Emf> {
     let telemetry = &config.telemetry;
     telemetry.emf.then(|| {
         crate::telemetry::emf::Emf::stdout(&telemetry.metrics_namespace, &telemetry.service_name)

@@ -2,21 +2,21 @@
 //! agent on the in-memory store they run it through.
 #![allow(dead_code, clippy::unwrap_used)]
 
-use agui_lambda::agent::{Agent, AgentSettings, ToolRegistry};
-use agui_lambda::model::scripted::ScriptedTurn;
-use agui_lambda::model::{FinishReason, ModelDelta, ModelProvider, Usage};
-use agui_lambda::protocol::input::{ForwardedProps, RunInput};
-use agui_lambda::protocol::{Message, MessageId, RunId, UserContent};
-use agui_lambda::store::MemoryStore;
+use agui_lambda::testing::agent::{Agent, AgentSettings, ToolRegistry};
+use agui_lambda::testing::model::scripted::ScriptedTurn;
+use agui_lambda::testing::model::{FinishReason, ModelDelta, ModelProvider, Usage};
+use agui_lambda::testing::protocol::input::{ForwardedProps, RunInput};
+use agui_lambda::testing::protocol::{Message, MessageId, RunId, UserContent};
+use agui_lambda::testing::store::MemoryStore;
 use std::sync::Arc;
 
-pub const WORDS: [&str; 12] = [
+pub(crate) const WORDS: [&str; 12] = [
     " the", " server", " streams", " every", " token", " to", " the", " browser", " as", " an",
     " event", ".",
 ];
 
 /// A new thread's first run: one user message.
-pub fn run_input() -> RunInput {
+pub(crate) fn run_input() -> RunInput {
     RunInput {
         thread_id: None,
         run_id: RunId::generate(),
@@ -36,7 +36,7 @@ pub fn run_input() -> RunInput {
 }
 
 /// A `tokens`-token text answer, one delta per token, as the OpenAI provider would yield it.
-pub fn text_turn(tokens: usize) -> ScriptedTurn {
+pub(crate) fn text_turn(tokens: usize) -> ScriptedTurn {
     let mut deltas: Vec<ModelDelta> = (0..tokens)
         .map(|i| ModelDelta::Text(WORDS[i % WORDS.len()].to_owned()))
         .collect();
@@ -50,7 +50,7 @@ pub fn text_turn(tokens: usize) -> ScriptedTurn {
 }
 
 /// An agent on `model`, the built-in tools and a fresh in-memory store.
-pub fn agent(model: Arc<dyn ModelProvider>) -> Agent {
+pub(crate) fn agent(model: Arc<dyn ModelProvider>) -> Agent {
     Agent::new(
         model,
         Arc::new(ToolRegistry::with_builtins().unwrap()),

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Operation {
+pub(crate) enum Operation {
     Add,
     Subtract,
     Multiply,
@@ -18,14 +18,14 @@ pub enum Operation {
 }
 
 #[derive(Debug, Deserialize)]
-pub struct Calculation {
+pub(crate) struct Calculation {
     pub a: f64,
     pub b: f64,
     pub operation: Operation,
 }
 
 /// The tool, ready for `ToolRegistry::add`.
-pub fn calculator() -> FnTool {
+pub(crate) fn calculator() -> FnTool {
     ToolBuilder::new(
         "calculate",
         "Exact arithmetic on two numbers: add, subtract, multiply or divide. Use it for any \
@@ -58,7 +58,7 @@ pub fn calculator() -> FnTool {
 }
 
 /// The arithmetic, with the checks a schema cannot express.
-pub fn calculate(calculation: &Calculation) -> Result<f64, ToolError> {
+pub(crate) fn calculate(calculation: &Calculation) -> Result<f64, ToolError> {
     let Calculation { a, b, operation } = calculation;
     let result = match operation {
         Operation::Add => a + b,

@@ -14,8 +14,8 @@
 //!   `Finish`.
 #![no_main]
 
-use agui_lambda::model::openai::{ChunkParser, delta_stream};
-use agui_lambda::model::{ModelDelta, ModelError, ToolCallAccumulator};
+use agui_lambda::testing::model::openai::{ChunkParser, delta_stream};
+use agui_lambda::testing::model::{ModelDelta, ModelError, ToolCallAccumulator};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use libfuzzer_sys::fuzz_target;

@@ -7,7 +7,7 @@
 //!   server stores and replays through `MESSAGES_SNAPSHOT` is itself valid input).
 #![no_main]
 
-use agui_lambda::protocol::{Limits, Message, parse_run_input};
+use agui_lambda::testing::protocol::{Limits, Message, parse_run_input};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -89,7 +89,7 @@ pub enum InterruptError {
 
 impl InterruptError {
     /// The `RUN_ERROR` code.
-    pub fn code(&self) -> RunErrorCode {
+    pub(crate) fn code(&self) -> RunErrorCode {
         match self {
             InterruptError::Pending(_) => RunErrorCode::InterruptPending,
             InterruptError::Expired { .. } => RunErrorCode::InterruptExpired,

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 /// What admission took for a run that has not started yet: carried to wherever it runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Admission {
+pub(crate) struct Admission {
     /// The UTC day the reservation is accounted to.
     pub day: String,
     pub reserved_tokens: u64,
@@ -33,13 +33,13 @@ impl Admission {
 }
 
 /// How a detached run ended its start.
-pub enum DetachedStart {
+pub(crate) enum DetachedStart {
     /// Running on its own task in this process.
     Started(Arc<super::live::LiveRun>),
     /// Another delivery of the same run started (or refused) it already.
     Duplicate,
     /// It could not start; the reason is recorded on its task.
-    Failed(StartError),
+    Failed,
 }
 
 impl Agent {
@@ -47,7 +47,7 @@ impl Agent {
     /// now: a thread running another run is busy (the detached run would not interrupt it), the
     /// caller's quota is reserved, and the run id must be new for this caller. A run that loses
     /// a race for its thread after this fails at its start and says so on its task.
-    pub async fn admit_detached(
+    pub(crate) async fn admit_detached(
         &self,
         owner: &Principal,
         thread_id: &ThreadId,
@@ -83,7 +83,7 @@ impl Agent {
 
     /// Starts an admitted run, once however often it is delivered. The reservation made at
     /// admission pays for it; a failure to start gives it back and is recorded on the task.
-    pub async fn start_detached(
+    pub(crate) async fn start_detached(
         &self,
         owner: Principal,
         input: RunInput,
@@ -101,7 +101,7 @@ impl Agent {
                 let error = StartError::from(error);
                 self.abandon_detached(&owner, &run_id, admission, &error)
                     .await;
-                return DetachedStart::Failed(error);
+                return DetachedStart::Failed;
             }
         }
         let reservation = admission.reservation(&owner);
@@ -120,14 +120,14 @@ impl Agent {
             Err(error) => {
                 // `start_reserved` has given the reservation back.
                 self.record_failure(&owner, &run_id, &error).await;
-                DetachedStart::Failed(error)
+                DetachedStart::Failed
             }
         }
     }
 
     /// A run that was admitted but can never start (its delivery failed): the reservation goes
     /// back and the task says why.
-    pub async fn abandon_detached(
+    pub(crate) async fn abandon_detached(
         &self,
         owner: &Principal,
         run_id: &RunId,
@@ -155,7 +155,7 @@ impl Agent {
     }
 
     /// The caller's task for `run_id`, if any.
-    pub async fn task(
+    pub(crate) async fn task(
         &self,
         owner: &Principal,
         run_id: &RunId,
@@ -166,7 +166,7 @@ impl Agent {
 
 impl StartError {
     /// The `RUN_ERROR` code a detached run's failure to start is reported with.
-    pub fn run_error_code(&self) -> &'static str {
+    pub(crate) fn run_error_code(&self) -> &'static str {
         match self {
             StartError::Busy | StartError::RunIdTaken => "CONFLICT",
             StartError::NotFound => "THREAD_NOT_FOUND",

@@ -24,7 +24,7 @@ pub struct DaySlice {
 /// Whether the history shows `message`: user messages, and assistant messages with text. Tool
 /// results, tool-call-only assistant turns, system, developer and reasoning messages are the
 /// runtime's context, not the conversation a person reads.
-pub fn is_visible(message: &Message) -> bool {
+pub(crate) fn is_visible(message: &Message) -> bool {
     match message {
         Message::User { .. } => true,
         Message::Assistant { content, .. } => {

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Why a run was told to stop early.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopReason {
+pub(crate) enum StopReason {
     /// The cancel endpoint, or a newer run on the thread (double-texting).
     Cancelled,
     /// The heartbeat found another run holding the thread.
@@ -21,7 +21,7 @@ pub enum StopReason {
 }
 
 /// One run's events and controls.
-pub struct LiveRun {
+pub(crate) struct LiveRun {
     pub thread_id: ThreadId,
     pub run_id: RunId,
     log: Mutex<Vec<Arc<RecordedEvent>>>,
@@ -44,7 +44,9 @@ tokio::task_local! {
 
 /// Runs `work` and returns, with its output, the runs it started. Under Lambda an invocation
 /// waits for those before it ends, so the environment is never frozen with a run half done.
-pub async fn tracking_spawned<F: std::future::Future>(work: F) -> (F::Output, Vec<Arc<LiveRun>>) {
+pub(crate) async fn tracking_spawned<F: std::future::Future>(
+    work: F,
+) -> (F::Output, Vec<Arc<LiveRun>>) {
     let spawned = Arc::new(Mutex::new(Vec::new()));
     let output = SPAWNED.scope(spawned.clone(), work).await;
     let runs = std::mem::take(
@@ -65,7 +67,7 @@ fn note_spawned(run: &Arc<LiveRun>) {
 }
 
 impl LiveRun {
-    pub fn new(thread_id: ThreadId, run_id: RunId) -> Arc<Self> {
+    pub(crate) fn new(thread_id: ThreadId, run_id: RunId) -> Arc<Self> {
         Arc::new(Self {
             thread_id,
             run_id,
@@ -80,13 +82,13 @@ impl LiveRun {
     }
 
     /// Resolves once the terminal event is in the log (without waking on every event before).
-    pub async fn ended(&self) {
+    pub(crate) async fn ended(&self) {
         let mut ended = self.ended.subscribe();
         let _ = ended.wait_for(|ended| *ended).await;
     }
 
     /// Resolves once the run has ended and its log is written.
-    pub async fn done(&self) {
+    pub(crate) async fn done(&self) {
         let mut done = self.done.subscribe();
         let _ = done.wait_for(|done| *done).await;
     }
@@ -98,7 +100,7 @@ impl LiveRun {
     }
 
     /// Appends an event: numbered, stamped and serialised once, here.
-    pub fn push(&self, event: Event) {
+    pub(crate) fn push(&self, event: Event) {
         let (count, terminal) = {
             let mut log = self.log();
             let seq = log.len() as u64 + 1;
@@ -114,7 +116,7 @@ impl LiveRun {
     }
 
     /// Events after sequence number `after`, and whether the run has ended.
-    pub fn since(&self, after: u64) -> (Vec<Arc<RecordedEvent>>, bool) {
+    pub(crate) fn since(&self, after: u64) -> (Vec<Arc<RecordedEvent>>, bool) {
         let log = self.log();
         let start = usize::try_from(after).unwrap_or(usize::MAX).min(log.len());
         let ended = log.last().is_some_and(|event| event.terminal);
@@ -122,22 +124,25 @@ impl LiveRun {
     }
 
     /// A client rejoins the run's stream (the events route).
-    pub fn note_rejoin(&self) {
+    pub(crate) fn note_rejoin(&self) {
         self.rejoins
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
-    pub fn rejoins(&self) -> u32 {
+    pub(crate) fn rejoins(&self) -> u32 {
         self.rejoins.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    pub fn has_ended(&self) -> bool {
+    pub(crate) fn has_ended(&self) -> bool {
         self.log().last().is_some_and(|event| event.terminal)
     }
 
     /// The run's events after `after`, in batches of what has arrived since the last batch was
     /// taken, until the terminal event.
-    pub fn follow(self: Arc<Self>, after: u64) -> impl Stream<Item = Vec<Arc<RecordedEvent>>> {
+    pub(crate) fn follow(
+        self: Arc<Self>,
+        after: u64,
+    ) -> impl Stream<Item = Vec<Arc<RecordedEvent>>> {
         let mut changes = self.pushed.subscribe();
         async_stream::stream! {
             let mut cursor = after;
@@ -155,21 +160,21 @@ impl LiveRun {
         }
     }
 
-    pub fn cancel(&self) {
+    pub(crate) fn cancel(&self) {
         self.stop.cancel();
     }
 
-    pub fn lose_lease(&self) {
+    pub(crate) fn lose_lease(&self) {
         self.lease_lost.store(true, Ordering::Relaxed);
         self.stop.cancel();
     }
 
     /// Resolves when the run is told to stop.
-    pub fn stop_token(&self) -> &CancellationToken {
+    pub(crate) fn stop_token(&self) -> &CancellationToken {
         &self.stop
     }
 
-    pub fn stop_reason(&self) -> Option<StopReason> {
+    pub(crate) fn stop_reason(&self) -> Option<StopReason> {
         if !self.stop.is_cancelled() {
             None
         } else if self.lease_lost.load(Ordering::Relaxed) {
@@ -224,22 +229,24 @@ impl LiveRuns {
         run.done.send_replace(true);
     }
 
-    pub fn get(&self, thread_id: &ThreadId, run_id: &RunId) -> Option<Arc<LiveRun>> {
+    pub(crate) fn get(&self, thread_id: &ThreadId, run_id: &RunId) -> Option<Arc<LiveRun>> {
         self.runs()
             .get(&(thread_id.clone(), run_id.clone()))
             .cloned()
     }
 
+    #[cfg(any(test, feature = "test-utils"))]
     pub fn len(&self) -> usize {
         self.runs().len()
     }
 
+    #[cfg(any(test, feature = "test-utils"))]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// Resolves once no run is in flight: under Lambda, an invocation ends only then, so the
-    /// environment is never frozen with a run half done.
+    /// Resolves once no run is in flight (tests and benches wait for a run's last writes).
+    #[cfg(any(test, feature = "test-utils"))]
     pub async fn idle(&self) {
         let mut count = self.count.subscribe();
         let _ = count.wait_for(|count| *count == 0).await;

@@ -5,14 +5,14 @@
 
 pub(crate) mod approval;
 mod background;
-pub mod detached;
-pub mod history_day;
-pub mod live;
+pub(crate) mod detached;
+pub(crate) mod history_day;
+pub(crate) mod live;
 mod profiles;
 mod run;
 mod spans;
 mod start;
-pub mod thread;
+pub(crate) mod thread;
 mod threads;
 pub mod tools;
 mod turn;
@@ -27,13 +27,13 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use crate::store::QuotaLimits;
-pub use approval::InterruptError;
-pub use profiles::{AgentProfile, INTERNAL_AGENT_TYPE, ProfileError, ProfileSetupError};
-pub use run::{PreparedRun, RunOutcomeKind, RunSummary};
-pub use thread::MergeError;
-pub use threads::{ForkError, Forked, QuotaOverride, Quotas};
-pub use tools::{ServerTool, ToolContext, ToolError, ToolOutput, ToolRegistry};
+pub(crate) use crate::store::QuotaLimits;
+pub(crate) use approval::InterruptError;
+pub(crate) use profiles::{AgentProfile, INTERNAL_AGENT_TYPE, ProfileSetupError};
+pub(crate) use thread::MergeError;
+pub use threads::Quotas;
+pub(crate) use threads::{ForkError, QuotaOverride};
+pub(crate) use tools::ToolRegistry;
 
 #[derive(Debug, Clone)]
 pub struct AgentSettings {
@@ -172,7 +172,7 @@ impl From<StoreError> for StartError {
 
 /// What the API layer tells a run about its request, for the run's metrics.
 #[derive(Debug, Clone, Copy)]
-pub struct Observed {
+pub(crate) struct Observed {
     pub received: std::time::Instant,
     /// `ag-ui`, `ag-kit`, `agentscope` or `v1-agent`.
     pub dialect: &'static str,
@@ -184,7 +184,7 @@ fn lease_expiry(duration: Duration) -> i64 {
 }
 
 /// Where a followed run's events come from.
-pub enum RunSource {
+pub(crate) enum RunSource {
     /// The run is in flight in this process.
     Live(Arc<LiveRun>),
     /// Elsewhere, or over: its log in the store. `active`: the run holds its thread now (so an
@@ -222,11 +222,12 @@ impl Agent {
     }
 
     /// Image uploads in `blobs`' bucket: stored `s3://` paths are signed for the model.
-    pub fn with_blobs(mut self, blobs: Option<Arc<crate::store::Blobs>>) -> Self {
+    pub(crate) fn with_blobs(mut self, blobs: Option<Arc<crate::store::Blobs>>) -> Self {
         self.blobs = blobs;
         self
     }
 
+    #[cfg(any(test, feature = "test-utils"))]
     /// The runs in flight in this process.
     pub fn live_runs(&self) -> &Arc<LiveRuns> {
         &self.live
@@ -234,7 +235,7 @@ impl Agent {
 
     /// Asks a run to stop, wherever it runs: directly when it is in this process, and through
     /// the thread's record for the heartbeat of a run elsewhere.
-    pub async fn cancel(
+    pub(crate) async fn cancel(
         &self,
         owner: &Principal,
         thread_id: &ThreadId,
@@ -250,7 +251,7 @@ impl Agent {
     }
 
     /// Where to follow `run_id` of `owner`'s thread from; `None` when there is no such thread.
-    pub async fn run_source(
+    pub(crate) async fn run_source(
         &self,
         owner: &Principal,
         thread_id: &ThreadId,
@@ -277,7 +278,7 @@ impl Agent {
         }))
     }
 
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "{}; {}{}",
             self.model.describe(),
@@ -287,7 +288,7 @@ impl Agent {
     }
 
     /// Frontend tools must not take a server tool's name: the model could not tell them apart.
-    pub fn check_client_tools(&self, client_tools: &[ClientTool]) -> Result<(), StartError> {
+    pub(crate) fn check_client_tools(&self, client_tools: &[ClientTool]) -> Result<(), StartError> {
         match client_tools
             .iter()
             .find(|tool| self.tools.contains(&tool.name))
@@ -299,7 +300,7 @@ impl Agent {
 
     /// AG-UI's `AgentCapabilities` for this deployment (`GET /capabilities`); `run_timeout`
     /// bounds a run's wall-clock time.
-    pub fn capabilities(&self, run_timeout: Duration) -> Value {
+    pub(crate) fn capabilities(&self, run_timeout: Duration) -> Value {
         let settings = &self.settings;
         let tools: Vec<Value> = self
             .tools

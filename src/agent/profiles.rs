@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 /// The `agent_type` the v1 agent API reserves for automated tasks: never a profile, never served over
 /// HTTP.
-pub const INTERNAL_AGENT_TYPE: &str = "memory";
+pub(crate) const INTERNAL_AGENT_TYPE: &str = "memory";
 
 /// The longest `agent_type` an error repeats: a longer one names no profile anyway (names are
 /// at most 64 characters), and an error must not carry a caller's megabytes into a log.
@@ -25,7 +25,7 @@ const ECHOED_CHARS: usize = 64;
 /// One profile as start-up hands it to [`Agent::with_profiles`]; a part left `None` is the
 /// default agent's.
 #[derive(Clone, Default)]
-pub struct AgentProfile {
+pub(crate) struct AgentProfile {
     /// Replaces `AGENT_SYSTEM_PROMPT`; the client's `context` entries are still appended. An
     /// empty prompt sends none.
     pub system_prompt: Option<String>,
@@ -54,7 +54,7 @@ pub enum ProfileSetupError {
 
 /// Why a request's `agent_type` chooses no agent: the caller's fault, for a 422.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ProfileError {
+pub(crate) enum ProfileError {
     /// Profiles are configured and this is none of them (at most 64 characters of it are kept).
     #[error("agent_type {0:?} names no agent profile of this deployment")]
     Unknown(String),
@@ -97,7 +97,7 @@ impl Agent {
     /// agent's model, tools and settings. Call it after the agent's other settings are made: a
     /// profile keeps the settings it was resolved with. Refuses a profile named `memory` and a
     /// tool name this agent's registry lacks.
-    pub fn with_profiles(
+    pub(crate) fn with_profiles(
         mut self,
         profiles: impl IntoIterator<Item = (String, AgentProfile)>,
     ) -> Result<Self, ProfileSetupError> {
@@ -139,7 +139,7 @@ impl Agent {
     /// (a deployment without profiles has a single agent, whatever the caller calls it). With
     /// profiles configured, an `agent_type` that names none is [`ProfileError::Unknown`].
     /// `memory` is [`ProfileError::Internal`] either way: the v1 agent API refuses it over HTTP.
-    pub fn profile(&self, agent_type: &str) -> Result<Agent, ProfileError> {
+    pub(crate) fn profile(&self, agent_type: &str) -> Result<Agent, ProfileError> {
         if agent_type == INTERNAL_AGENT_TYPE {
             return Err(ProfileError::Internal);
         }
@@ -161,7 +161,7 @@ impl Agent {
     }
 
     /// The configured profiles' names, sorted; empty when the default agent serves every request.
-    pub fn profile_names(&self) -> Vec<&str> {
+    pub(crate) fn profile_names(&self) -> Vec<&str> {
         self.profiles.by_name.keys().map(String::as_str).collect()
     }
 }
@@ -187,8 +187,8 @@ fn filtered(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::ToolOutput;
     use crate::agent::tools::ToolBuilder;
+    use crate::agent::tools::ToolOutput;
     use crate::auth::Principal;
     use crate::model::ToolSpec;
     use crate::model::scripted::{ScriptedModel, ScriptedTurn};

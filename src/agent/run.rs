@@ -8,7 +8,7 @@ mod outcome;
 mod steps;
 mod tool_calls;
 
-pub use outcome::{RunOutcomeKind, RunSummary};
+pub(crate) use outcome::RunSummary;
 
 use super::approval::{InterruptRecord, PendingApproval, Resolved};
 use super::live::LiveRun;
@@ -162,23 +162,23 @@ impl Emitter<'_> {
 }
 
 impl PreparedRun {
-    pub fn thread_id(&self) -> &ThreadId {
+    pub(crate) fn thread_id(&self) -> &ThreadId {
         &self.lease.thread_id
     }
 
-    pub fn run_id(&self) -> &RunId {
+    pub(crate) fn run_id(&self) -> &RunId {
         &self.lease.run_id
     }
 
     /// Tells the run when its request arrived and in which wire format (otherwise: when it
     /// began to start, AG-UI).
-    pub fn observe(&mut self, observed: Observed) {
+    pub(crate) fn observe(&mut self, observed: Observed) {
         self.telemetry.observed = observed;
     }
 
     /// Starts the run on its own task and returns its live handle; `RUN_STARTED` is already in
     /// its log. The run goes on to its end whoever follows it.
-    pub fn spawn(self) -> Arc<LiveRun> {
+    pub(crate) fn spawn(self) -> Arc<LiveRun> {
         let live = LiveRun::new(self.lease.thread_id.clone(), self.lease.run_id.clone());
         live.push(Event::RunStarted {
             thread_id: self.lease.thread_id.clone(),

@@ -302,7 +302,7 @@ async fn server_tool_result_is_streamed_and_fed_back_within_steps() {
         .await
         .unwrap();
     let roles: Vec<_> = history.messages.iter().map(|m| m.role()).collect();
-    use crate::protocol::Role::*;
+    use crate::protocol::message::Role::*;
     assert_eq!(roles, [User, Assistant, Tool, Assistant]);
 }
 
@@ -566,7 +566,7 @@ async fn repeated_provider_call_ids_are_replaced_with_unique_ones() {
 struct Counter;
 
 #[async_trait::async_trait]
-impl crate::agent::ServerTool for Counter {
+impl crate::agent::tools::ServerTool for Counter {
     fn name(&self) -> &str {
         "increment"
     }
@@ -579,14 +579,14 @@ impl crate::agent::ServerTool for Counter {
     async fn call(
         &self,
         _arguments: Value,
-        context: &crate::agent::ToolContext,
-    ) -> Result<crate::agent::ToolOutput, crate::agent::ToolError> {
+        context: &crate::agent::tools::ToolContext,
+    ) -> Result<crate::agent::tools::ToolOutput, crate::agent::tools::ToolError> {
         let count = context.state["count"].as_i64().unwrap_or(0);
         let patch: json_patch::Patch = serde_json::from_value(
             json!([{"op": "replace", "path": "/count", "value": count + 1}]),
         )
         .unwrap();
-        Ok(crate::agent::ToolOutput {
+        Ok(crate::agent::tools::ToolOutput {
             content: format!("{}", count + 1),
             state_patch: Some(patch),
         })
@@ -659,7 +659,7 @@ async fn a_retried_run_never_stores_the_users_message_twice() {
     let users = history
         .messages
         .iter()
-        .filter(|m| m.role() == crate::protocol::Role::User)
+        .filter(|m| m.role() == crate::protocol::message::Role::User)
         .count();
     assert_eq!(users, 1);
 }
@@ -800,13 +800,13 @@ fn logged_tool(
 ) -> crate::agent::tools::FnTool {
     crate::agent::tools::ToolBuilder::new(name, "notes its calls")
         .parallel(parallel)
-        .handler(move |_: Value, context: crate::agent::ToolContext| {
+        .handler(move |_: Value, context: crate::agent::tools::ToolContext| {
             let log = log.clone();
             async move {
                 log.lock().unwrap().push(format!("start {name}"));
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 log.lock().unwrap().push(format!("end {name}"));
-                Ok(crate::agent::ToolOutput::text(format!(
+                Ok(crate::agent::tools::ToolOutput::text(format!(
                     "{name} for {} (cancelled: {})",
                     context.principal.as_str(),
                     context.is_cancelled()

@@ -50,7 +50,7 @@ impl Agent {
 
     /// [`Agent::start`] with the quota already reserved (a detached run's admission); a run
     /// that fails to start gives the reservation back.
-    pub async fn start_reserved(
+    pub(crate) async fn start_reserved(
         &self,
         owner: Principal,
         input: RunInput,

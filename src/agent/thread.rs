@@ -5,10 +5,10 @@ use crate::protocol::{Message, MessageId, ToolCallId};
 use std::collections::HashSet;
 
 /// Content of the synthetic result that closes a tool call nobody answered.
-pub const NOT_ANSWERED: &str = "The user did not answer this tool call.";
+pub(crate) const NOT_ANSWERED: &str = "The user did not answer this tool call.";
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Merged {
+pub(crate) struct Merged {
     /// Stored history plus the new messages: what the model sees.
     pub history: Vec<Message>,
     /// Messages to store before the model is called.
@@ -34,11 +34,11 @@ pub enum MergeError {
 }
 
 /// The longest title derived from a message, in characters.
-pub const DERIVED_TITLE_CHARS: usize = 80;
+pub(crate) const DERIVED_TITLE_CHARS: usize = 80;
 
 /// A thread's title from its first user message with text: whitespace collapsed, cut at
 /// [`DERIVED_TITLE_CHARS`] characters with an ellipsis.
-pub fn derive_title(history: &[Message]) -> Option<String> {
+pub(crate) fn derive_title(history: &[Message]) -> Option<String> {
     history.iter().find_map(|message| {
         let Message::User { content, .. } = message else {
             return None;
@@ -58,7 +58,7 @@ pub fn derive_title(history: &[Message]) -> Option<String> {
 }
 
 /// Tool calls of the history still waiting for a result, in the order they were made.
-pub fn open_tool_calls(history: &[Message]) -> Vec<ToolCallId> {
+pub(crate) fn open_tool_calls(history: &[Message]) -> Vec<ToolCallId> {
     let mut open: Vec<ToolCallId> = Vec::new();
     for message in history {
         match message {
@@ -73,7 +73,7 @@ pub fn open_tool_calls(history: &[Message]) -> Vec<ToolCallId> {
 }
 
 /// A `tool` message that closes `tool_call_id` as unanswered.
-pub fn not_answered(tool_call_id: ToolCallId) -> Message {
+pub(crate) fn not_answered(tool_call_id: ToolCallId) -> Message {
     Message::Tool {
         id: MessageId::generate(),
         tool_call_id,
@@ -82,12 +82,13 @@ pub fn not_answered(tool_call_id: ToolCallId) -> Message {
     }
 }
 
-pub fn merge(stored: &[Message], incoming: Vec<Message>) -> Result<Merged, MergeError> {
+#[cfg(test)]
+pub(crate) fn merge(stored: &[Message], incoming: Vec<Message>) -> Result<Merged, MergeError> {
     merge_keeping_open(stored, incoming, &HashSet::new())
 }
 
 /// [`merge`], leaving the calls in `waiting` open: the server answers them (tool approvals).
-pub fn merge_keeping_open(
+pub(crate) fn merge_keeping_open(
     stored: &[Message],
     incoming: Vec<Message>,
     waiting: &HashSet<ToolCallId>,
@@ -166,7 +167,7 @@ pub fn merge_keeping_open(
 /// The history with every tool result moved up to follow the assistant message that made its
 /// call: a result the server adds after a later message (an approved call answered by the next
 /// run, after that run's new user message) must still sit where model APIs expect it.
-pub fn answers_follow_calls(history: &[Message]) -> Vec<Message> {
+pub(crate) fn answers_follow_calls(history: &[Message]) -> Vec<Message> {
     let answered_late: HashSet<&ToolCallId> = {
         let mut seen_calls = HashSet::new();
         let mut late = HashSet::new();
@@ -218,7 +219,7 @@ pub fn answers_follow_calls(history: &[Message]) -> Vec<Message> {
 /// omit `parentMessageId` make one per tool call) become one message, and reasoning messages
 /// stay only right before the assistant message they belong to (providers that need reasoning
 /// back attach it to that message; a turn that said nothing after its reasoning leaves none).
-pub fn model_view(history: &[Message]) -> Vec<Message> {
+pub(crate) fn model_view(history: &[Message]) -> Vec<Message> {
     let mut view: Vec<Message> = Vec::with_capacity(history.len());
     let mut reasoning: Vec<Message> = Vec::new();
     // Where the last assistant message is in `view` while only reasoning has followed it.

@@ -43,7 +43,7 @@ impl Quotas {
 
 /// Why a fork could not be made.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ForkError {
+pub(crate) enum ForkError {
     #[error(transparent)]
     Start(#[from] StartError),
     #[error("message {0} is not a message of this thread")]
@@ -58,14 +58,14 @@ impl From<StoreError> for ForkError {
 
 /// The thread a fork made.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Forked {
+pub(crate) struct Forked {
     pub thread_id: ThreadId,
     pub message_count: usize,
     pub title: Option<String>,
 }
 
 impl Agent {
-    pub async fn list_threads(
+    pub(crate) async fn list_threads(
         &self,
         owner: &Principal,
         limit: usize,
@@ -75,12 +75,12 @@ impl Agent {
     }
 
     /// A page of `owner`'s thread history (the history route).
-    pub async fn history(&self, query: HistoryQuery<'_>) -> Result<HistoryPage, StoreError> {
+    pub(crate) async fn history(&self, query: HistoryQuery<'_>) -> Result<HistoryPage, StoreError> {
         self.store.history(query).await
     }
 
     /// Whether `owner`'s thread exists and which run holds it.
-    pub async fn activity(
+    pub(crate) async fn activity(
         &self,
         owner: &Principal,
         thread_id: &ThreadId,
@@ -89,7 +89,7 @@ impl Agent {
     }
 
     /// A run's recorded events, from its start or from `from` on (following and replaying it).
-    pub async fn run_events(
+    pub(crate) async fn run_events(
         &self,
         run: &RunRef,
         from: Option<EventCursor>,
@@ -109,7 +109,7 @@ impl Agent {
         super::history_day::history_day(self.store.as_ref(), owner, thread_id, before, tz).await
     }
 
-    pub async fn rename_thread(
+    pub(crate) async fn rename_thread(
         &self,
         owner: &Principal,
         thread_id: &ThreadId,
@@ -120,7 +120,7 @@ impl Agent {
 
     /// Deletes `owner`'s thread. A run in flight on it is cancelled first, and the delete waits
     /// (up to the interrupt wait) for it to release the thread; `Busy` if it does not.
-    pub async fn delete_thread(
+    pub(crate) async fn delete_thread(
         &self,
         owner: &Principal,
         thread_id: &ThreadId,
@@ -151,7 +151,7 @@ impl Agent {
 
     /// A new thread owned by `owner`, holding `source`'s history up to and including
     /// `message_id`, its state and its title; `new_id` names it, or a UUID does.
-    pub async fn fork_thread(
+    pub(crate) async fn fork_thread(
         &self,
         owner: &Principal,
         source: &ThreadId,
@@ -241,7 +241,7 @@ impl Agent {
     }
 
     /// The caller's usage from `from` to `to` (UTC days, `YYYY-MM-DD`, both included).
-    pub async fn usage(
+    pub(crate) async fn usage(
         &self,
         owner: &Principal,
         from: &str,

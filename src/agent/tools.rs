@@ -41,9 +41,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::auth::Principal;
+/// The caller and the ids a tool is given in its [`ToolContext`].
+pub use crate::auth::Principal;
 use crate::model::ToolSpec;
-use crate::protocol::{RunId, ThreadId};
+pub use crate::protocol::{RunId, ThreadId};
 
 mod builder;
 mod current_time;
@@ -63,9 +64,7 @@ pub const DEFAULT_MAX_RESULT_BYTES: usize = 100_000;
 /// What a tool may know about the run that called it. Cheap to clone: the state is shared.
 ///
 /// ```
-/// use agui_lambda::protocol::{RunId, ThreadId};
-/// use agui_lambda::auth::Principal;
-/// use agui_lambda::tools::ToolContext;
+/// use agui_lambda::tools::{Principal, RunId, ThreadId, ToolContext};
 /// use serde_json::json;
 ///
 /// // How a tool's unit test builds the context a run would give it.

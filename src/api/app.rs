@@ -39,7 +39,7 @@ pub struct App {
 
 /// Settings of the HTTP layer.
 #[derive(Debug, Clone)]
-pub struct ApiSettings {
+pub(crate) struct ApiSettings {
     pub limits: Limits,
     pub ping_interval: Duration,
     pub run_timeout: Duration,
@@ -54,7 +54,7 @@ pub struct ApiSettings {
 pub(super) struct Arrival(pub(super) std::time::Instant);
 
 impl App {
-    pub fn new(agent: Agent, auth: Authenticator, settings: ApiSettings) -> Self {
+    pub(crate) fn new(agent: Agent, auth: Authenticator, settings: ApiSettings) -> Self {
         Self {
             agent,
             auth,
@@ -71,7 +71,7 @@ impl App {
     }
 
     /// Detached runs go through `dispatcher` (the self-invocation on Lambda).
-    pub fn with_dispatcher(mut self, dispatcher: Dispatcher) -> Self {
+    pub(crate) fn with_dispatcher(mut self, dispatcher: Dispatcher) -> Self {
         self.dispatcher = dispatcher;
         self
     }
@@ -99,11 +99,11 @@ impl App {
         self.blobs.as_ref().ok_or(ApiError::AttachmentsOff)
     }
 
-    pub fn max_payload_bytes(&self) -> usize {
+    pub(crate) fn max_payload_bytes(&self) -> usize {
         self.limits.max_payload_bytes
     }
 
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let attachments = match &self.blobs {
             Some(blobs) => format!("attachments in s3://{}", blobs.bucket()),
             None => "no attachments".to_owned(),
@@ -117,12 +117,13 @@ impl App {
         )
     }
 
+    #[cfg(any(test, feature = "test-utils"))]
     /// The runs in flight in this process.
     pub fn live_runs(&self) -> &std::sync::Arc<crate::agent::live::LiveRuns> {
         self.agent.live_runs()
     }
 
-    pub fn auth_mode(&self) -> &'static str {
+    pub(crate) fn auth_mode(&self) -> &'static str {
         self.auth.mode()
     }
 
@@ -210,7 +211,7 @@ impl App {
     /// The one door for refusals made before a request reaches [`App::handle`] (a body that
     /// cannot be read, or is too large): the same JSON error, with CORS headers.
     /// `path` is the request's: the v1 agent API's route answers an oversized body in its own words.
-    pub fn refusal(
+    pub(crate) fn refusal(
         &self,
         path: &str,
         headers: &http::HeaderMap,

@@ -16,11 +16,11 @@ enum Kind {
 }
 
 impl ResponseBody {
-    pub fn full(bytes: impl Into<Bytes>) -> Self {
+    pub(crate) fn full(bytes: impl Into<Bytes>) -> Self {
         Self(Kind::Full(Some(bytes.into())))
     }
 
-    pub fn stream(stream: impl Stream<Item = Bytes> + Send + 'static) -> Self {
+    pub(crate) fn stream(stream: impl Stream<Item = Bytes> + Send + 'static) -> Self {
         Self(Kind::Stream(Box::pin(stream)))
     }
 }

@@ -6,13 +6,13 @@ use crate::agent::detached::Admission;
 use serde::{Deserialize, Serialize};
 
 /// The key that marks a self-invocation's event (a Function URL event never has it at the top).
-pub const EVENT_KEY: &str = "aguiDetachedRun";
+pub(crate) const EVENT_KEY: &str = "aguiDetachedRun";
 
 /// An accepted run, as handed to where it runs: the request as the caller sent it (parsed again
 /// there with the same rules) and what admission already did.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct DetachedRequest {
+pub(crate) struct DetachedRequest {
     pub principal: String,
     pub run_id: String,
     pub agent_type: String,
@@ -24,7 +24,7 @@ pub struct DetachedRequest {
 }
 
 /// How accepted runs leave the answering request.
-pub enum Dispatcher {
+pub(crate) enum Dispatcher {
     /// A task of this process (the local server; nothing freezes it).
     Local,
     /// An asynchronous invocation of this function.
@@ -33,7 +33,7 @@ pub enum Dispatcher {
 }
 
 impl Dispatcher {
-    pub fn describe(&self) -> &'static str {
+    pub(crate) fn describe(&self) -> &'static str {
         match self {
             Dispatcher::Local => "detached runs on local tasks",
             #[cfg(feature = "aws")]
@@ -49,7 +49,7 @@ impl Dispatcher {
 /// Invokes this function with `InvocationType=Event` through the Lambda Invoke API, signed with
 /// SigV4 (the SDK's Lambda client would add megabytes for this one call).
 #[cfg(feature = "aws")]
-pub struct LambdaInvoker {
+pub(crate) struct LambdaInvoker {
     pub http: reqwest::Client,
     /// `https://lambda.<region>.amazonaws.com`, or an emulator's (`SELF_INVOKE_ENDPOINT`).
     pub endpoint: String,

@@ -9,7 +9,7 @@ use http::StatusCode;
 use serde_json::json;
 
 #[derive(Debug, thiserror::Error)]
-pub enum ApiError {
+pub(crate) enum ApiError {
     #[error(transparent)]
     Input(#[from] InputError),
     #[error(transparent)]
@@ -43,7 +43,7 @@ pub enum ApiError {
 
 impl ApiError {
     /// A store failure outside a run's start: reads of history and of run events, cancels.
-    pub fn from_store(error: crate::store::StoreError) -> Self {
+    pub(crate) fn from_store(error: crate::store::StoreError) -> Self {
         use crate::store::StoreError;
         match error {
             StoreError::BadCursor => ApiError::BadCursor,
@@ -54,7 +54,7 @@ impl ApiError {
 
 impl ApiError {
     /// Seconds a refused caller should wait (`Retry-After`), for refusals that pass.
-    pub fn retry_after_secs(&self) -> Option<u64> {
+    pub(crate) fn retry_after_secs(&self) -> Option<u64> {
         match self {
             ApiError::Start(StartError::QuotaExceeded(exceeded)) => {
                 Some(exceeded.retry_after_secs())
@@ -63,7 +63,7 @@ impl ApiError {
         }
     }
 
-    pub fn status(&self) -> StatusCode {
+    pub(crate) fn status(&self) -> StatusCode {
         match self {
             ApiError::Input(InputError::Syntax(_))
             | ApiError::BadQuery(_)
@@ -102,7 +102,7 @@ impl ApiError {
         }
     }
 
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             ApiError::Input(InputError::Syntax(_)) => "invalid_json",
             ApiError::Input(InputError::TooLarge { .. })
@@ -138,7 +138,7 @@ impl ApiError {
         }
     }
 
-    pub fn body(&self) -> Bytes {
+    pub(crate) fn body(&self) -> Bytes {
         let mut error = json!({"code": self.code(), "message": self.to_string()});
         let field = match self {
             ApiError::Input(input) => input.field().map(str::to_owned),

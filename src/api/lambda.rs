@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::time::Instant;
 use tracing::Instrument;
 
-pub async fn run(app: Arc<App>) -> Result<(), lambda_http::Error> {
+pub(crate) async fn run(app: Arc<App>) -> Result<(), lambda_http::Error> {
     app.remember_self();
     let handler = service_fn(move |event: LambdaEvent<Value>| {
         let app = app.clone();
@@ -137,7 +137,7 @@ async fn run_detached(
                 "started"
             }
             DetachedStart::Duplicate => "duplicate",
-            DetachedStart::Failed(_) => "failed",
+            DetachedStart::Failed => "failed",
         },
         Err(error) => {
             tracing::error!(%error, "a detached run's event does not parse");

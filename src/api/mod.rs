@@ -6,18 +6,17 @@
 mod app;
 mod body;
 mod dev_page;
-pub mod dispatch;
+pub(crate) mod dispatch;
 mod error;
-pub mod lambda;
-pub mod local;
+pub(crate) mod lambda;
+pub(crate) mod local;
 mod request;
 mod response;
 mod routes;
 mod runs;
-pub mod stream;
+pub(crate) mod stream;
 mod threads;
 mod v1_agent;
 
-pub use app::{ApiSettings, App};
-pub use body::ResponseBody;
-pub use error::ApiError;
+pub(crate) use app::ApiSettings;
+pub use app::App;

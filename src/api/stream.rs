@@ -74,7 +74,7 @@ const POLLS_AFTER_RELEASE: u32 = 3;
 
 /// The events of a run held in the store after sequence number `after`, then the run's new
 /// events as they are written, until its terminal event or `deadline`.
-pub fn follow_stored(
+pub(crate) fn follow_stored(
     agent: Agent,
     owner: Principal,
     run: RunRef,

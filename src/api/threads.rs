@@ -20,7 +20,7 @@ const HISTORY_PAGE_MAX: usize = 500;
 const LIST_PAGE_DEFAULT: usize = 20;
 const LIST_PAGE_MAX: usize = 100;
 /// The longest title a caller may set, in characters.
-pub const TITLE_MAX_CHARS: usize = 200;
+pub(super) const TITLE_MAX_CHARS: usize = 200;
 /// The longest span `GET /usage` reports, in days.
 const USAGE_MAX_DAYS: i64 = 366;
 

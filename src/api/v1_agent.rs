@@ -105,7 +105,7 @@ impl App {
 
     /// Runs an accepted run where it was delivered (a task here, or the self-invocation on
     /// Lambda); returns when it has started, or failed to.
-    pub async fn execute_detached(
+    pub(crate) async fn execute_detached(
         &self,
         request: DetachedRequest,
         invocation_deadline: Option<Instant>,
@@ -129,7 +129,7 @@ impl App {
                         .abandon_detached(&principal, &run_id, &request.admission, &error)
                         .await;
                 }
-                return DetachedStart::Failed(error);
+                return DetachedStart::Failed;
             }
         };
         let mut input = parsed.input;

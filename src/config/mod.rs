@@ -21,18 +21,16 @@ use profiles::Profiles;
 use std::collections::{BTreeMap, HashMap};
 use vars::Vars;
 
-pub use auth::{AuthConfig, JwksSource};
-pub use http_server::HttpConfig;
-pub use model::{ModelChoice, ModelConfig, OpenAiConfig};
-pub use profiles::{
-    MAX_PROFILE_MODEL_CHARS, MAX_PROFILE_PROMPT_CHARS, MAX_PROFILES, ProfileConfig,
-    ProfilesConfigError,
-};
-pub use runtime::RuntimeFlavor;
-pub use secrecy::{ExposeSecret, SecretString};
-pub use store::StoreConfig;
-pub use telemetry::TelemetryConfig;
-pub use tools::ToolsConfig;
+pub(crate) use auth::{AuthConfig, JwksSource};
+pub(crate) use http_server::HttpConfig;
+pub use model::ModelChoice;
+pub(crate) use model::ModelConfig;
+pub(crate) use profiles::{ProfileConfig, ProfilesConfigError};
+pub(crate) use runtime::RuntimeFlavor;
+pub(crate) use secrecy::{ExposeSecret, SecretString};
+pub(crate) use store::StoreConfig;
+pub(crate) use telemetry::TelemetryConfig;
+pub(crate) use tools::ToolsConfig;
 
 /// Every setting, grouped by concern.
 #[derive(Debug, Clone)]

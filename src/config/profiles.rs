@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 /// At most this many `AGENT_PROFILES`.
-pub const MAX_PROFILES: usize = 32;
+pub(crate) const MAX_PROFILES: usize = 32;
 /// The longest profile system prompt, in characters.
-pub const MAX_PROFILE_PROMPT_CHARS: usize = 100_000;
+pub(crate) const MAX_PROFILE_PROMPT_CHARS: usize = 100_000;
 /// The longest profile model name, in characters: Bedrock's `modelId` limit, which ARNs need.
-pub const MAX_PROFILE_MODEL_CHARS: usize = 2_048;
+pub(crate) const MAX_PROFILE_MODEL_CHARS: usize = 2_048;
 
 /// One profile of `AGENT_PROFILES`; a part left out is the default agent's.
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Deserialize)]

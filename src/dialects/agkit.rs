@@ -12,14 +12,14 @@ use serde_json::{Map, Value, json};
 
 /// Whether a body on the shared `/send-message` route is AG-Kit's: it names a `conversationId`
 /// and no `threadId`.
-pub fn is_agkit_body(body: &Value) -> bool {
+pub(crate) fn is_agkit_body(body: &Value) -> bool {
     let has = |key: &str| body.get(key).is_some_and(|value| !value.is_null());
     has("conversationId") && !has("threadId") && !has("thread_id")
 }
 
 /// Turns an AG-Kit request into a validated run. Messages carry no ids: each gets a fresh one,
 /// so everything a request sends is new to the thread (AG-Kit sends only the increment).
-pub fn from_json(body: Value, limits: &Limits) -> Result<RunInput, InputError> {
+pub(crate) fn from_json(body: Value, limits: &Limits) -> Result<RunInput, InputError> {
     let Value::Object(mut body) = body else {
         return Err(InputError::Invalid {
             field: "body".to_owned(),
@@ -63,7 +63,7 @@ pub fn from_json(body: Value, limits: &Limits) -> Result<RunInput, InputError> {
 
 /// Encodes a run as AG-Kit events.
 #[derive(Default)]
-pub struct AgKitEncoder;
+pub(crate) struct AgKitEncoder;
 
 impl Encoder for AgKitEncoder {
     fn encode(&mut self, event: &Event) -> Vec<Bytes> {

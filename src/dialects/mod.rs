@@ -3,9 +3,9 @@
 //! one validated [`RunInput`](crate::protocol::RunInput) plus an [`Encoder`] over the run's AG-UI events.
 //! AG-UI itself is the identity dialect.
 
-pub mod agentscope;
-pub mod agkit;
-pub mod v1_agent;
+pub(crate) mod agentscope;
+pub(crate) mod agkit;
+pub(crate) mod v1_agent;
 
 use crate::protocol::events::{Event, RecordedEvent};
 use crate::protocol::sse;
@@ -52,7 +52,7 @@ impl Encoder for AguiEncoder {
 }
 
 /// Frames a JSON value as one SSE event.
-pub fn data_frame(value: &serde_json::Value) -> Bytes {
+pub(crate) fn data_frame(value: &serde_json::Value) -> Bytes {
     let mut frame = Vec::with_capacity(96);
     frame.extend_from_slice(b"data: ");
     // A `Value` always serialises.

@@ -12,37 +12,37 @@ use std::str::FromStr;
 
 /// Refusal messages. The first group is the contract's, word for word; the second is ours, for cases
 /// the contract does not name.
-pub mod msg {
-    pub const TOO_LARGE: &str = "RunAgentInput payload exceeds size limit";
-    pub const THREAD_ID_NOT_UUID: &str = "threadId must be a valid UUID";
-    pub const RUN_ID_TOO_LONG: &str = "runId exceeds length limit";
-    pub const TOO_MANY_MESSAGES: &str = "RunAgentInput.messages exceeds limit";
-    pub const USER_TEXT_TOO_LONG: &str = "RunAgentInput user message text exceeds limit";
-    pub const INVALID_FORWARDED_PROPS: &str = "invalid RunAgentInput.forwardedProps";
-    pub const NOT_ONE_USER_MESSAGE: &str =
+pub(crate) mod msg {
+    pub(crate) const TOO_LARGE: &str = "RunAgentInput payload exceeds size limit";
+    pub(crate) const THREAD_ID_NOT_UUID: &str = "threadId must be a valid UUID";
+    pub(crate) const RUN_ID_TOO_LONG: &str = "runId exceeds length limit";
+    pub(crate) const TOO_MANY_MESSAGES: &str = "RunAgentInput.messages exceeds limit";
+    pub(crate) const USER_TEXT_TOO_LONG: &str = "RunAgentInput user message text exceeds limit";
+    pub(crate) const INVALID_FORWARDED_PROPS: &str = "invalid RunAgentInput.forwardedProps";
+    pub(crate) const NOT_ONE_USER_MESSAGE: &str =
         "RunAgentInput.messages must contain exactly one user message";
-    pub const FIRST_NOT_USER: &str = "RunAgentInput.messages[0].role must be user";
-    pub const BINARY_NOT_IMAGE: &str = "binary content requires image mimeType";
-    pub const BINARY_NO_URL: &str = "binary content requires url";
-    pub const BINARY_DATA: &str = "binary content data is not allowed";
-    pub const TOO_MANY_ATTACHMENTS: &str = "Too many attachments";
-    pub const INVALID_DEVICE_TIMEZONE: &str = "invalid client_time.device_timezone";
-    pub const INVALID_CLIENT_NOW: &str = "invalid client_time.client_now_iso";
-    pub const INVALID_CLIENT_EPOCH_MS: &str = "invalid client_time.client_epoch_ms";
+    pub(crate) const FIRST_NOT_USER: &str = "RunAgentInput.messages[0].role must be user";
+    pub(crate) const BINARY_NOT_IMAGE: &str = "binary content requires image mimeType";
+    pub(crate) const BINARY_NO_URL: &str = "binary content requires url";
+    pub(crate) const BINARY_DATA: &str = "binary content data is not allowed";
+    pub(crate) const TOO_MANY_ATTACHMENTS: &str = "Too many attachments";
+    pub(crate) const INVALID_DEVICE_TIMEZONE: &str = "invalid client_time.device_timezone";
+    pub(crate) const INVALID_CLIENT_NOW: &str = "invalid client_time.client_now_iso";
+    pub(crate) const INVALID_CLIENT_EPOCH_MS: &str = "invalid client_time.client_epoch_ms";
 
     // Ours.
-    pub const NOT_JSON: &str = "RunAgentInput body is not valid JSON";
-    pub const NOT_OBJECT: &str = "RunAgentInput body must be a JSON object";
-    pub const THREAD_ID_REQUIRED: &str = "threadId is required";
-    pub const RUN_ID_REQUIRED: &str = "runId is required";
-    pub const RUN_ID_NOT_STRING: &str = "runId must be a string";
-    pub const MESSAGES_REQUIRED: &str = "RunAgentInput.messages is required";
-    pub const MESSAGES_NOT_ARRAY: &str = "RunAgentInput.messages must be an array";
+    pub(crate) const NOT_JSON: &str = "RunAgentInput body is not valid JSON";
+    pub(crate) const NOT_OBJECT: &str = "RunAgentInput body must be a JSON object";
+    pub(crate) const THREAD_ID_REQUIRED: &str = "threadId is required";
+    pub(crate) const RUN_ID_REQUIRED: &str = "runId is required";
+    pub(crate) const RUN_ID_NOT_STRING: &str = "runId must be a string";
+    pub(crate) const MESSAGES_REQUIRED: &str = "RunAgentInput.messages is required";
+    pub(crate) const MESSAGES_NOT_ARRAY: &str = "RunAgentInput.messages must be an array";
     /// A binary part's url that `/api/v1/agent/attachments` did not sign for this caller (or
     /// whose image was never uploaded).
-    pub const UNSIGNED_URL: &str = "binary content requires signed url";
-    pub const ATTACHMENT_TOO_LARGE: &str = "binary content exceeds size limit";
-    pub const ATTACHMENT_EMPTY: &str = "binary content is empty";
+    pub(crate) const UNSIGNED_URL: &str = "binary content requires signed url";
+    pub(crate) const ATTACHMENT_TOO_LARGE: &str = "binary content exceeds size limit";
+    pub(crate) const ATTACHMENT_EMPTY: &str = "binary content is empty";
 
     /// The contract's messages that `input.rs` can also produce (with a field prefix or a suffix).
     pub(super) const SHARED_WITH_INPUT: [&str; 5] = [
@@ -55,12 +55,13 @@ pub mod msg {
 }
 
 /// Image types a binary part may carry: what the model providers take as images.
-pub const ACCEPTED_IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+pub(crate) const ACCEPTED_IMAGE_TYPES: [&str; 4] =
+    ["image/png", "image/jpeg", "image/gif", "image/webp"];
 
 /// A refused request; `Display` is the contract's message exactly (or ours, see [`msg`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum V1AgentError {
-    #[error("RunAgentInput payload exceeds size limit")]
+pub(crate) enum V1AgentError {
+    #[error("{}", msg::TOO_LARGE)]
     TooLarge,
     #[error("{0}")]
     Invalid(String),
@@ -72,14 +73,14 @@ impl V1AgentError {
     }
 
     /// Whether the body was not JSON at all, which house style answers with 400 (not 422).
-    pub fn is_syntax(&self) -> bool {
+    pub(crate) fn is_syntax(&self) -> bool {
         matches!(self, V1AgentError::Invalid(message) if message == msg::NOT_JSON)
     }
 }
 
 /// A request that passed every the v1 agent API check.
 #[derive(Debug, Clone, PartialEq)]
-pub struct V1RunRequest {
+pub(crate) struct V1RunRequest {
     /// The usual typed input; `thread_id` is always `Some` (a lowercase UUID).
     pub input: RunInput,
     /// `forwardedProps.agent_type`, never `memory`; whether it is registered is the caller's check.
@@ -91,7 +92,7 @@ pub struct V1RunRequest {
 
 /// `forwardedProps.client_time`: the device's clock and zone when the request was made.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ClientTime {
+pub(crate) struct ClientTime {
     pub device_timezone: chrono_tz::Tz,
     pub client_now: DateTime<FixedOffset>,
     pub client_epoch_ms: i64,
@@ -99,7 +100,7 @@ pub struct ClientTime {
 
 /// A binary part's url, where it sits in `input.messages` (indexes as parsed into RunInput).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AttachmentRef {
+pub(crate) struct AttachmentRef {
     pub message: usize,
     pub part: usize,
     /// Lowercase, without parameters: one of [`ACCEPTED_IMAGE_TYPES`].
@@ -129,7 +130,10 @@ pub struct AttachmentRef {
 ///     `limits.max_attachments_per_message` of them;
 /// 11. everything else `input::from_value` checks (ids, tools, url scheme, ...): its message,
 ///     field first, unless it is one of the contract's.
-pub fn parse_run_request(body: &[u8], limits: &Limits) -> Result<V1RunRequest, V1AgentError> {
+pub(crate) fn parse_run_request(
+    body: &[u8],
+    limits: &Limits,
+) -> Result<V1RunRequest, V1AgentError> {
     if body.len() > limits.max_payload_bytes {
         return Err(V1AgentError::TooLarge);
     }
@@ -161,7 +165,7 @@ pub fn parse_run_request(body: &[u8], limits: &Limits) -> Result<V1RunRequest, V
 /// Checks `client_time` (the run body's, or the history GET's decoded query parameter):
 /// `device_timezone`, then `client_now_iso`, then `client_epoch_ms`, each required; other keys
 /// are ignored. Not an object → the contract's forwardedProps message.
-pub fn parse_client_time(value: &Value) -> Result<ClientTime, V1AgentError> {
+pub(crate) fn parse_client_time(value: &Value) -> Result<ClientTime, V1AgentError> {
     let Value::Object(time) = value else {
         return Err(V1AgentError::invalid(msg::INVALID_FORWARDED_PROPS));
     };
@@ -193,7 +197,7 @@ pub fn parse_client_time(value: &Value) -> Result<ClientTime, V1AgentError> {
 /// Replaces the url of the part `at` points to (the server swaps the signed URL for its internal
 /// `s3://` path). `false`, changing nothing, when that part is gone or no longer holds `at.url`,
 /// so a stale reference never overwrites another attachment.
-pub fn set_attachment_url(input: &mut RunInput, at: &AttachmentRef, url: String) -> bool {
+pub(crate) fn set_attachment_url(input: &mut RunInput, at: &AttachmentRef, url: String) -> bool {
     let Some(Message::User {
         content: UserContent::Parts(parts),
         ..
@@ -490,7 +494,7 @@ fn attachment_refs(input: &RunInput) -> Vec<AttachmentRef> {
 /// `TaskAcceptedResponse`: the answer to an accepted run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TaskAccepted {
+pub(crate) struct TaskAccepted {
     pub task_id: String,
     pub thread_id: ThreadId,
     pub run_id: RunId,
@@ -501,7 +505,7 @@ pub struct TaskAccepted {
 /// `HistorySnapshotResponse`: one day of a thread's visible messages.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct HistorySnapshot {
+pub(crate) struct HistorySnapshot {
     pub scope: HistoryScope,
     pub thread_id: Option<ThreadId>,
     #[serde(with = "iso_day")]
@@ -511,7 +515,7 @@ pub struct HistorySnapshot {
 }
 
 impl HistorySnapshot {
-    pub fn new(
+    pub(crate) fn new(
         thread_id: Option<ThreadId>,
         day: Option<NaiveDate>,
         has_more: bool,
@@ -527,14 +531,14 @@ impl HistorySnapshot {
     }
 
     /// No thread, or a thread with nothing before the requested day.
-    pub fn empty(thread_id: Option<ThreadId>) -> Self {
+    pub(crate) fn empty(thread_id: Option<ThreadId>) -> Self {
         Self::new(thread_id, None, false, Vec::new())
     }
 }
 
 /// The contract's only scope; a type so no other value can be sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub enum HistoryScope {
+pub(crate) enum HistoryScope {
     #[default]
     #[serde(rename = "history_day")]
     HistoryDay,
@@ -542,7 +546,7 @@ pub enum HistoryScope {
 
 /// `role: "user"`; a field of its own so the key comes where the contract puts it (after `seq`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub enum UserRole {
+pub(crate) enum UserRole {
     #[default]
     #[serde(rename = "user")]
     User,
@@ -550,7 +554,7 @@ pub enum UserRole {
 
 /// `role: "assistant"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub enum AssistantRole {
+pub(crate) enum AssistantRole {
     #[default]
     #[serde(rename = "assistant")]
     Assistant,
@@ -560,7 +564,7 @@ pub enum AssistantRole {
 /// first and the contract's key order is id, seq, role.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
-pub enum HistoryMessage {
+pub(crate) enum HistoryMessage {
     User {
         id: MessageId,
         seq: u64,
@@ -585,7 +589,7 @@ pub enum HistoryMessage {
 
 impl HistoryMessage {
     /// A user message's attachments (empty for an assistant's), for re-signing their urls.
-    pub fn attachments_mut(&mut self) -> &mut [HistoryAttachment] {
+    pub(crate) fn attachments_mut(&mut self) -> &mut [HistoryAttachment] {
         match self {
             HistoryMessage::User { attachments, .. } => attachments,
             HistoryMessage::Assistant { .. } => &mut [],
@@ -593,7 +597,7 @@ impl HistoryMessage {
     }
 
     /// The urls of [`Self::attachments_mut`], for a caller that only re-signs.
-    pub fn attachment_urls_mut(&mut self) -> impl Iterator<Item = &mut String> {
+    pub(crate) fn attachment_urls_mut(&mut self) -> impl Iterator<Item = &mut String> {
         self.attachments_mut()
             .iter_mut()
             .map(|attachment| &mut attachment.url)
@@ -602,7 +606,7 @@ impl HistoryMessage {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct HistoryAttachment {
+pub(crate) struct HistoryAttachment {
     pub mime_type: String,
     pub url: String,
 }
@@ -613,7 +617,7 @@ pub struct HistoryAttachment {
 /// become attachments, url as stored (the caller re-signs through
 /// [`HistoryMessage::attachments_mut`]); an image stored without a media type is `image/*`.
 /// Inline (`data`) images, which this route never stores, are left out.
-pub fn history_message(seq: u64, at_ms: i64, message: &Message) -> Option<HistoryMessage> {
+pub(crate) fn history_message(seq: u64, at_ms: i64, message: &Message) -> Option<HistoryMessage> {
     let timestamp = DateTime::from_timestamp_millis(at_ms)?;
     match message {
         Message::User { id, content, .. } => {
@@ -664,11 +668,11 @@ pub fn history_message(seq: u64, at_ms: i64, message: &Message) -> Option<Histor
 mod utc_seconds {
     use super::*;
 
-    pub fn serialize<S: Serializer>(at: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(at: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&at.to_rfc3339_opts(SecondsFormat::Secs, true))
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
         let text = String::deserialize(d)?;
         DateTime::parse_from_rfc3339(&text)
             .map(|at| at.with_timezone(&Utc))
@@ -680,14 +684,19 @@ mod utc_seconds {
 mod iso_day {
     use super::*;
 
-    pub fn serialize<S: Serializer>(day: &Option<NaiveDate>, s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(
+        day: &Option<NaiveDate>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         match day {
             Some(day) => s.serialize_str(&day.format("%Y-%m-%d").to_string()),
             None => s.serialize_none(),
         }
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<NaiveDate>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<NaiveDate>, D::Error> {
         Option::<String>::deserialize(d)?
             .map(|text| NaiveDate::parse_from_str(&text, "%Y-%m-%d"))
             .transpose()

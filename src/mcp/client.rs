@@ -23,7 +23,7 @@ type Session = RunningService<RoleClient, ClientConfig>;
 
 /// Why a server's tools could not be listed at cold start; the server is then skipped.
 #[derive(Debug, thiserror::Error)]
-pub enum McpError {
+pub(crate) enum McpError {
     #[error(transparent)]
     Config(#[from] McpConfigError),
     #[error("no answer within {} ms", .0.as_millis())]
@@ -36,7 +36,7 @@ pub enum McpError {
 
 /// Opens a session with `server` and lists its tools, all within `within`. Tools whose name
 /// (`{server}__{tool}`) model APIs would refuse are left out, with a warning.
-pub async fn list_tools(
+pub(crate) async fn list_tools(
     server: &McpServerSettings,
     secret_headers: Option<&SecretString>,
     within: Duration,
@@ -150,7 +150,7 @@ fn header_value(
 }
 
 /// A tool of a remote MCP server, offered to the model as `{server}__{tool}`.
-pub struct McpTool {
+pub(crate) struct McpTool {
     name: String,
     server: String,
     remote_name: String,
@@ -162,13 +162,8 @@ pub struct McpTool {
 }
 
 impl McpTool {
-    /// The name of the server that offers it.
-    pub fn server(&self) -> &str {
-        &self.server
-    }
-
     /// Its name on its server.
-    pub fn remote_name(&self) -> &str {
+    pub(crate) fn remote_name(&self) -> &str {
         &self.remote_name
     }
 }

@@ -7,7 +7,7 @@
 mod client;
 
 #[cfg(feature = "mcp")]
-pub use client::{McpError, McpTool, list_tools};
+pub(crate) use client::list_tools;
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -15,11 +15,11 @@ use std::time::Duration;
 
 /// Longest server name: leaves 30 of the 64 characters of a tool name for the server's own
 /// name after `{server}__`.
-pub const MAX_SERVER_NAME_CHARS: usize = 32;
+pub(crate) const MAX_SERVER_NAME_CHARS: usize = 32;
 /// Most servers one deployment lists at cold start.
-pub const MAX_SERVERS: usize = 16;
+pub(crate) const MAX_SERVERS: usize = 16;
 /// Between a server's name and its tool's in the name the model sees.
-pub const NAMESPACE_SEPARATOR: &str = "__";
+pub(crate) const NAMESPACE_SEPARATOR: &str = "__";
 
 /// Remote MCP servers whose tools are offered to the model.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,25 +99,7 @@ struct ServerEntry {
 
 impl McpServerSettings {
     /// Reads `MCP_SERVERS`: a JSON list of `{name, url, headers?, headers_secret_id?,
-    /// timeout_ms?, approve_destructive?}`.
-    ///
-    /// ```
-    /// use agui_lambda::mcp::McpServerSettings;
-    ///
-    /// let servers = McpServerSettings::parse_list(
-    ///     r#"[{"name": "docs", "url": "https://mcp.example.com/mcp",
-    ///          "headers_secret_id": "agui/docs-mcp", "timeout_ms": 10000}]"#,
-    /// )?;
-    /// assert_eq!(servers[0].timeout.as_millis(), 10_000);
-    /// assert!(servers[0].approve_destructive);
-    /// // Credentials never sit in the environment as plain text:
-    /// assert!(McpServerSettings::parse_list(
-    ///     r#"[{"name": "docs", "url": "https://mcp.example.com/mcp",
-    ///          "headers": {"Authorization": "Bearer sk-live"}}]"#,
-    /// )
-    /// .is_err());
-    /// # Ok::<(), agui_lambda::mcp::McpConfigError>(())
-    /// ```
+    /// timeout_ms?, approve_destructive?}`; plain `headers` holding credentials are refused.
     pub fn parse_list(json: &str) -> Result<Vec<Self>, McpConfigError> {
         let entries: Vec<ServerEntry> =
             serde_json::from_str(json).map_err(|err| McpConfigError::Json(err.to_string()))?;
@@ -219,7 +201,7 @@ fn looks_like_a_credential(header: &str) -> bool {
 }
 
 /// The header names and values of a `headers_secret_id` secret: a JSON object of strings.
-pub fn parse_secret_headers(
+pub(crate) fn parse_secret_headers(
     server: &str,
     secret: &str,
 ) -> Result<BTreeMap<String, String>, McpConfigError> {
@@ -237,6 +219,25 @@ pub fn parse_secret_headers(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_server_list_parses_and_plain_credentials_are_refused() {
+        let servers = McpServerSettings::parse_list(
+            r#"[{"name": "docs", "url": "https://mcp.example.com/mcp",
+                 "headers_secret_id": "agui/docs-mcp", "timeout_ms": 10000}]"#,
+        )
+        .unwrap();
+        assert_eq!(servers[0].timeout.as_millis(), 10_000);
+        assert!(servers[0].approve_destructive);
+        // Credentials never sit in the environment as plain text:
+        assert!(
+            McpServerSettings::parse_list(
+                r#"[{"name": "docs", "url": "https://mcp.example.com/mcp",
+                     "headers": {"Authorization": "Bearer sk-live"}}]"#,
+            )
+            .is_err()
+        );
+    }
+
     use super::*;
 
     fn one(json: &str) -> Result<McpServerSettings, McpConfigError> {

@@ -3,12 +3,12 @@
 //! the same way for all of them. Depends only on `protocol` (for messages).
 
 #[cfg(feature = "bedrock")]
-pub mod bedrock;
-pub mod demo;
-pub mod openai;
-pub mod reasoning;
+pub(crate) mod bedrock;
+pub(crate) mod demo;
+pub(crate) mod openai;
+pub(crate) mod reasoning;
 #[cfg(any(test, feature = "test-utils"))]
-pub mod scripted;
+pub(crate) mod scripted;
 
 use crate::protocol::{Message, UserPart};
 use async_trait::async_trait;
@@ -28,7 +28,7 @@ pub struct ModelRequest {
     pub sampling: Sampling,
 }
 
-pub use crate::protocol::input::sampling::Sampling;
+pub(crate) use crate::protocol::input::sampling::Sampling;
 
 /// Who served a model call, as AG-UI's `TokenUsage` names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,7 +104,7 @@ impl std::ops::AddAssign for Usage {
 
 impl ModelDelta {
     /// Output the user could see: text, reasoning or a tool call (not usage, ids or the end).
-    pub fn is_output(&self) -> bool {
+    pub(crate) fn is_output(&self) -> bool {
         matches!(
             self,
             ModelDelta::Text(_)
@@ -126,7 +126,7 @@ pub enum FinishReason {
 }
 
 impl FinishReason {
-    pub fn from_openai(reason: &str) -> Self {
+    pub(crate) fn from_openai(reason: &str) -> Self {
         match reason {
             "stop" | "end_turn" => FinishReason::Stop,
             "tool_calls" | "function_call" | "tool_use" => FinishReason::ToolCalls,
@@ -137,7 +137,7 @@ impl FinishReason {
     }
 
     /// The OpenTelemetry GenAI name (`gen_ai.response.finish_reasons`).
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         match self {
             FinishReason::Stop => "stop",
             FinishReason::ToolCalls => "tool_call",

@@ -10,7 +10,7 @@ const REDACTED: &str = "redacted:";
 
 /// What a reasoning block needs to be accepted back by the model that wrote it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReasoningArtefact {
+pub(crate) enum ReasoningArtefact {
     /// The signature over a reasoning block's text (Claude's extended thinking).
     Signature(String),
     /// Reasoning the provider withheld, as the encrypted bytes it sent.
@@ -19,7 +19,7 @@ pub enum ReasoningArtefact {
 
 impl ReasoningArtefact {
     /// The `encryptedValue` form.
-    pub fn encode(&self) -> String {
+    pub(crate) fn encode(&self) -> String {
         match self {
             ReasoningArtefact::Signature(signature) => format!("{SIGNATURE}{signature}"),
             ReasoningArtefact::Redacted(bytes) => format!(
@@ -30,7 +30,7 @@ impl ReasoningArtefact {
     }
 
     /// Reads an `encryptedValue` back; `None` for a value of any other form.
-    pub fn decode(value: &str) -> Option<Self> {
+    pub(crate) fn decode(value: &str) -> Option<Self> {
         if let Some(signature) = value.strip_prefix(SIGNATURE) {
             return (!signature.is_empty())
                 .then(|| ReasoningArtefact::Signature(signature.to_owned()));

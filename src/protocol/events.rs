@@ -113,13 +113,13 @@ pub enum Event {
 }
 
 impl Event {
-    pub fn is_terminal(&self) -> bool {
+    pub(crate) fn is_terminal(&self) -> bool {
         matches!(self, Event::RunFinished { .. } | Event::RunError { .. })
     }
 }
 
 /// The AG-UI version this server speaks, echoed in `RUN_STARTED` to clients that send theirs.
-pub const PROTOCOL_VERSION: &str = "1.0";
+pub(crate) const PROTOCOL_VERSION: &str = "1.0";
 
 /// How a finished run ended, in AG-UI 1.0's `RUN_FINISHED.outcome`. Only sent to clients that
 /// speak 1.0: 0.0.59 rejects every form but a bare success.
@@ -147,6 +147,10 @@ pub enum EncryptedValueSubtype {
     #[serde(rename = "message")]
     Message,
     #[serde(rename = "tool-call")]
+    #[allow(
+        dead_code,
+        reason = "AG-UI's other subtype; this server encrypts message reasoning only"
+    )]
     ToolCall,
 }
 
@@ -169,7 +173,7 @@ pub(crate) struct Stamped<'a> {
 }
 
 impl RecordedEvent {
-    pub fn new(seq: u64, event: Event, timestamp_ms: i64) -> Self {
+    pub(crate) fn new(seq: u64, event: Event, timestamp_ms: i64) -> Self {
         let json = match serde_json::to_vec(&Stamped {
             event: &event,
             timestamp: timestamp_ms,
@@ -192,7 +196,7 @@ impl RecordedEvent {
     }
 
     /// An event read back from the event log.
-    pub fn stored(seq: u64, json: impl Into<bytes::Bytes>) -> Self {
+    pub(crate) fn stored(seq: u64, json: impl Into<bytes::Bytes>) -> Self {
         let json = json.into();
         let terminal = is_terminal_json(&json);
         Self {
@@ -237,12 +241,12 @@ pub struct TokenUsage {
 pub struct RunUsage(pub Vec<TokenUsage>);
 
 impl RunUsage {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
     /// Input and output tokens summed over every entry.
-    pub fn totals(&self) -> (u64, u64) {
+    pub(crate) fn totals(&self) -> (u64, u64) {
         self.0.iter().fold((0, 0), |(input, output), entry| {
             (
                 input.saturating_add(entry.input_tokens),
@@ -277,6 +281,10 @@ pub enum ReasoningRole {
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum RunErrorCode {
     InvalidRequest,
+    #[allow(
+        dead_code,
+        reason = "in AG-UI's list; an unknown tool is a tool result here, not a run error"
+    )]
     ToolNotFound,
     ToolExecutionError,
     ModelError,

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Longest id we accept from a client for any id-like field.
-pub const MAX_ID_LEN: usize = 128;
+pub(crate) const MAX_ID_LEN: usize = 128;
 
 /// Why a client-supplied id was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// `Interrupt.reason` for a server tool call waiting for approval (the spec's core value).
-pub const TOOL_CALL_REASON: &str = "tool_call";
+pub(crate) const TOOL_CALL_REASON: &str = "tool_call";
 
 /// One thing a run is waiting for, in `@ag-ui/core` 1.0's `Interrupt` shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -27,7 +27,7 @@ pub struct Interrupt {
 
 /// The answer schema of a tool approval: approve, deny, or approve with a full replacement of
 /// the arguments (`editedArgs`, checked against the tool's own schema).
-pub fn approval_schema(tool_parameters: &Value) -> Value {
+pub(crate) fn approval_schema(tool_parameters: &Value) -> Value {
     serde_json::json!({
         "type": "object",
         "properties": {

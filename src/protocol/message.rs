@@ -70,6 +70,7 @@ impl Message {
         }
     }
 
+    #[cfg(any(test, feature = "test-utils"))]
     pub fn role(&self) -> Role {
         match self {
             Message::User { .. } => Role::User,
@@ -82,7 +83,7 @@ impl Message {
     }
 
     /// The tool calls an assistant message makes; empty for every other role.
-    pub fn tool_calls(&self) -> &[ToolCall] {
+    pub(crate) fn tool_calls(&self) -> &[ToolCall] {
         match self {
             Message::Assistant { tool_calls, .. } => tool_calls,
             _ => &[],
@@ -90,6 +91,7 @@ impl Message {
     }
 }
 
+#[cfg(any(test, feature = "test-utils"))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
@@ -152,7 +154,7 @@ impl UserPart {
     }
 
     /// What the part is, with its article, for notes and refusals ("an image").
-    pub fn noun(&self) -> &'static str {
+    pub(crate) fn noun(&self) -> &'static str {
         match self {
             UserPart::Text { .. } => "a text",
             UserPart::Image(_) => "an image",
@@ -162,6 +164,7 @@ impl UserPart {
         }
     }
 
+    #[cfg(any(test, feature = "test-utils"))]
     /// The part's `type`, for messages that name it.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -184,7 +187,7 @@ pub struct Attachment {
 
 impl Attachment {
     /// The media type without parameters, lowercased (`image/png`), where one is known.
-    pub fn media_type(&self) -> Option<String> {
+    pub(crate) fn media_type(&self) -> Option<String> {
         let mime = match &self.source {
             PartSource::Data { mime_type, .. } => Some(mime_type.as_str()),
             PartSource::Url { mime_type, .. } => mime_type.as_deref(),
@@ -194,13 +197,13 @@ impl Attachment {
     }
 
     /// The file name the client gave, if any.
-    pub fn filename(&self) -> Option<&str> {
+    pub(crate) fn filename(&self) -> Option<&str> {
         self.metadata.as_ref()?.filename.as_deref()
     }
 
     /// The bytes of an inline attachment (checked as base64 when it was accepted); `None` for
     /// a URL.
-    pub fn bytes(&self) -> Option<Vec<u8>> {
+    pub(crate) fn bytes(&self) -> Option<Vec<u8>> {
         use base64::Engine;
         match &self.source {
             PartSource::Data { value, .. } => {

@@ -1,16 +1,20 @@
 //! The AG-UI protocol: ids, messages, the `RunAgentInput` parser, events and their SSE framing.
 //! Pure data and encoding; depends on no other module of the crate.
 
-pub mod events;
-pub mod ids;
-pub mod input;
-pub mod interrupt;
-pub mod message;
-pub mod sse;
+pub(crate) mod events;
+pub(crate) mod ids;
+pub(crate) mod input;
+pub(crate) mod interrupt;
+pub(crate) mod message;
+pub(crate) mod sse;
 #[cfg(any(test, feature = "test-utils"))]
-pub mod verify;
+pub(crate) mod verify;
 
-pub use events::{Event, RunErrorCode};
+pub use events::Event;
+pub(crate) use events::RunErrorCode;
 pub use ids::{MessageId, RunId, ThreadId, ToolCallId};
-pub use input::{ClientTool, ContextEntry, InputError, Limits, RunInput, parse_run_input};
-pub use message::{Attachment, Message, PartSource, Role, ToolCall, UserContent, UserPart};
+#[cfg(any(test, feature = "test-utils"))]
+pub use input::parse_run_input;
+pub use input::{ClientTool, Limits};
+pub(crate) use input::{ContextEntry, InputError, RunInput};
+pub use message::{Attachment, Message, PartSource, ToolCall, UserContent, UserPart};

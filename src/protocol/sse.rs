@@ -5,8 +5,8 @@
 use super::events::{Event, RecordedEvent, Stamped};
 use bytes::Bytes;
 
-pub const CONTENT_TYPE: &str = "text/event-stream";
-pub const PING_FRAME: &[u8] = b": ping\n\n";
+pub(crate) const CONTENT_TYPE: &str = "text/event-stream";
+pub(crate) const PING_FRAME: &[u8] = b": ping\n\n";
 
 /// Encodes one event as an SSE frame without an id. JSON never contains a raw newline, so one
 /// `data:` line always suffices.
@@ -30,7 +30,7 @@ pub fn encode_event(event: &Event, timestamp_ms: i64) -> Bytes {
 }
 
 /// A recorded event as its AG-UI frame, with its sequence number as the SSE id.
-pub fn encode_recorded(recorded: &RecordedEvent) -> Bytes {
+pub(crate) fn encode_recorded(recorded: &RecordedEvent) -> Bytes {
     let mut frame = Vec::with_capacity(recorded.json.len() + 32);
     push_id(&mut frame, recorded.seq);
     frame.extend_from_slice(b"data: ");

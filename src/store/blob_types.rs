@@ -55,18 +55,18 @@ impl Blobs {
         match *self {}
     }
 
-    pub async fn presign_upload(
+    pub(crate) async fn presign_upload(
         &self,
-        _owner: &super::Principal,
+        _owner: &crate::auth::Principal,
         _mime_type: &str,
         _size: u64,
     ) -> Result<Upload, BlobError> {
         match *self {}
     }
 
-    pub async fn resolve(
+    pub(crate) async fn resolve(
         &self,
-        _owner: &super::Principal,
+        _owner: &crate::auth::Principal,
         _url: &str,
     ) -> Result<StoredBlob, BlobError> {
         match *self {}

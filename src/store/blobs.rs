@@ -60,7 +60,8 @@ impl BlobSettings {
     }
 }
 
-pub use super::blob_types::{BlobError, StoredBlob, Upload};
+pub(crate) use super::blob_types::StoredBlob;
+pub use super::blob_types::{BlobError, Upload};
 
 /// Presigned URLs and object checks for one bucket.
 pub struct Blobs {

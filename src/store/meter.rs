@@ -12,7 +12,7 @@ tokio::task_local! {
 
 /// Counters of one run's store calls.
 #[derive(Debug, Default)]
-pub struct StoreMeter {
+pub(crate) struct StoreMeter {
     read_calls: AtomicU64,
     write_calls: AtomicU64,
     read_micros: AtomicU64,
@@ -24,7 +24,7 @@ pub struct StoreMeter {
 
 /// A meter's counts at one moment.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct MeteredUsage {
+pub(crate) struct MeteredUsage {
     pub read_calls: u64,
     pub write_calls: u64,
     pub read_time: Duration,
@@ -35,13 +35,13 @@ pub struct MeteredUsage {
 
 /// Whether a call reads or writes (DynamoDB bills and throttles the two apart).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
+pub(crate) enum Access {
     Read,
     Write,
 }
 
 impl StoreMeter {
-    pub fn usage(&self) -> MeteredUsage {
+    pub(crate) fn usage(&self) -> MeteredUsage {
         let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         MeteredUsage {
             read_calls: load(&self.read_calls),
@@ -73,22 +73,17 @@ impl StoreMeter {
 }
 
 /// Runs `future` with `meter` as the meter its store calls count into.
-pub async fn metered<F: Future>(meter: Arc<StoreMeter>, future: F) -> F::Output {
+pub(crate) async fn metered<F: Future>(meter: Arc<StoreMeter>, future: F) -> F::Output {
     METER.scope(meter, future).await
 }
 
-/// The meter of the task running now, to hand to a task it spawns.
-pub fn current() -> Option<Arc<StoreMeter>> {
-    METER.try_with(Arc::clone).ok()
-}
-
 /// Counts a call that took `took` into the current task's meter, if it has one.
-pub fn count_call(access: Access, took: Duration) {
+pub(crate) fn count_call(access: Access, took: Duration) {
     let _ = METER.try_with(|meter| meter.add_call(access, took));
 }
 
 /// Counts consumed capacity (units × 1000) into the current task's meter, if it has one.
-pub fn count_capacity(access: Access, milli_units: u64) {
+pub(crate) fn count_capacity(access: Access, milli_units: u64) {
     let _ = METER.try_with(|meter| meter.add_capacity(access, milli_units));
 }
 
@@ -103,7 +98,7 @@ mod tests {
             count_call(Access::Read, Duration::from_millis(3));
             count_call(Access::Write, Duration::from_millis(5));
             count_capacity(Access::Write, 1_500);
-            let inner = current().unwrap();
+            let inner = METER.try_with(Arc::clone).unwrap();
             tokio::spawn(metered(inner, async {
                 count_call(Access::Read, Duration::from_millis(1))
             }))

@@ -4,18 +4,21 @@
 
 mod blob_types;
 #[cfg(feature = "aws")]
-pub mod blobs;
+pub(crate) mod blobs;
+pub(crate) use blob_types::BlobError;
 #[cfg(not(feature = "aws"))]
 pub use blob_types::Blobs;
-pub use blob_types::{BlobError, StoredBlob, Upload};
+// Re-exported for the tests (`testing`); the crate itself names them through `Blobs`.
+#[cfg(feature = "test-utils")]
+pub use blob_types::{StoredBlob, Upload};
 #[cfg(feature = "aws")]
 pub use blobs::Blobs;
 #[cfg(feature = "aws")]
-pub mod dynamo;
+pub(crate) mod dynamo;
 mod events;
 mod history;
-pub mod memory;
-pub mod meter;
+pub(crate) mod memory;
+pub(crate) mod meter;
 mod page;
 mod runs;
 mod tasks;
@@ -26,21 +29,22 @@ use crate::protocol::Message;
 use serde_json::Value;
 
 #[cfg(feature = "aws")]
-pub use dynamo::{DynamoStore, StoreUsage};
-pub use events::{EventCursor, EventLog, EventPage};
-pub use history::{History, HistoryPage, HistoryQuery, TimedMessage, TimedPage, TimedQuery};
+pub use dynamo::DynamoStore;
+#[cfg(all(feature = "aws", any(test, feature = "test-utils")))]
+pub use dynamo::StoreUsage;
+pub use events::EventLog;
+pub(crate) use events::{EventCursor, EventPage};
+pub(crate) use history::HistoryPage;
+pub use history::{History, HistoryQuery, TimedMessage, TimedPage, TimedQuery};
 pub use memory::MemoryStore;
-pub use runs::{CancelState, Lease, Pulse, RunFinish, RunLeases, RunRef, RunStart};
-pub use tasks::{
-    MAX_TASK_MESSAGE_CHARS, TaskFailure, TaskRecord, TaskRecords, TaskState, task_message,
-};
-pub use threads::{
-    Deletion, NewThread, RunEnd, StoredThread, ThreadActivity, ThreadList, ThreadSummary, Threads,
-};
-pub use usage::{
-    DayUsage, ModelUsage, QuotaExceeded, QuotaLimits, Reservation, RunTokens, Settlement,
-    UsageLedger, secs_to_next_day, secs_to_next_minute, usage_day,
-};
+pub(crate) use runs::{CancelState, Pulse, RunRef};
+pub use runs::{Lease, RunFinish, RunLeases, RunStart};
+pub(crate) use tasks::task_message;
+pub use tasks::{TaskFailure, TaskRecord, TaskRecords, TaskState};
+pub use threads::{Deletion, NewThread, ThreadActivity, Threads};
+pub(crate) use threads::{RunEnd, StoredThread, ThreadList, ThreadSummary};
+pub(crate) use usage::{DayUsage, ModelUsage, Reservation, secs_to_next_day, secs_to_next_minute};
+pub use usage::{QuotaExceeded, QuotaLimits, RunTokens, Settlement, UsageLedger, usage_day};
 
 /// Every capability of a thread store, for the places that need them all (the agent, start-up):
 /// any type with all of them is one.
@@ -55,12 +59,12 @@ impl<T> ThreadStore for T where
 }
 
 /// The largest message a store accepts, serialised (DynamoDB items are limited to 400 KB).
-pub const MAX_MESSAGE_BYTES: usize = 390_000;
+pub(crate) const MAX_MESSAGE_BYTES: usize = 390_000;
 /// The largest state a store accepts, serialised; it shares an item with the thread record.
-pub const MAX_STATE_BYTES: usize = 350_000;
+pub(crate) const MAX_STATE_BYTES: usize = 350_000;
 
 /// Checks a run's writes against the limits every store shares.
-pub fn check_sizes(messages: &[Message], state: Option<&Value>) -> Result<(), StoreError> {
+pub(crate) fn check_sizes(messages: &[Message], state: Option<&Value>) -> Result<(), StoreError> {
     for message in messages {
         let size = serde_json::to_string(message)
             .map(|text| text.len())
@@ -85,12 +89,12 @@ pub fn check_sizes(messages: &[Message], state: Option<&Value>) -> Result<(), St
 /// [`RunStart::at_ms`], its output at [`RunFinish::at_ms`], a fork's copies at their original
 /// times. Messages stored before times were kept have none and count as stored when their
 /// thread was created (`created_at_ms`).
-pub fn message_time(copied_at_ms: &[i64], index: usize, at_ms: i64) -> i64 {
+pub(crate) fn message_time(copied_at_ms: &[i64], index: usize, at_ms: i64) -> i64 {
     copied_at_ms.get(index).copied().unwrap_or(at_ms)
 }
 
 /// What made a store call fail, kept as the error's source.
-pub type StoreCause = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type StoreCause = Box<dyn std::error::Error + Send + Sync>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -123,7 +127,7 @@ pub enum StoreError {
 
 impl StoreError {
     /// A failure described by a message only.
-    pub fn unavailable(reason: impl Into<String>) -> Self {
+    pub(crate) fn unavailable(reason: impl Into<String>) -> Self {
         StoreError::Unavailable(reason.into().into())
     }
 }

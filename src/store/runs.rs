@@ -35,6 +35,7 @@ pub struct Lease {
 }
 
 impl Lease {
+    #[cfg(any(test, feature = "test-utils"))]
     pub fn run_ref(&self) -> RunRef {
         RunRef {
             thread_id: self.thread_id.clone(),

@@ -41,10 +41,10 @@ pub struct TaskFailure<'a> {
 
 /// The longest failure message a task record keeps, in characters: keeps the record far below
 /// DynamoDB's item limit whatever error text it is given.
-pub const MAX_TASK_MESSAGE_CHARS: usize = 2_000;
+pub(crate) const MAX_TASK_MESSAGE_CHARS: usize = 2_000;
 
 /// A task failure's message as stored: cut at [`MAX_TASK_MESSAGE_CHARS`].
-pub fn task_message(message: &str) -> String {
+pub(crate) fn task_message(message: &str) -> String {
     message.chars().take(MAX_TASK_MESSAGE_CHARS).collect()
 }
 

@@ -34,7 +34,7 @@ pub enum QuotaExceeded {
 }
 
 impl QuotaExceeded {
-    pub fn retry_after_secs(&self) -> u64 {
+    pub(crate) fn retry_after_secs(&self) -> u64 {
         match self {
             QuotaExceeded::TokensPerDay {
                 retry_after_secs, ..
@@ -65,13 +65,13 @@ pub fn usage_day(at: chrono::DateTime<chrono::Utc>) -> String {
 }
 
 /// Seconds from `at` to the next UTC midnight (at least 1).
-pub fn secs_to_next_day(at: chrono::DateTime<chrono::Utc>) -> u64 {
+pub(crate) fn secs_to_next_day(at: chrono::DateTime<chrono::Utc>) -> u64 {
     use chrono::Timelike;
     86_400 - u64::from(at.num_seconds_from_midnight()).min(86_399)
 }
 
 /// Seconds from `at` to the next UTC minute (at least 1).
-pub fn secs_to_next_minute(at: chrono::DateTime<chrono::Utc>) -> u64 {
+pub(crate) fn secs_to_next_minute(at: chrono::DateTime<chrono::Utc>) -> u64 {
     use chrono::Timelike;
     60 - u64::from(at.second()).min(59)
 }

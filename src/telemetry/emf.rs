@@ -4,14 +4,15 @@
 
 use serde_json::{Map, Value, json};
 use std::io::Write;
+#[cfg(any(test, feature = "test-utils"))]
 use std::sync::{Arc, Mutex};
 
 /// `METRICS_NAMESPACE` when unset.
-pub const DEFAULT_NAMESPACE: &str = "AguiLambda";
+pub(crate) const DEFAULT_NAMESPACE: &str = "AguiLambda";
 
 /// What one run measured, for its record.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct RunMetrics {
+pub(crate) struct RunMetrics {
     /// `finished`, `interrupted`, `cancelled` or `error`.
     pub outcome: &'static str,
     pub model: String,
@@ -37,7 +38,7 @@ pub struct RunMetrics {
 
 /// The run's calls to the thread store, the time they took and the capacity they consumed.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct StoreFigures {
+pub(crate) struct StoreFigures {
     pub read_calls: u64,
     pub write_calls: u64,
     pub read_ms: f64,
@@ -50,6 +51,7 @@ pub struct StoreFigures {
 #[derive(Debug, Clone)]
 enum Output {
     Stdout,
+    #[cfg(any(test, feature = "test-utils"))]
     Memory(Arc<Mutex<Vec<String>>>),
 }
 
@@ -71,6 +73,7 @@ impl Emf {
     }
 
     /// Records kept in memory instead of printed: the lines a test reads.
+    #[cfg(any(test, feature = "test-utils"))]
     pub fn in_memory(
         namespace: impl Into<String>,
         service: impl Into<String>,
@@ -84,7 +87,7 @@ impl Emf {
         (emf, lines)
     }
 
-    pub fn emit(&self, run: &RunMetrics) {
+    pub(crate) fn emit(&self, run: &RunMetrics) {
         let line = self.record(run, chrono::Utc::now().timestamp_millis());
         match &self.output {
             Output::Stdout => {
@@ -93,6 +96,7 @@ impl Emf {
                 let _ = stdout.write_all(format!("{line}\n").as_bytes());
                 let _ = stdout.flush();
             }
+            #[cfg(any(test, feature = "test-utils"))]
             Output::Memory(lines) => {
                 if let Ok(mut lines) = lines.lock() {
                     lines.push(line);
@@ -102,7 +106,7 @@ impl Emf {
     }
 
     /// The record's JSON text.
-    pub fn record(&self, run: &RunMetrics, timestamp_ms: i64) -> String {
+    pub(crate) fn record(&self, run: &RunMetrics, timestamp_ms: i64) -> String {
         const MS: &str = "Milliseconds";
         const COUNT: &str = "Count";
         let store = &run.store;

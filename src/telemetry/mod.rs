@@ -4,11 +4,12 @@
 //! exported over OTLP/HTTP when an endpoint is set ([`otel`]). Metrics: one EMF record per run
 //! ([`emf`]). Prompts and keys are never logged; span content only with `OTEL_CAPTURE_CONTENT`.
 
-pub mod emf;
-pub mod otel;
+pub(crate) mod emf;
+pub(crate) mod otel;
 mod spans;
 
-pub use otel::{TraceParent, flush};
+pub(crate) use otel::TraceParent;
+pub use otel::flush;
 pub(crate) use spans::{attribute_int, record_error, trace_span};
 
 use tracing_subscriber::filter::{FilterExt, filter_fn};
@@ -18,7 +19,7 @@ use tracing_subscriber::{EnvFilter, Layer};
 
 /// The target of every span meant for the trace exporter, and only for it: the log lines never
 /// show them, and with no exporter they are disabled at their call site (near-zero cost).
-pub const TRACE_TARGET: &str = "agui::trace";
+pub(crate) const TRACE_TARGET: &str = "agui::trace";
 
 /// What telemetry does, from the configuration.
 #[derive(Debug, Clone, Default)]

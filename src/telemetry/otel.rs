@@ -25,10 +25,10 @@ const EXPORT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The X-Ray trace header of the invocation (`Root=1-…;Parent=…;Sampled=…`), as Lambda hands it
 /// over; put in a request's extensions, it parents the request's spans.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TraceParent(pub String);
+pub(crate) struct TraceParent(pub String);
 
 #[derive(Debug, thiserror::Error)]
-pub enum OtelError {
+pub(crate) enum OtelError {
     #[error("no tokio runtime to send spans on")]
     NoRuntime,
     #[error("the OTLP exporter: {0}")]
@@ -40,7 +40,7 @@ pub(super) fn set_capture_content(capture: bool) {
 }
 
 /// `OTEL_CAPTURE_CONTENT=true`: spans may carry prompts, answers and tool arguments.
-pub fn capture_content() -> bool {
+pub(crate) fn capture_content() -> bool {
     CAPTURE_CONTENT.load(Ordering::Relaxed)
 }
 
@@ -106,7 +106,11 @@ pub async fn flush() {
 
 /// Makes `span` a child of the invocation's X-Ray trace, else of the request's W3C
 /// `traceparent`; a span without either starts a trace of its own. A disabled span is left alone.
-pub fn set_parent(span: &tracing::Span, xray: Option<&TraceParent>, headers: &http::HeaderMap) {
+pub(crate) fn set_parent(
+    span: &tracing::Span,
+    xray: Option<&TraceParent>,
+    headers: &http::HeaderMap,
+) {
     if span.is_disabled() {
         return;
     }
@@ -125,7 +129,7 @@ pub fn set_parent(span: &tracing::Span, xray: Option<&TraceParent>, headers: &ht
 
 /// The 32-hex-digit trace id of `span`, else of the X-Ray header (the same id without its
 /// dashes); `None` when neither is known.
-pub fn trace_id(span: &tracing::Span, xray: Option<&TraceParent>) -> Option<String> {
+pub(crate) fn trace_id(span: &tracing::Span, xray: Option<&TraceParent>) -> Option<String> {
     if !span.is_disabled() {
         let context = span.context();
         let span_context = context.span().span_context().clone();
@@ -141,7 +145,7 @@ pub fn trace_id(span: &tracing::Span, xray: Option<&TraceParent>) -> Option<Stri
 
 /// `span`'s context as an X-Ray trace header (`Root=…;Parent=…;Sampled=…`), for a call that
 /// Lambda should continue in the same trace (a self-invocation); none when it is not traced.
-pub fn xray_header(span: &tracing::Span) -> Option<String> {
+pub(crate) fn xray_header(span: &tracing::Span) -> Option<String> {
     if span.is_disabled() {
         return None;
     }
@@ -152,7 +156,7 @@ pub fn xray_header(span: &tracing::Span) -> Option<String> {
 
 /// Sets a string-array attribute (`gen_ai.response.finish_reasons`), which a tracing field
 /// cannot carry.
-pub fn set_strings(span: &tracing::Span, key: &'static str, values: Vec<String>) {
+pub(crate) fn set_strings(span: &tracing::Span, key: &'static str, values: Vec<String>) {
     if span.is_disabled() {
         return;
     }

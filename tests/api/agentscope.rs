@@ -4,10 +4,10 @@
 //! threads that move between AgentScope and AG-UI with their whole history.
 
 use crate::helpers::*;
-use agui_lambda::dialects::Encoder;
-use agui_lambda::dialects::agentscope::AgentScopeEncoder;
-use agui_lambda::protocol::events::{RunUsage, TextRole, TokenUsage};
-use agui_lambda::protocol::{Event, MessageId, RunId, ThreadId};
+use agui_lambda::testing::dialects::AgentScopeEncoder;
+use agui_lambda::testing::dialects::Encoder;
+use agui_lambda::testing::protocol::events::{RunUsage, TextRole, TokenUsage};
+use agui_lambda::testing::protocol::{Event, MessageId, RunId, ThreadId};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 

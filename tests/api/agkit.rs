@@ -7,7 +7,7 @@ use crate::helpers::*;
 fn frames(reply: &Reply) -> Vec<Value> {
     assert_eq!(reply.status, 200, "{}", reply.body);
     assert_eq!(reply.content_type, "text/event-stream");
-    agui_lambda::protocol::verify::parse_sse(&reply.body).unwrap()
+    agui_lambda::testing::protocol::verify::parse_sse(&reply.body).unwrap()
 }
 
 fn text(frames: &[Value]) -> String {

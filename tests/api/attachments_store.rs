@@ -5,9 +5,11 @@
 //! object's type and size through HeadObject, and that is what these tests rely on.
 
 use crate::s3_local::new_blobs;
-use agui_lambda::auth::Principal;
-use agui_lambda::protocol::{Attachment, Message, MessageId, PartSource, UserContent, UserPart};
-use agui_lambda::store::blobs::{BlobError, Blobs, Upload};
+use agui_lambda::testing::auth::Principal;
+use agui_lambda::testing::protocol::{
+    Attachment, Message, MessageId, PartSource, UserContent, UserPart,
+};
+use agui_lambda::testing::store::blobs::{BlobError, Blobs, Upload};
 
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n not really a picture";
 const MIB: u64 = 1024 * 1024;

@@ -1,7 +1,7 @@
 //! The auth matrix: every mode against no, wrong, expired and valid credentials, and two
 //! principals on one thread.
 
-use agui_lambda::auth::hash_api_key;
+use agui_lambda::testing::auth::hash_api_key;
 use http_body_util::BodyExt;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
@@ -346,14 +346,14 @@ async fn jwt_with_a_jwks_url_fetched_at_start() {
 /// context; the function only reads it.
 #[tokio::test]
 async fn iam_callers_from_the_request_context() {
-    let config = agui_lambda::config::Config::from_map(
+    let config = agui_lambda::testing::config::Config::from_map(
         &[("AUTH_MODE", "iam"), ("MODEL_PROVIDER", "demo")]
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect(),
     )
     .unwrap();
-    let app = agui_lambda::startup::build(&config).await.unwrap();
+    let app = agui_lambda::testing::startup::build(&config).await.unwrap();
     let event = |caller: Option<&str>, method: &str, path: &str, body: Option<Value>| {
         let mut event: Value = serde_json::from_str(
             &std::fs::read_to_string(repo_path("events/plain-chat.json")).unwrap(),
@@ -376,7 +376,7 @@ async fn iam_callers_from_the_request_context() {
     let answer = |request| {
         let app = &app;
         async move {
-            let response = agui_lambda::api::lambda::handle(app, request).await;
+            let response = agui_lambda::testing::api::handle(app, request).await;
             let status = response.status().as_u16();
             let body = response.into_body().collect().await.unwrap().to_bytes();
             (status, String::from_utf8(body.to_vec()).unwrap())

@@ -15,10 +15,12 @@
 #![cfg(feature = "bedrock")]
 
 use crate::helpers::*;
-use agui_lambda::config::{Config, ModelChoice};
-use agui_lambda::model::bedrock::{self, BedrockProvider, BedrockSettings, ClientSettings};
-use agui_lambda::startup;
-use agui_lambda::store::MemoryStore;
+use agui_lambda::testing::config::{Config, ModelChoice};
+use agui_lambda::testing::model::bedrock::{
+    self, BedrockProvider, BedrockSettings, ClientSettings,
+};
+use agui_lambda::testing::startup;
+use agui_lambda::testing::store::MemoryStore;
 use aws_sdk_bedrockruntime::config::interceptors::{
     BeforeDeserializationInterceptorContextMut, BeforeTransmitInterceptorContextRef,
 };
@@ -233,7 +235,7 @@ async fn spawn_bedrock_app_with(
     )
     .unwrap();
     let (addr, server) =
-        agui_lambda::api::local::bind(Arc::new(app), "127.0.0.1:0".parse().unwrap())
+        agui_lambda::testing::api::bind(Arc::new(app), "127.0.0.1:0".parse().unwrap())
             .await
             .unwrap();
     BedrockApp {

@@ -1,27 +1,27 @@
 //! The two thread stores as test subjects: a store-level scenario runs on the in-memory store
 //! and on DynamoDB Local (a fresh table), as `<scenario>::memory` and `<scenario>::dynamo`.
 
-use agui_lambda::store::{DynamoStore, MemoryStore, ThreadStore};
+use agui_lambda::testing::store::{DynamoStore, MemoryStore, ThreadStore};
 use aws_sdk_dynamodb::Client;
 use std::sync::Arc;
 
 use crate::dynamo_local;
 
 /// One store under test; `table` is set for DynamoDB.
-pub struct Subject {
-    pub store: Arc<dyn ThreadStore>,
-    pub table: Option<(Client, String)>,
+pub(crate) struct Subject {
+    pub(crate) store: Arc<dyn ThreadStore>,
+    pub(crate) table: Option<(Client, String)>,
 }
 
 impl Subject {
-    pub fn memory() -> Self {
+    pub(crate) fn memory() -> Self {
         Self {
             store: Arc::new(MemoryStore::new()),
             table: None,
         }
     }
 
-    pub async fn dynamo() -> Self {
+    pub(crate) async fn dynamo() -> Self {
         let (client, table) = dynamo_local::new_table().await;
         Self {
             // With a TTL, so every write carries `expiresAt` as it does in production.
@@ -42,7 +42,7 @@ macro_rules! on_both_stores {
                 }
 
                 #[tokio::test]
-                pub async fn dynamo() {
+                async fn dynamo() {
                     super::$scenario(super::Subject::dynamo().await).await;
                 }
             }

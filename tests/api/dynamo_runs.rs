@@ -1,8 +1,10 @@
 //! Runs over HTTP against a real DynamoDB (Local): concurrency, long threads, faults, restarts.
 
-use agui_lambda::auth::Principal;
-use agui_lambda::protocol::{Message, MessageId, RunId, ThreadId, UserContent};
-use agui_lambda::store::{DynamoStore, RunFinish, RunLeases, RunStart, ThreadStore, Threads};
+use agui_lambda::testing::auth::Principal;
+use agui_lambda::testing::protocol::{Message, MessageId, RunId, ThreadId, UserContent};
+use agui_lambda::testing::store::{
+    DynamoStore, RunFinish, RunLeases, RunStart, ThreadStore, Threads,
+};
 use aws_sdk_dynamodb::types::AttributeValue;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
@@ -364,8 +366,8 @@ async fn a_process_killed_mid_run_leaves_a_thread_the_next_process_continues() {
         freed_after < Duration::from_secs(6),
         "a 3 s lease freed the thread only {freed_after:?} after the kill"
     );
-    let events = agui_lambda::protocol::verify::parse_sse(&reply).unwrap();
-    agui_lambda::protocol::verify::verify_run(&events).unwrap();
+    let events = agui_lambda::testing::protocol::verify::parse_sse(&reply).unwrap();
+    agui_lambda::testing::protocol::verify::verify_run(&events).unwrap();
     assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED");
     let snapshot = events
         .iter()

@@ -17,7 +17,7 @@ async fn calculator_app() -> TestApp {
 }
 
 /// The `tool` messages of a model request, as JSON.
-fn tool_messages(request: &agui_lambda::model::ModelRequest) -> Vec<Value> {
+fn tool_messages(request: &agui_lambda::testing::model::ModelRequest) -> Vec<Value> {
     serde_json::to_value(&request.messages)
         .unwrap()
         .as_array()

@@ -5,16 +5,16 @@
 //! and records what it was asked. What aimock does on the wire (HTTP statuses, retries, a dropped
 //! connection) becomes the error the OpenAI provider reports after its retries.
 
-use agui_lambda::model::{
+use agui_lambda::testing::model::{
     DeltaStream, FinishReason, ModelDelta, ModelError, ModelProvider, ModelRequest, Usage,
 };
-use agui_lambda::protocol::{Message, UserContent};
+use agui_lambda::testing::protocol::{Message, UserContent};
 use async_trait::async_trait;
 use serde_json::Value;
 use std::sync::Mutex;
 use std::time::Duration;
 
-pub struct FixtureModel {
+pub(crate) struct FixtureModel {
     fixtures: Vec<Value>,
     /// How many times each fixture has matched (aimock's `sequenceIndex`).
     matched: Mutex<Vec<usize>>,
@@ -22,7 +22,7 @@ pub struct FixtureModel {
 }
 
 impl FixtureModel {
-    pub fn load() -> Self {
+    pub(crate) fn load() -> Self {
         let path = super::helpers::repo_path("tests/fixtures/aimock-openai.json");
         let file: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
         let fixtures = file["fixtures"].as_array().unwrap().clone();
@@ -34,12 +34,12 @@ impl FixtureModel {
     }
 
     /// Every request the model received, oldest first.
-    pub fn requests(&self) -> Vec<ModelRequest> {
+    pub(crate) fn requests(&self) -> Vec<ModelRequest> {
         self.requests.lock().unwrap().clone()
     }
 
     /// The requests whose last user message contains `user_text`.
-    pub fn requests_about(&self, user_text: &str) -> Vec<ModelRequest> {
+    pub(crate) fn requests_about(&self, user_text: &str) -> Vec<ModelRequest> {
         self.requests()
             .into_iter()
             .filter(|request| last_user_text(request).contains(user_text))
@@ -102,8 +102,8 @@ fn chunks(text: &str, size: usize) -> Vec<String> {
 
 #[async_trait]
 impl ModelProvider for FixtureModel {
-    fn identity(&self) -> agui_lambda::model::ModelIdentity {
-        agui_lambda::model::ModelIdentity {
+    fn identity(&self) -> agui_lambda::testing::model::ModelIdentity {
+        agui_lambda::testing::model::ModelIdentity {
             provider: "openai".to_owned(),
             model: "aimock-fixture".to_owned(),
         }

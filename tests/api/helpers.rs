@@ -1,9 +1,9 @@
 use super::fixture_model::FixtureModel;
-use agui_lambda::config::Config;
-use agui_lambda::model::{ModelProvider, ModelRequest};
-use agui_lambda::protocol::verify::{parse_sse, verify_run};
-use agui_lambda::startup;
-use agui_lambda::store::{Blobs, ThreadStore};
+use agui_lambda::testing::config::Config;
+use agui_lambda::testing::model::{ModelProvider, ModelRequest};
+use agui_lambda::testing::protocol::verify::{parse_sse, verify_run};
+use agui_lambda::testing::startup;
+use agui_lambda::testing::store::{Blobs, ThreadStore};
 use agui_lambda::tools::ToolRegistry;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -12,19 +12,19 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub fn repo_path(relative: &str) -> PathBuf {
+pub(crate) fn repo_path(relative: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative)
 }
 
 /// A running aimock server with the scenario fixtures; killed when dropped.
-pub struct Aimock {
+pub(crate) struct Aimock {
     _child: tokio::process::Child,
     pub url: String,
     http: reqwest::Client,
 }
 
 impl Aimock {
-    pub async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let bin = repo_path("tests/node/node_modules/.bin/llmock");
         assert!(
             bin.exists(),
@@ -72,7 +72,7 @@ impl Aimock {
     }
 
     /// The requests the model received, oldest first.
-    pub async fn journal(&self) -> Vec<Value> {
+    pub(crate) async fn journal(&self) -> Vec<Value> {
         self.http
             .get(format!("{}/__aimock/journal", self.url))
             .send()
@@ -84,7 +84,7 @@ impl Aimock {
     }
 
     /// The chat completion request bodies that asked about `user_text`.
-    pub async fn requests_about(&self, user_text: &str) -> Vec<Value> {
+    pub(crate) async fn requests_about(&self, user_text: &str) -> Vec<Value> {
         self.journal()
             .await
             .into_iter()
@@ -93,7 +93,7 @@ impl Aimock {
     }
 }
 
-pub struct TestApp {
+pub(crate) struct TestApp {
     pub addr: SocketAddr,
     model: TestModel,
     pub http: reqwest::Client,
@@ -107,20 +107,20 @@ enum TestModel {
     Aimock(Box<Aimock>),
 }
 
-pub struct Reply {
+pub(crate) struct Reply {
     pub status: u16,
     pub content_type: String,
     pub body: String,
 }
 
 impl Reply {
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body)
             .unwrap_or_else(|err| panic!("not JSON ({err}): {}", self.body))
     }
 
     /// The SSE events, checked against the client's ordering rules.
-    pub fn events(&self) -> Vec<Value> {
+    pub(crate) fn events(&self) -> Vec<Value> {
         assert_eq!(self.status, 200, "{}", self.body);
         assert_eq!(self.content_type, "text/event-stream");
         let events = parse_sse(&self.body).unwrap();
@@ -130,17 +130,17 @@ impl Reply {
 }
 
 /// An app on the in-process fixture model and the in-memory store.
-pub async fn spawn_app() -> TestApp {
+pub(crate) async fn spawn_app() -> TestApp {
     spawn_app_with(&[]).await
 }
 
-pub async fn spawn_app_with(overrides: &[(&str, &str)]) -> TestApp {
+pub(crate) async fn spawn_app_with(overrides: &[(&str, &str)]) -> TestApp {
     spawn_app_on(overrides, None).await
 }
 
 /// An app on the in-process fixture model and the given store (`None`: the one the
 /// configuration names).
-pub async fn spawn_app_on(
+pub(crate) async fn spawn_app_on(
     overrides: &[(&str, &str)],
     store: Option<Arc<dyn ThreadStore>>,
 ) -> TestApp {
@@ -149,11 +149,11 @@ pub async fn spawn_app_on(
 }
 
 /// An app whose model is aimock over HTTP: for the tests about the OpenAI wire format.
-pub async fn spawn_wire_app() -> TestApp {
+pub(crate) async fn spawn_wire_app() -> TestApp {
     spawn_wire_app_with(&[]).await
 }
 
-pub async fn spawn_wire_app_with(overrides: &[(&str, &str)]) -> TestApp {
+pub(crate) async fn spawn_wire_app_with(overrides: &[(&str, &str)]) -> TestApp {
     spawn(
         overrides,
         None,
@@ -163,7 +163,10 @@ pub async fn spawn_wire_app_with(overrides: &[(&str, &str)]) -> TestApp {
 }
 
 /// An app whose model is aimock over HTTP, on the given store.
-pub async fn spawn_wire_app_on(overrides: &[(&str, &str)], store: Arc<dyn ThreadStore>) -> TestApp {
+pub(crate) async fn spawn_wire_app_on(
+    overrides: &[(&str, &str)],
+    store: Arc<dyn ThreadStore>,
+) -> TestApp {
     spawn(
         overrides,
         Some(store),
@@ -174,14 +177,17 @@ pub async fn spawn_wire_app_on(overrides: &[(&str, &str)], store: Arc<dyn Thread
 
 /// An app on the in-process fixture model with `tools` (the built-ins plus a test's or an
 /// example's own); the MCP servers `overrides` name are listed as at a cold start.
-pub async fn spawn_app_with_tools(overrides: &[(&str, &str)], tools: ToolRegistry) -> TestApp {
+pub(crate) async fn spawn_app_with_tools(
+    overrides: &[(&str, &str)],
+    tools: ToolRegistry,
+) -> TestApp {
     let model = Arc::new(FixtureModel::load());
     spawn_with_tools(overrides, None, TestModel::Fixture(model), tools).await
 }
 
 /// An app on the in-process fixture model, the given store and signed-URL uploads into `blobs`'
 /// bucket (an S3-compatible server on loopback).
-pub async fn spawn_app_with_blobs(
+pub(crate) async fn spawn_app_with_blobs(
     overrides: &[(&str, &str)],
     store: Arc<dyn ThreadStore>,
     blobs: Blobs,
@@ -200,10 +206,10 @@ pub async fn spawn_app_with_blobs(
 
 /// An app on the in-process fixture model and the given store, writing its EMF records to
 /// `metrics`.
-pub async fn spawn_app_with_metrics(
+pub(crate) async fn spawn_app_with_metrics(
     overrides: &[(&str, &str)],
     store: Arc<dyn ThreadStore>,
-    metrics: agui_lambda::telemetry::emf::Emf,
+    metrics: agui_lambda::testing::telemetry::emf::Emf,
 ) -> TestApp {
     let model = Arc::new(FixtureModel::load());
     spawn_full(
@@ -246,7 +252,7 @@ async fn spawn_full(
     model: TestModel,
     mut tools: ToolRegistry,
     blobs: Option<Arc<Blobs>>,
-    metrics: Option<agui_lambda::telemetry::emf::Emf>,
+    metrics: Option<agui_lambda::testing::telemetry::emf::Emf>,
 ) -> TestApp {
     let mut vars: HashMap<String, String> = HashMap::new();
     if let TestModel::Aimock(aimock) = &model {
@@ -288,7 +294,7 @@ async fn spawn_full(
     .with_blobs(blobs)
     .with_metrics(metrics);
     let (addr, server) =
-        agui_lambda::api::local::bind(Arc::new(app), "127.0.0.1:0".parse().unwrap())
+        agui_lambda::testing::api::bind(Arc::new(app), "127.0.0.1:0".parse().unwrap())
             .await
             .unwrap();
     TestApp {
@@ -301,7 +307,7 @@ async fn spawn_full(
 
 impl TestApp {
     /// aimock, for a wire test.
-    pub fn aimock(&self) -> &Aimock {
+    pub(crate) fn aimock(&self) -> &Aimock {
         match &self.model {
             TestModel::Aimock(aimock) => aimock,
             TestModel::Fixture(_) => panic!("a wire test: start the app with spawn_wire_app"),
@@ -309,7 +315,7 @@ impl TestApp {
     }
 
     /// How many model requests were made in all.
-    pub async fn model_requests(&self) -> usize {
+    pub(crate) async fn model_requests(&self) -> usize {
         match &self.model {
             TestModel::Fixture(fixture) => fixture.requests().len(),
             TestModel::Aimock(aimock) => aimock.journal().await.len(),
@@ -317,18 +323,18 @@ impl TestApp {
     }
 
     /// The in-process model's requests, for tests that check what the model was asked.
-    pub fn fixture_requests_about(&self, user_text: &str) -> Vec<ModelRequest> {
+    pub(crate) fn fixture_requests_about(&self, user_text: &str) -> Vec<ModelRequest> {
         match &self.model {
             TestModel::Fixture(fixture) => fixture.requests_about(user_text),
             TestModel::Aimock(_) => panic!("fixture_requests_about needs the fixture model"),
         }
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
     }
 
-    pub async fn post_raw(
+    pub(crate) async fn post_raw(
         &self,
         path: &str,
         content_type: &str,
@@ -346,12 +352,12 @@ impl TestApp {
         into_reply(response).await
     }
 
-    pub async fn run(&self, body: &Value) -> Reply {
+    pub(crate) async fn run(&self, body: &Value) -> Reply {
         self.post_raw("/agent", "application/json", body.to_string())
             .await
     }
 
-    pub async fn get(&self, path: &str) -> Reply {
+    pub(crate) async fn get(&self, path: &str) -> Reply {
         into_reply(self.http.get(self.url(path)).send().await.unwrap()).await
     }
 }
@@ -370,7 +376,7 @@ async fn into_reply(response: reqwest::Response) -> Reply {
     }
 }
 
-pub fn frontend_tools() -> Value {
+pub(crate) fn frontend_tools() -> Value {
     json!([
         {"name": "search_local_files", "description": "Search the user's local files",
          "parameters": {"type": "object", "properties": {"keyword": {"type": "string"}}}},
@@ -379,19 +385,19 @@ pub fn frontend_tools() -> Value {
     ])
 }
 
-pub fn run_input(thread: &str, run: &str, messages: Value) -> Value {
+pub(crate) fn run_input(thread: &str, run: &str, messages: Value) -> Value {
     json!({"threadId": thread, "runId": run, "state": {}, "messages": messages, "tools": frontend_tools(), "context": [], "forwardedProps": {}})
 }
 
-pub fn new_thread() -> String {
+pub(crate) fn new_thread() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
-pub fn types(events: &[Value]) -> Vec<&str> {
+pub(crate) fn types(events: &[Value]) -> Vec<&str> {
     events.iter().map(|e| e["type"].as_str().unwrap()).collect()
 }
 
-pub fn text_of(events: &[Value]) -> String {
+pub(crate) fn text_of(events: &[Value]) -> String {
     events
         .iter()
         .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
@@ -400,7 +406,7 @@ pub fn text_of(events: &[Value]) -> String {
 }
 
 /// The assistant message a client builds from a run's events: its text and tool calls.
-pub fn assistant_from(events: &[Value]) -> Value {
+pub(crate) fn assistant_from(events: &[Value]) -> Value {
     let start = events
         .iter()
         .find(|e| e["type"] == "TOOL_CALL_START")
@@ -427,29 +433,29 @@ pub fn assistant_from(events: &[Value]) -> Value {
 }
 
 /// A response to a call as some principal: status, headers and body.
-pub struct Answer {
+pub(crate) struct Answer {
     pub status: u16,
     pub headers: reqwest::header::HeaderMap,
     pub body: String,
 }
 
 impl Answer {
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or_else(|_| panic!("not JSON: {}", self.body))
     }
 
-    pub fn error_code(&self) -> String {
+    pub(crate) fn error_code(&self) -> String {
         self.json()["error"]["code"].as_str().unwrap().to_owned()
     }
 
     /// A refusal's message (on the v1 agent API's routes, the contract's wording).
-    pub fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         self.json()["error"]["message"].as_str().unwrap().to_owned()
     }
 }
 
 /// `method path` with `key` as the bearer API key and an optional JSON body.
-pub async fn call(
+pub(crate) async fn call(
     app: &TestApp,
     key: &str,
     method: &str,
@@ -460,7 +466,7 @@ pub async fn call(
 }
 
 /// [`call`] with the body as raw text (broken or oversized JSON).
-pub async fn call_raw(
+pub(crate) async fn call_raw(
     app: &TestApp,
     key: &str,
     method: &str,
@@ -485,7 +491,7 @@ pub async fn call_raw(
 }
 
 /// A free loopback port.
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -495,7 +501,7 @@ pub fn free_port() -> u16 {
 
 /// Starts `command` (a shell command line) in the background under a watchdog shell that stops
 /// it as soon as the test process is gone: a server for the whole test binary.
-pub fn spawn_watched(command: &str) {
+pub(crate) fn spawn_watched(command: &str) {
     let script = format!(
         "{command} >/dev/null 2>&1 & C=$!; \
          while kill -0 {parent} 2>/dev/null && kill -0 $C 2>/dev/null; do sleep 0.5; done; kill $C 2>/dev/null",

@@ -2,7 +2,7 @@
 //! 500, and leaves the store and the model untouched. No URL a client gives is ever fetched, and
 //! secrets never reach logs or bodies.
 
-use agui_lambda::auth::hash_api_key;
+use agui_lambda::testing::auth::hash_api_key;
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -101,7 +101,7 @@ async fn an_endless_body_is_cut_off_at_the_limit() {
 
 #[tokio::test]
 async fn a_broken_base64_lambda_body_is_a_client_error() {
-    let config = agui_lambda::config::Config::from_map(
+    let config = agui_lambda::testing::config::Config::from_map(
         &[
             ("MODEL_PROVIDER".to_owned(), "demo".to_owned()),
             (
@@ -112,7 +112,7 @@ async fn a_broken_base64_lambda_body_is_a_client_error() {
         .into(),
     )
     .unwrap();
-    let app = agui_lambda::startup::build(&config).await.unwrap();
+    let app = agui_lambda::testing::startup::build(&config).await.unwrap();
     let mut event: Value = serde_json::from_str(
         &std::fs::read_to_string(repo_path("events/plain-chat.json")).unwrap(),
     )
@@ -120,7 +120,7 @@ async fn a_broken_base64_lambda_body_is_a_client_error() {
     event["isBase64Encoded"] = json!(true);
     event["body"] = json!("!!! this is not base64 ###");
     event["headers"]["origin"] = json!("https://app.example");
-    let response = agui_lambda::api::lambda::answer_event(
+    let response = agui_lambda::testing::api::answer_event(
         &app,
         lambda_runtime::LambdaEvent::new(event, lambda_runtime::Context::default()),
     )
@@ -147,7 +147,7 @@ async fn a_broken_base64_lambda_body_is_a_client_error() {
         &base64::engine::general_purpose::STANDARD,
         plain
     ));
-    let response = agui_lambda::api::lambda::answer_event(
+    let response = agui_lambda::testing::api::answer_event(
         &app,
         lambda_runtime::LambdaEvent::new(encoded, lambda_runtime::Context::default()),
     )

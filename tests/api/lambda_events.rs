@@ -1,5 +1,5 @@
-use agui_lambda::config::Config;
-use agui_lambda::protocol::verify::{parse_sse, verify_run};
+use agui_lambda::testing::config::Config;
+use agui_lambda::testing::protocol::verify::{parse_sse, verify_run};
 use http_body_util::BodyExt;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -7,14 +7,14 @@ use std::sync::Arc;
 
 use crate::helpers::repo_path;
 
-async fn answer(app: &agui_lambda::api::App, file: &str) -> (u16, String) {
+async fn answer(app: &agui_lambda::testing::api::App, file: &str) -> (u16, String) {
     // A run goes on after its stream ends (it records its usage last): let it finish, so each
     // answer sees what the previous event did.
     app.live_runs().idle().await;
     let text = std::fs::read_to_string(repo_path(&format!("events/{file}"))).unwrap();
     let request =
         lambda_http::request::from_str(&text).unwrap_or_else(|err| panic!("{file}: {err}"));
-    let response = agui_lambda::api::lambda::handle(app, request).await;
+    let response = agui_lambda::testing::api::handle(app, request).await;
     let status = response.status().as_u16();
     let body = response.into_body().collect().await.unwrap().to_bytes();
     (status, String::from_utf8(body.to_vec()).unwrap())
@@ -22,13 +22,13 @@ async fn answer(app: &agui_lambda::api::App, file: &str) -> (u16, String) {
 
 /// The app `cargo lambda watch` runs with nothing configured: the offline demo model (the files
 /// must work with no model configured) and in-memory threads.
-async fn demo_app() -> agui_lambda::api::App {
+async fn demo_app() -> agui_lambda::testing::api::App {
     let config = Config::from_map(&HashMap::from([(
         "MODEL_PROVIDER".to_owned(),
         "demo".to_owned(),
     )]))
     .unwrap();
-    agui_lambda::startup::build(&config).await.unwrap()
+    agui_lambda::testing::startup::build(&config).await.unwrap()
 }
 
 fn json(file: &str, body: &str) -> Value {
@@ -101,7 +101,7 @@ async fn every_event_file_gets_its_documented_status() {
     // The plain chat's run, replayed after Last-Event-ID 2 and then cancelled once it ended.
     let (status, body) = answer(&app, "run-events.json").await;
     assert_eq!(status, 200, "{body}");
-    let replay = agui_lambda::protocol::verify::parse_sse_with_ids(&body).unwrap();
+    let replay = agui_lambda::testing::protocol::verify::parse_sse_with_ids(&body).unwrap();
     assert_eq!(replay.first().unwrap().0, Some(3), "{body}");
     assert_eq!(replay.last().unwrap().1["type"], "RUN_FINISHED");
     let (status, body) = answer(&app, "run-cancel.json").await;
@@ -231,9 +231,9 @@ const V1_THREAD: &str = "550e8400-e29b-41d4-a716-446655440000";
 /// run on Lambda (`detached-run.json`): it starts only a run that was accepted, and only once.
 #[tokio::test]
 async fn v1_agent_events_get_their_documented_status_and_a_detached_run_runs_once() {
-    use agui_lambda::auth::Principal;
-    use agui_lambda::protocol::{RunId, ThreadId};
-    use agui_lambda::store::{MemoryStore, TaskRecord, TaskRecords, TaskState, Threads};
+    use agui_lambda::testing::auth::Principal;
+    use agui_lambda::testing::protocol::{RunId, ThreadId};
+    use agui_lambda::testing::store::{MemoryStore, TaskRecord, TaskRecords, TaskState, Threads};
     let config = Config::from_map(&HashMap::from([(
         "MODEL_PROVIDER".to_owned(),
         "demo".to_owned(),
@@ -241,13 +241,13 @@ async fn v1_agent_events_get_their_documented_status_and_a_detached_run_runs_onc
     .unwrap();
     let store = Arc::new(MemoryStore::new());
     let app = Arc::new(
-        agui_lambda::startup::build_app(
+        agui_lambda::testing::startup::build_app(
             &config,
-            agui_lambda::startup::model_from_config(&config)
+            agui_lambda::testing::startup::model_from_config(&config)
                 .await
                 .unwrap(),
             store.clone(),
-            agui_lambda::startup::authenticator(&config.auth)
+            agui_lambda::testing::startup::authenticator(&config.auth)
                 .await
                 .unwrap(),
         )
@@ -290,7 +290,7 @@ async fn v1_agent_events_get_their_documented_status_and_a_detached_run_runs_onc
         let app = app.clone();
         let event = event.clone();
         async move {
-            let response = agui_lambda::api::lambda::answer_event(
+            let response = agui_lambda::testing::api::answer_event(
                 &app,
                 lambda_runtime::LambdaEvent::new(event, lambda_runtime::Context::default()),
             )
@@ -343,7 +343,7 @@ async fn the_x_ray_trace_of_the_invocation_is_named_in_the_response() {
     let mut context = lambda_runtime::Context::default();
     context.xray_trace_id =
         Some("Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1".into());
-    let response = agui_lambda::api::lambda::answer_event(
+    let response = agui_lambda::testing::api::answer_event(
         &app,
         lambda_runtime::LambdaEvent::new(event.clone(), context),
     )
@@ -357,7 +357,7 @@ async fn the_x_ray_trace_of_the_invocation_is_named_in_the_response() {
     app.live_runs().idle().await;
 
     // No X-Ray header (tracing off for the function) and no exporter: no trace to name.
-    let response = agui_lambda::api::lambda::answer_event(
+    let response = agui_lambda::testing::api::answer_event(
         &app,
         lambda_runtime::LambdaEvent::new(event, lambda_runtime::Context::default()),
     )

@@ -2,12 +2,12 @@
 //! heartbeat leases and double-texting, on the in-memory store and on DynamoDB Local. The model
 //! is the in-process demo model or a loopback OpenAI-compatible server that streams slowly.
 
-use agui_lambda::config::Config;
-use agui_lambda::model::ModelProvider;
-use agui_lambda::model::demo::DemoModel;
-use agui_lambda::protocol::verify::{parse_sse_with_ids, verify_run};
-use agui_lambda::startup;
-use agui_lambda::store::{DynamoStore, MemoryStore, ThreadStore};
+use agui_lambda::testing::config::Config;
+use agui_lambda::testing::model::DemoModel;
+use agui_lambda::testing::model::ModelProvider;
+use agui_lambda::testing::protocol::verify::{parse_sse_with_ids, verify_run};
+use agui_lambda::testing::startup;
+use agui_lambda::testing::store::{DynamoStore, MemoryStore, ThreadStore};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -44,7 +44,7 @@ async fn app(
     )
     .unwrap();
     let (addr, server) =
-        agui_lambda::api::local::bind(Arc::new(built), "127.0.0.1:0".parse().unwrap())
+        agui_lambda::testing::api::bind(Arc::new(built), "127.0.0.1:0".parse().unwrap())
             .await
             .unwrap();
     App {

@@ -5,8 +5,8 @@
 //! no Node: those tests run in the Node-less pass too.
 
 use super::helpers::*;
-use agui_lambda::config::Config;
-use agui_lambda::startup::{self, StartupError};
+use agui_lambda::testing::config::Config;
+use agui_lambda::testing::startup::{self, StartupError};
 use agui_lambda::tools::{ToolBuilder, ToolContext, ToolOutput, ToolRegistry};
 use serde_json::{Value, json};
 use std::collections::HashMap;

@@ -4,7 +4,7 @@
 
 use crate::dynamo_local;
 use crate::helpers::*;
-use agui_lambda::telemetry::emf::Emf;
+use agui_lambda::testing::telemetry::emf::Emf;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -181,7 +181,7 @@ impl Binary {
             .unwrap()
             .to_owned();
         let body = response.text().await.unwrap();
-        let events = agui_lambda::protocol::verify::parse_sse(&body).unwrap();
+        let events = agui_lambda::testing::protocol::verify::parse_sse(&body).unwrap();
         (trace_id, events)
     }
 
@@ -221,6 +221,10 @@ fn children<'a>(spans: &'a [Value], parent: &Value) -> Vec<&'a Value> {
         .collect()
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario told top to bottom: each step's assertions sit beside the step"
+)]
 #[tokio::test]
 async fn wire_a_server_tool_round_trip_is_one_trace_of_genai_spans_and_one_emf_record() {
     let aimock = Aimock::start().await;

@@ -2,7 +2,7 @@
 //! S3-compatible server for the tests: one per test binary, on a free loopback port, stopped by a
 //! watchdog when the tests exit. `AGUI_TEST_S3_ENDPOINT` points the tests at a running one instead.
 
-use agui_lambda::store::blobs::{BlobSettings, Blobs};
+use agui_lambda::testing::store::blobs::{BlobSettings, Blobs};
 use aws_credential_types::Credentials;
 use aws_credential_types::provider::SharedCredentialsProvider;
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
@@ -12,15 +12,15 @@ use tokio::sync::OnceCell;
 
 use crate::helpers::repo_path;
 
-pub const REGION: &str = "us-east-1";
+pub(crate) const REGION: &str = "us-east-1";
 
 static ENDPOINT: OnceCell<String> = OnceCell::const_new();
 
-pub fn credentials() -> Credentials {
+pub(crate) fn credentials() -> Credentials {
     Credentials::new("test", "test", None, None, "test")
 }
 
-pub async fn endpoint() -> &'static str {
+pub(crate) async fn endpoint() -> &'static str {
     ENDPOINT
         .get_or_init(|| async {
             if let Ok(endpoint) = std::env::var("AGUI_TEST_S3_ENDPOINT") {
@@ -61,7 +61,7 @@ async fn start() -> String {
 }
 
 /// A fresh bucket (CreateBucket as a signed PUT) and `Blobs` on it with the given limit.
-pub async fn new_blobs(max_bytes: u64) -> Blobs {
+pub(crate) async fn new_blobs(max_bytes: u64) -> Blobs {
     let endpoint = endpoint().await;
     let bucket = format!("inputs-{}", uuid::Uuid::new_v4().simple());
     create_bucket(endpoint, &bucket).await;

@@ -8,7 +8,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::time::Instant;
 
-pub struct SlowModel {
+pub(crate) struct SlowModel {
     pub url: String,
     hangups: Arc<Mutex<Vec<Instant>>>,
     requests: Arc<Mutex<u32>>,
@@ -17,7 +17,7 @@ pub struct SlowModel {
 
 impl SlowModel {
     /// Answers every request with `words` words, one per `delay`.
-    pub async fn start(words: usize, delay: Duration) -> Self {
+    pub(crate) async fn start(words: usize, delay: Duration) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/v1", listener.local_addr().unwrap());
         let hangups = Arc::new(Mutex::new(Vec::new()));
@@ -45,12 +45,12 @@ impl SlowModel {
     }
 
     /// When clients hung up before the end of an answer.
-    pub fn hangups(&self) -> Vec<Instant> {
+    pub(crate) fn hangups(&self) -> Vec<Instant> {
         self.hangups.lock().unwrap().clone()
     }
 
     /// How many completions were requested.
-    pub fn requests(&self) -> u32 {
+    pub(crate) fn requests(&self) -> u32 {
         *self.requests.lock().unwrap()
     }
 }

@@ -1,8 +1,8 @@
 //! One behaviour suite for every `ThreadStore`: the in-memory one and DynamoDB (Local).
 
-use agui_lambda::auth::Principal;
-use agui_lambda::protocol::{Message, MessageId, RunId, ThreadId, UserContent};
-use agui_lambda::store::{
+use agui_lambda::testing::auth::Principal;
+use agui_lambda::testing::protocol::{Message, MessageId, RunId, ThreadId, UserContent};
+use agui_lambda::testing::store::{
     DynamoStore, HistoryQuery, MemoryStore, RunFinish, RunStart, StoreError, ThreadStore,
 };
 use serde_json::{Value, json};
@@ -36,7 +36,7 @@ async fn begin(
     messages: &[Message],
     state: Option<&Value>,
     lease_until: i64,
-) -> Result<agui_lambda::store::Lease, StoreError> {
+) -> Result<agui_lambda::testing::store::Lease, StoreError> {
     let loaded = ctx.store.load(owner, &ctx.thread).await?;
     ctx.store
         .begin_run(RunStart {
@@ -54,6 +54,10 @@ async fn begin(
         .await
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario told top to bottom: each step's assertions sit beside the step"
+)]
 async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
     let ctx = Ctx {
         store,

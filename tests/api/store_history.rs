@@ -3,10 +3,12 @@
 //! DynamoDB (Local, a fresh table made by `DynamoStore::create_table`). The DynamoDB runs also
 //! look at the items themselves.
 
-use agui_lambda::agent::history_day::history_day;
-use agui_lambda::auth::Principal;
-use agui_lambda::protocol::{Message, MessageId, RunId, ThreadId, ToolCallId, UserContent};
-use agui_lambda::store::{
+use agui_lambda::testing::agent::history_day;
+use agui_lambda::testing::auth::Principal;
+use agui_lambda::testing::protocol::{
+    Message, MessageId, RunId, ThreadId, ToolCallId, UserContent,
+};
+use agui_lambda::testing::store::{
     DynamoStore, History, Lease, NewThread, RunFinish, RunStart, StoreError, TaskFailure,
     TaskRecord, TaskState, ThreadStore, Threads, TimedQuery,
 };
@@ -113,7 +115,7 @@ fn not_found<T>(result: Result<T, StoreError>) -> bool {
     matches!(result, Err(StoreError::NotFound))
 }
 
-fn seqs_and_times(page: &agui_lambda::store::TimedPage) -> Vec<(u64, i64)> {
+fn seqs_and_times(page: &agui_lambda::testing::store::TimedPage) -> Vec<(u64, i64)> {
     page.messages
         .iter()
         .map(|timed| (timed.seq, timed.at_ms))
@@ -233,7 +235,7 @@ async fn timed_messages_page_newest_first(subject: Subject) {
     let input: Vec<Message> = (0..25).map(|index| user(&format!("m{index}"))).collect();
     run(store, &alice, &thread, "r1", (&input, 7_000), (&[], 8_000)).await;
 
-    let seqs = |page: &agui_lambda::store::TimedPage| {
+    let seqs = |page: &agui_lambda::testing::store::TimedPage| {
         page.messages
             .iter()
             .map(|timed| timed.seq)
@@ -422,7 +424,7 @@ async fn days_page_back_through_three_days(subject: Subject) {
         (&[assistant("a15", Some("ok"))], utc_ms(15, 17) + 5_000),
     )
     .await;
-    let ids = |messages: &[agui_lambda::store::TimedMessage]| {
+    let ids = |messages: &[agui_lambda::testing::store::TimedMessage]| {
         messages
             .iter()
             .map(|timed| timed.message.id().as_str().to_owned())
@@ -455,6 +457,10 @@ async fn days_page_back_through_three_days(subject: Subject) {
     assert_eq!(ids(&shanghai.messages), ["u15", "a15"]);
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario told top to bottom: each step's assertions sit beside the step"
+)]
 async fn tasks_are_claimed_once_and_fail_for_good(subject: Subject) {
     let store = subject.store.as_ref();
     let alice = Principal::new("alice");

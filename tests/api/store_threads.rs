@@ -3,9 +3,9 @@
 //! made by `DynamoStore::create_table`). The DynamoDB runs also look at the table itself: what
 //! a delete leaves behind, and how many calls each operation makes.
 
-use agui_lambda::auth::Principal;
-use agui_lambda::protocol::{Message, MessageId, RunId, ThreadId, UserContent};
-use agui_lambda::store::{
+use agui_lambda::testing::auth::Principal;
+use agui_lambda::testing::protocol::{Message, MessageId, RunId, ThreadId, UserContent};
+use agui_lambda::testing::store::{
     Deletion, DynamoStore, HistoryQuery, Lease, NewThread, QuotaExceeded, QuotaLimits, RunFinish,
     RunLeases, RunStart, RunTokens, Settlement, StoreError, StoreUsage, ThreadActivity,
     ThreadStore, Threads, UsageLedger, usage_day,
@@ -128,6 +128,10 @@ async fn fresh_minute() {
     }
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario told top to bottom: each step's assertions sit beside the step"
+)]
 async fn list_pages_newest_first(subject: Subject) {
     let store = subject.store.as_ref();
     let alice = Principal::new("alice");
@@ -240,6 +244,10 @@ async fn title_of(store: &dyn ThreadStore, owner: &Principal, thread: &ThreadId)
     store.load(owner, thread).await.unwrap().unwrap().title
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario told top to bottom: each step's assertions sit beside the step"
+)]
 async fn titles(subject: Subject) {
     let store = subject.store.as_ref();
     let alice = Principal::new("alice");
@@ -383,6 +391,10 @@ async fn titles(subject: Subject) {
     );
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario told top to bottom: each step's assertions sit beside the step"
+)]
 async fn delete_removes_everything(subject: Subject) {
     let store = subject.store.as_ref();
     let alice = Principal::new("alice");
@@ -718,6 +730,10 @@ async fn run_ends(subject: Subject) {
     assert_eq!(store.run_end(&alice, &run_id("empty")).await.unwrap(), None);
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario told top to bottom: each step's assertions sit beside the step"
+)]
 async fn runs_per_minute(subject: Subject) {
     let store = &subject.store;
     let alice = Principal::new("alice");
@@ -850,6 +866,10 @@ async fn runs_per_minute(subject: Subject) {
     assert_eq!(usage[0].models[0].runs, 5, "every settlement counted");
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario told top to bottom: each step's assertions sit beside the step"
+)]
 async fn tokens_per_day_and_usage(subject: Subject) {
     let store = subject.store.as_ref();
     let alice = Principal::new("alice");
@@ -1081,12 +1101,15 @@ async fn dynamo_create_table_adds_the_thread_list_index_to_an_older_table() {
     assert!(!refused.contains("delete-table"), "{refused}");
 
     let setup = DynamoStore::create_table(&client, &table).await.unwrap();
-    assert_eq!(setup, agui_lambda::store::dynamo::TableSetup::Existed);
+    assert_eq!(
+        setup,
+        agui_lambda::testing::store::dynamo::TableSetup::Existed
+    );
     DynamoStore::check_table(&client, &table).await.unwrap();
     // Again: nothing more to do.
     assert_eq!(
         DynamoStore::create_table(&client, &table).await.unwrap(),
-        agui_lambda::store::dynamo::TableSetup::Existed
+        agui_lambda::testing::store::dynamo::TableSetup::Existed
     );
     let listed = store.list_threads(&alice, 10, None).await.unwrap();
     assert_eq!(listed.threads.len(), 1);
@@ -1103,6 +1126,10 @@ fn calls(before: StoreUsage, after: StoreUsage) -> (u64, u64, f64, f64) {
     )
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario told top to bottom: each step's assertions sit beside the step"
+)]
 /// The DynamoDB calls each new operation makes (printed for `--nocapture`), and the ones the
 /// design fixes at one call.
 #[tokio::test]

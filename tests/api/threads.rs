@@ -1,9 +1,9 @@
 //! The thread routes as an app calls them, over HTTP on DynamoDB Local: the caller's list in
 //! pages, titles, delete, fork (at a message and from `parentRunId`), quotas and usage.
 
-use agui_lambda::auth::hash_api_key;
-use agui_lambda::protocol::verify::{parse_sse, verify_run};
-use agui_lambda::store::{DynamoStore, ThreadStore};
+use agui_lambda::testing::auth::hash_api_key;
+use agui_lambda::testing::protocol::verify::{parse_sse, verify_run};
+use agui_lambda::testing::store::{DynamoStore, ThreadStore};
 use aws_sdk_dynamodb::types::AttributeValue;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
@@ -378,6 +378,10 @@ fn ids(messages: &[Value]) -> Vec<String> {
         .collect()
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario told top to bottom: each step's assertions sit beside the step"
+)]
 #[tokio::test]
 async fn a_thread_forks_at_a_message_and_from_a_parent_run() {
     let (app, _, _) = dynamo_app(&[]).await;
@@ -512,7 +516,7 @@ async fn a_thread_forks_at_a_message_and_from_a_parent_run() {
         asked[0]
             .messages
             .iter()
-            .filter(|m| matches!(m, agui_lambda::protocol::Message::User { .. }))
+            .filter(|m| matches!(m, agui_lambda::testing::protocol::Message::User { .. }))
             .count(),
         2
     );
@@ -580,6 +584,10 @@ async fn away_from_a_minute_boundary() {
     }
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario told top to bottom: each step's assertions sit beside the step"
+)]
 #[tokio::test]
 async fn wire_twenty_parallel_runs_against_a_quota_of_five_and_usage_matches_aimock() {
     let (client, table) = dynamo_local::new_table().await;

@@ -3,11 +3,11 @@
 //! (`GET /api/v1/agent/history`); the contract's exact refusals on its route only; agent profiles by
 //! `agent_type`; history paged across three days; image uploads through signed URLs into moto.
 
-use agui_lambda::auth::Principal;
-use agui_lambda::auth::hash_api_key;
-use agui_lambda::protocol::verify::{parse_sse, verify_run};
-use agui_lambda::protocol::{Message, MessageId, RunId, ThreadId, UserContent};
-use agui_lambda::store::{DynamoStore, RunFinish, RunStart, ThreadStore};
+use agui_lambda::testing::auth::Principal;
+use agui_lambda::testing::auth::hash_api_key;
+use agui_lambda::testing::protocol::verify::{parse_sse, verify_run};
+use agui_lambda::testing::protocol::{Message, MessageId, RunId, ThreadId, UserContent};
+use agui_lambda::testing::store::{DynamoStore, RunFinish, RunStart, ThreadStore};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -86,6 +86,10 @@ fn today_utc() -> String {
     chrono::Utc::now().format("%Y-%m-%d").to_string()
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario told top to bottom: each step's assertions sit beside the step"
+)]
 #[tokio::test]
 async fn a_detached_run_is_accepted_at_once_followed_by_run_id_and_read_back_by_day() {
     let (app, _store) = v1_app(&[]).await;
@@ -309,6 +313,10 @@ async fn a_detached_run_is_refused_when_it_cannot_run_and_a_failed_start_is_reco
     assert_eq!(stored.messages.len(), 2);
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario told top to bottom: each step's assertions sit beside the step"
+)]
 #[tokio::test]
 async fn the_contract_s_rules_and_words_hold_on_its_route_only() {
     let (app, _store) = v1_app(&[]).await;
@@ -622,6 +630,10 @@ async fn the_history_pages_back_day_by_day_in_the_clients_time_zone() {
     }
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario told top to bottom: each step's assertions sit beside the step"
+)]
 #[tokio::test]
 async fn an_image_goes_up_by_signed_url_into_a_run_and_comes_back_signed_in_the_history() {
     let store = dynamo_store().await;

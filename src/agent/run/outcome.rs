@@ -96,7 +96,7 @@ impl RunEnd {
 
 /// How a run ended, for the per-run log line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum RunOutcomeKind {
+pub(crate) enum RunOutcomeKind {
     #[default]
     Finished,
     /// Ended to wait for tool approvals.
@@ -107,7 +107,7 @@ pub enum RunOutcomeKind {
 
 impl RunOutcomeKind {
     /// The metrics' `outcome` dimension.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             RunOutcomeKind::Finished => "finished",
             RunOutcomeKind::Interrupted => "interrupted",
@@ -128,7 +128,7 @@ impl RunOutcomeKind {
 
 /// What the per-run log line reports.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct RunSummary {
+pub(crate) struct RunSummary {
     pub steps: u32,
     pub tool_calls: u32,
     pub usage: Usage,

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 
 /// A failed `AgentResponse`, the body of a refusal on `/process`.
-pub fn error_response_body(code: &str, message: &str) -> Value {
+pub(crate) fn error_response_body(code: &str, message: &str) -> Value {
     json!({
         "object": "response",
         "id": new_response_id(),
@@ -97,7 +97,7 @@ impl AgentScopeEncoder {
     }
 
     /// An encoder whose response has the client's id (`response_id`, else the request `id`).
-    pub fn for_request(request: &AgentScopeRequest) -> Self {
+    pub(crate) fn for_request(request: &AgentScopeRequest) -> Self {
         let mut encoder = Self::new();
         if let Some(id) = &request.response_id {
             encoder.response_id = id.clone();
@@ -107,7 +107,7 @@ impl AgentScopeEncoder {
 
     /// The complete response object as it stands: what `stream: false` returns once the run has
     /// ended.
-    pub fn response(&self) -> Value {
+    pub(crate) fn response(&self) -> Value {
         let mut response = json!({
             "object": "response",
             "id": self.response_id,

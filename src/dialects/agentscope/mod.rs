@@ -27,8 +27,11 @@ mod encoder;
 mod origins;
 mod request;
 
-pub use encoder::{AgentScopeEncoder, error_response_body};
-pub use request::{AgentScopeRequest, from_json, parse_request};
+pub use encoder::AgentScopeEncoder;
+pub(crate) use encoder::error_response_body;
+pub(crate) use request::from_json;
+#[cfg(test)]
+use request::parse_request;
 
 #[cfg(test)]
 mod tests;

@@ -2,15 +2,13 @@
 //! `RunAgentInput` is; a refusal names the `AgentRequest` field at fault ([`super::origins`]).
 
 use super::origins::{Origin, Origins};
-use crate::protocol::input::{
-    self as agui, InputError, Limits, RunInput, deserialize_at, parse_json,
-};
+use crate::protocol::input::{self as agui, InputError, Limits, RunInput, deserialize_at};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 /// A decoded `AgentRequest`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct AgentScopeRequest {
+pub(crate) struct AgentScopeRequest {
     pub input: RunInput,
     /// `stream: false` asks for the completed response object as one JSON body.
     pub stream: bool,
@@ -18,6 +16,7 @@ pub struct AgentScopeRequest {
     pub response_id: Option<String>,
 }
 
+#[cfg(test)]
 /// Parses and validates an `AgentRequest`: the same limits and rules as `RunAgentInput`, with
 /// errors naming the `AgentRequest` field at fault.
 ///
@@ -25,13 +24,13 @@ pub struct AgentScopeRequest {
 /// as `forwardedProps` would, with the same checks (an error names the request's own field).
 /// `model`, `n`, penalties and `user_id` are accepted and ignored: the server's configuration
 /// picks the model, and authentication the owner.
-pub fn parse_request(body: &[u8], limits: &Limits) -> Result<AgentScopeRequest, InputError> {
-    from_json(parse_json(body, limits)?, limits)
+pub(crate) fn parse_request(body: &[u8], limits: &Limits) -> Result<AgentScopeRequest, InputError> {
+    from_json(crate::protocol::input::parse_json(body, limits)?, limits)
 }
 
 /// [`parse_request`] for a body already parsed as JSON (by [`parse_json`], which checks the size
 /// limit and the syntax for every dialect alike).
-pub fn from_json(body: Value, limits: &Limits) -> Result<AgentScopeRequest, InputError> {
+pub(crate) fn from_json(body: Value, limits: &Limits) -> Result<AgentScopeRequest, InputError> {
     let wire: WireRequest = deserialize_at(body, "")?;
     if wire.input.len() > limits.max_messages {
         return Err(InputError::invalid(

@@ -1,9 +1,9 @@
 //! JSON values to and from the SDK's `Document` (tool inputs and input schemas).
 
 use aws_smithy_types::{Document, Number};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-pub fn to_document(value: &Value) -> Document {
+pub(crate) fn to_document(value: &Value) -> Document {
     match value {
         Value::Null => Document::Null,
         Value::Bool(b) => Document::Bool(*b),
@@ -24,9 +24,10 @@ pub fn to_document(value: &Value) -> Document {
     }
 }
 
+#[cfg(test)]
 /// The JSON of a document. Object keys come out sorted (a `Document` object is a hash map);
 /// a non-finite float, which JSON cannot hold, becomes `null`.
-pub fn from_document(document: &Document) -> Value {
+pub(crate) fn from_document(document: &Document) -> Value {
     match document {
         Document::Null => Value::Null,
         Document::Bool(b) => Value::Bool(*b),
@@ -44,7 +45,7 @@ pub fn from_document(document: &Document) -> Value {
                 entries
                     .into_iter()
                     .map(|(key, value)| (key.clone(), from_document(value)))
-                    .collect::<Map<_, _>>(),
+                    .collect::<serde_json::Map<_, _>>(),
             )
         }
     }

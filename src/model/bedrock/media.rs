@@ -16,13 +16,13 @@ use aws_smithy_types::Blob;
 use std::collections::HashSet;
 
 /// Why Bedrock cannot take `part`, if it cannot.
-pub fn check_part(part: &UserPart) -> Result<(), String> {
+pub(super) fn check_part(part: &UserPart) -> Result<(), String> {
     media_block(part, &mut HashSet::new()).map(|_| ())
 }
 
 /// The block for a media part, or a text note when Bedrock cannot take it. `names` holds the
 /// document names used so far in the request: Bedrock wants them distinct.
-pub fn part_block(part: &UserPart, names: &mut HashSet<String>) -> ContentBlock {
+pub(super) fn part_block(part: &UserPart, names: &mut HashSet<String>) -> ContentBlock {
     media_block(part, names).unwrap_or_else(|reason| {
         let what = match part.attachment().map(|attachment| &attachment.source) {
             Some(PartSource::Url { value, .. }) => format!(" ({value})"),
@@ -253,7 +253,7 @@ fn document_name(filename: Option<&str>, used: &mut HashSet<String>) -> String {
 /// thread stores for an uploaded attachment, `store::blobs`); `None` for any other URL. A query
 /// (a presigned URL's signature) is dropped: Bedrock reads the object with the caller's
 /// permissions.
-pub fn s3_uri_for(url: &str) -> Option<String> {
+pub(crate) fn s3_uri_for(url: &str) -> Option<String> {
     if let Some(rest) = url.strip_prefix("s3://") {
         let (bucket, key) = rest.split_once('/')?;
         return (is_bucket_name(bucket) && !key.is_empty()).then(|| url.to_owned());

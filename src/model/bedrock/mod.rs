@@ -6,17 +6,14 @@
 //! event is retried here; nothing is retried once output has been streamed.
 
 mod document;
+#[cfg(test)]
+use document::from_document;
 mod media;
 mod request;
 mod stream;
 
-pub use document::{from_document, to_document};
-pub use media::s3_uri_for;
-pub use request::{
-    BedrockSettings, ConverseInput, THINKING_ANSWER_TOKENS, additional_fields, converse_input,
-    inference_config,
-};
-pub use stream::EventMapper;
+pub use request::BedrockSettings;
+pub(crate) use request::{additional_fields, converse_input, inference_config};
 use stream::{retryable_first_event, stream_error};
 
 use super::{DeltaStream, ModelError, ModelProvider, ModelRequest, backoff_delay, truncate};
@@ -39,7 +36,7 @@ pub struct ClientSettings {
 }
 
 /// The Bedrock Runtime client, built once per cold start from the standard AWS configuration.
-pub fn client(
+pub(crate) fn client(
     sdk: &aws_config::SdkConfig,
     settings: &ClientSettings,
 ) -> aws_sdk_bedrockruntime::Client {

@@ -37,7 +37,7 @@ pub struct BedrockSettings {
 
 /// The parts of a `ConverseStream` call that come from the request.
 #[derive(Debug, Clone)]
-pub struct ConverseInput {
+pub(crate) struct ConverseInput {
     pub system: Vec<SystemContentBlock>,
     pub messages: Vec<aws_sdk_bedrockruntime::types::Message>,
     pub tool_config: Option<ToolConfiguration>,
@@ -49,7 +49,7 @@ const OPENING: &str = "(The conversation continues.)";
 
 /// The Converse input for `request`. `send_reasoning`: reasoning blocks go back to the model
 /// (only with extended thinking on: other models, and Claude without it, need none).
-pub fn converse_input(
+pub(crate) fn converse_input(
     request: &ModelRequest,
     send_reasoning: bool,
 ) -> Result<ConverseInput, ModelError> {
@@ -277,7 +277,7 @@ fn tool_config(
 
 /// `inferenceConfig` from the request's sampling options; `None` when nothing is set.
 /// Bedrock's Converse API has no seed: a requested one is not sent.
-pub fn inference_config(
+pub(crate) fn inference_config(
     settings: &BedrockSettings,
     sampling: &Sampling,
 ) -> Option<InferenceConfiguration> {
@@ -309,7 +309,7 @@ pub fn inference_config(
 }
 
 /// `additionalModelRequestFields`: Claude's extended thinking, when configured.
-pub fn additional_fields(settings: &BedrockSettings) -> Option<aws_smithy_types::Document> {
+pub(crate) fn additional_fields(settings: &BedrockSettings) -> Option<aws_smithy_types::Document> {
     settings.reasoning_budget_tokens.map(|budget| {
         to_document(&json!({"thinking": {"type": "enabled", "budget_tokens": budget}}))
     })
@@ -317,7 +317,7 @@ pub fn additional_fields(settings: &BedrockSettings) -> Option<aws_smithy_types:
 
 /// The answer's allowance on top of the thinking budget when neither the request nor
 /// `BEDROCK_MAX_TOKENS` sets one.
-pub const THINKING_ANSWER_TOKENS: u32 = 4_096;
+pub(crate) const THINKING_ANSWER_TOKENS: u32 = 4_096;
 
 /// A sampling value as the SDK's `f32`: checked to 0–2 on input, so the precision lost does
 /// not matter.

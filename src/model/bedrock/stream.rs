@@ -15,18 +15,18 @@ use aws_sdk_bedrockruntime::types::{
 
 /// Turns one turn's events into deltas.
 #[derive(Debug, Default)]
-pub struct EventMapper {
+pub(crate) struct EventMapper {
     /// The `contentBlockIndex` of every tool-use block started so far.
     tool_blocks: Vec<usize>,
     stopped: bool,
 }
 
 impl EventMapper {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
-    pub fn push(
+    pub(crate) fn push(
         &mut self,
         event: ConverseStreamOutput,
         out: &mut Vec<ModelDelta>,
@@ -113,7 +113,7 @@ impl EventMapper {
 
     /// Called when the events end. Without `messageStop` the answer was cut off and must not
     /// be acted on.
-    pub fn end(&self) -> Result<(), ModelError> {
+    pub(crate) fn end(&self) -> Result<(), ModelError> {
         if self.stopped {
             Ok(())
         } else {
@@ -173,7 +173,7 @@ fn finish_reason(reason: &StopReason) -> Result<FinishReason, ModelError> {
 }
 
 /// The deltas of one turn, starting with the already received first event.
-pub fn delta_stream(
+pub(super) fn delta_stream(
     first: Result<Option<ConverseStreamOutput>, StreamSdkError>,
     mut events: EventReceiver<ConverseStreamOutput, ConverseStreamOutputError>,
 ) -> DeltaStream {

@@ -8,7 +8,7 @@ use crate::protocol::{Attachment, PartSource, UserPart};
 use serde_json::{Value, json};
 
 /// Why Chat Completions cannot take `part`, if it cannot.
-pub fn check_part(part: &UserPart) -> Result<(), String> {
+pub(super) fn check_part(part: &UserPart) -> Result<(), String> {
     match content_part(part) {
         Some(_) => Ok(()),
         None => Err(refusal(part)),
@@ -16,7 +16,7 @@ pub fn check_part(part: &UserPart) -> Result<(), String> {
 }
 
 /// The Chat Completions content part for `part`, or a text note when there is none.
-pub fn user_part(part: &UserPart) -> Value {
+pub(super) fn user_part(part: &UserPart) -> Value {
     content_part(part).unwrap_or_else(|| {
         json!({"type": "text", "text": format!("[The user attached {} the model cannot take.]", describe(part))})
     })

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 #[derive(Debug, Clone)]
-pub struct OpenAiSettings {
+pub(crate) struct OpenAiSettings {
     /// Up to and including `/v1`, e.g. `https://api.openai.com/v1`.
     pub base_url: String,
     pub api_key: Option<SecretString>,
@@ -29,7 +29,7 @@ pub struct OpenAiSettings {
     pub max_backoff: Duration,
 }
 
-pub struct OpenAiProvider {
+pub(crate) struct OpenAiProvider {
     http: reqwest::Client,
     settings: OpenAiSettings,
     endpoint: String,
@@ -37,7 +37,7 @@ pub struct OpenAiProvider {
 
 impl OpenAiProvider {
     /// One client per cold start: its connection pool is what keeps warm runs fast.
-    pub fn new(http: reqwest::Client, settings: OpenAiSettings) -> Self {
+    pub(crate) fn new(http: reqwest::Client, settings: OpenAiSettings) -> Self {
         let endpoint = format!(
             "{}/chat/completions",
             settings.base_url.trim_end_matches('/')

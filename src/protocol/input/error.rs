@@ -27,7 +27,7 @@ impl InputError {
     }
 
     /// The offending field, where one is known.
-    pub fn field(&self) -> Option<&str> {
+    pub(crate) fn field(&self) -> Option<&str> {
         match self {
             InputError::Invalid { field, .. } => Some(field),
             _ => None,

@@ -29,7 +29,7 @@ impl Default for Limits {
 }
 
 /// Tool names as OpenAI-style APIs accept them; refusing others here beats a model error later.
-pub fn is_valid_tool_name(name: &str) -> bool {
+pub(crate) fn is_valid_tool_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
         && name

@@ -7,11 +7,12 @@ mod content;
 mod error;
 mod limits;
 mod messages;
-pub mod sampling;
+pub(crate) mod sampling;
 
-pub use error::InputError;
+pub(crate) use error::InputError;
 pub(crate) use error::deserialize_at;
-pub use limits::{Limits, is_valid_tool_name};
+pub use limits::Limits;
+pub(crate) use limits::is_valid_tool_name;
 pub(crate) use messages::{WireFunction, WireMessage, WireToolCall};
 
 use super::ids::{IdError, MAX_ID_LEN, RunId, ThreadId};
@@ -24,7 +25,7 @@ use std::collections::HashSet;
 use std::str::FromStr;
 
 /// The most interrupts one input may answer.
-pub const MAX_RESUME_ENTRIES: usize = 64;
+pub(crate) const MAX_RESUME_ENTRIES: usize = 64;
 
 /// A validated run request.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,7 +50,7 @@ pub struct RunInput {
 impl RunInput {
     /// Whether the client speaks AG-UI 1.0, and so parses 1.0-only fields such as
     /// `RUN_FINISHED.outcome`.
-    pub fn speaks_v1(&self) -> bool {
+    pub(crate) fn speaks_v1(&self) -> bool {
         self.protocol_version
             .as_deref()
             .and_then(|version| version.split('.').next())
@@ -104,6 +105,7 @@ pub struct ForwardedProps {
     pub sampling: sampling::Sampling,
 }
 
+#[cfg(any(test, feature = "test-utils"))]
 /// Parses and validates a request body.
 pub fn parse_run_input(body: &[u8], limits: &Limits) -> Result<RunInput, InputError> {
     from_value(parse_json(body, limits)?, limits)
@@ -111,7 +113,7 @@ pub fn parse_run_input(body: &[u8], limits: &Limits) -> Result<RunInput, InputEr
 
 /// The size limit and JSON syntax, shared by every dialect: a body over the limit or that is not
 /// JSON is refused before any dialect looks at it.
-pub fn parse_json(body: &[u8], limits: &Limits) -> Result<Value, InputError> {
+pub(crate) fn parse_json(body: &[u8], limits: &Limits) -> Result<Value, InputError> {
     if body.len() > limits.max_payload_bytes {
         return Err(InputError::TooLarge {
             limit: limits.max_payload_bytes,
@@ -122,7 +124,7 @@ pub fn parse_json(body: &[u8], limits: &Limits) -> Result<Value, InputError> {
 
 /// Validates a `RunAgentInput` given as JSON; other dialects build one and come through here, so
 /// limits and validation apply to all alike.
-pub fn from_value(value: Value, limits: &Limits) -> Result<RunInput, InputError> {
+pub(crate) fn from_value(value: Value, limits: &Limits) -> Result<RunInput, InputError> {
     deserialize_at::<WireInput>(value, "")?.validate(limits)
 }
 

@@ -6,9 +6,9 @@ use super::error::InputError;
 use serde_json::Value;
 
 /// The most stop sequences a run may set (OpenAI's limit, and Bedrock's is larger).
-pub const MAX_STOP_SEQUENCES: usize = 4;
+pub(crate) const MAX_STOP_SEQUENCES: usize = 4;
 /// The longest stop sequence accepted, in characters.
-pub const MAX_STOP_CHARS: usize = 256;
+pub(crate) const MAX_STOP_CHARS: usize = 256;
 
 /// Checked sampling options; `None`/empty leaves the provider's default.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -28,7 +28,7 @@ pub struct Sampling {
 impl Sampling {
     /// Reads the options from an object's fields; `prefix` names the object in errors
     /// (`forwardedProps`). Both snake_case and camelCase names are accepted.
-    pub fn from_fields(fields: Option<&Value>, prefix: &str) -> Result<Self, InputError> {
+    pub(crate) fn from_fields(fields: Option<&Value>, prefix: &str) -> Result<Self, InputError> {
         let Some(fields) = fields.and_then(Value::as_object) else {
             return Ok(Self::default());
         };
@@ -94,7 +94,7 @@ impl Sampling {
 
     /// Applies the server's output cap: a client may ask for fewer tokens, never more; without
     /// a request the cap itself is sent.
-    pub fn capped(mut self, max_output_tokens: Option<u32>) -> Self {
+    pub(crate) fn capped(mut self, max_output_tokens: Option<u32>) -> Self {
         if let Some(cap) = max_output_tokens {
             self.max_tokens = Some(self.max_tokens.map_or(cap, |asked| asked.min(cap)));
         }

@@ -22,7 +22,8 @@ mod threads;
 mod usage;
 mod writes;
 
-pub use table::{TableError, TableSetup};
+pub(crate) use table::TableError;
+pub use table::TableSetup;
 
 use items::*;
 
@@ -46,6 +47,7 @@ struct Usage {
     write_milli_units: AtomicU64,
 }
 
+#[cfg(any(test, feature = "test-utils"))]
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct StoreUsage {
     pub read_calls: u64,
@@ -77,11 +79,12 @@ impl DynamoStore {
     }
 
     /// How long run event logs are kept (`RUN_EVENTS_TTL_HOURS`).
-    pub fn with_events_ttl_hours(mut self, hours: u32) -> Self {
+    pub(crate) fn with_events_ttl_hours(mut self, hours: u32) -> Self {
         self.events_ttl_seconds = i64::from(hours.max(1)) * 3600;
         self
     }
 
+    #[cfg(any(test, feature = "test-utils"))]
     pub fn usage(&self) -> StoreUsage {
         let units = |milli: &AtomicU64| milli.load(Ordering::Relaxed) as f64 / 1000.0;
         StoreUsage {

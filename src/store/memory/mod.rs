@@ -110,7 +110,7 @@ impl MemoryStore {
     }
 
     /// `RUN_EVENTS_TTL_HOURS`.
-    pub fn with_events_ttl_hours(self, hours: u32) -> Self {
+    pub(crate) fn with_events_ttl_hours(self, hours: u32) -> Self {
         self.with_events_ttl(std::time::Duration::from_secs(u64::from(hours) * 3600))
     }
 

@@ -1,0 +1,113 @@
+//! What this crate's own tests, benches and fuzz targets reach besides the public API, by the
+//! module it lives in. Behind the `test-utils` feature and hidden from the docs: not API, and
+//! free to change in any release.
+
+pub mod agent {
+    pub use crate::agent::history_day::history_day;
+    pub use crate::agent::tools::ToolRegistry;
+    pub use crate::agent::{Agent, AgentSettings, Quotas};
+}
+
+pub mod api {
+    pub use crate::api::App;
+    pub use crate::api::lambda::{answer_event, handle};
+    pub use crate::api::local::bind;
+    pub use crate::api::stream::frames;
+}
+
+pub mod auth {
+    pub use crate::auth::{Principal, hash_api_key};
+}
+
+pub mod config {
+    pub use crate::config::{Config, ModelChoice};
+}
+
+pub mod dialects {
+    pub use crate::dialects::agentscope::AgentScopeEncoder;
+    pub use crate::dialects::{AguiEncoder, Encoder};
+}
+
+pub mod model {
+    pub use crate::model::demo::DemoModel;
+    pub use crate::model::{
+        AssembledCall, DeltaStream, FinishReason, ModelDelta, ModelError, ModelIdentity,
+        ModelProvider, ModelRequest, ToolCallAccumulator, Usage,
+    };
+
+    #[cfg(feature = "bedrock")]
+    pub mod bedrock {
+        pub use crate::model::bedrock::{
+            BedrockProvider, BedrockSettings, ClientSettings, client_config,
+        };
+    }
+
+    pub mod openai {
+        pub use crate::model::openai::{ChunkParser, delta_stream};
+    }
+
+    pub mod scripted {
+        pub use crate::model::scripted::{ScriptedModel, ScriptedTurn};
+    }
+}
+
+pub mod protocol {
+    pub use crate::protocol::{
+        Attachment, ClientTool, Event, Limits, Message, MessageId, PartSource, RunId, ThreadId,
+        ToolCall, ToolCallId, UserContent, UserPart, parse_run_input,
+    };
+
+    pub mod events {
+        pub use crate::protocol::events::{Event, RunUsage, TextRole, TokenUsage};
+    }
+
+    pub mod input {
+        pub use crate::protocol::input::{ForwardedProps, RunInput};
+    }
+
+    pub mod sse {
+        pub use crate::protocol::sse::{encode_event, now_ms};
+    }
+
+    pub mod verify {
+        pub use crate::protocol::verify::{parse_sse, parse_sse_with_ids, verify_run};
+    }
+}
+
+pub mod startup {
+    pub use crate::startup::{
+        Models, StartupError, add_mcp_tools, authenticator, build, build_app,
+        build_app_with_models, build_app_with_tools, model_from_config, models_from_config,
+        store_from_config,
+    };
+}
+
+pub mod store {
+    pub use crate::store::{
+        Blobs, Deletion, EventLog, History, HistoryQuery, Lease, MemoryStore, NewThread,
+        QuotaExceeded, QuotaLimits, RunFinish, RunLeases, RunStart, RunTokens, Settlement,
+        StoreError, StoredBlob, TaskFailure, TaskRecord, TaskRecords, TaskState, ThreadActivity,
+        ThreadStore, Threads, TimedMessage, TimedPage, TimedQuery, Upload, UsageLedger, usage_day,
+    };
+    #[cfg(feature = "aws")]
+    pub use crate::store::{DynamoStore, StoreUsage};
+
+    #[cfg(feature = "aws")]
+    pub mod blobs {
+        pub use crate::store::blobs::{BlobError, BlobSettings, Blobs, Upload};
+    }
+
+    #[cfg(feature = "aws")]
+    pub mod dynamo {
+        pub use crate::store::dynamo::TableSetup;
+    }
+}
+
+pub mod telemetry {
+    pub use crate::telemetry::emf::Emf;
+    pub use crate::telemetry::{Settings, flush, init};
+
+    pub mod emf {
+        pub use crate::telemetry::emf::Emf;
+    }
+}
