@@ -68,15 +68,10 @@ wait_for_function() { # base url, what, pid
   return 1
 }
 
-# Every suite's output goes to .ci/artifacts/suites/NAME.log as well, where the closing summary
-# counts its passes and failures.
+# Every suite's output goes to .ci/artifacts/suites/NAME.log as well (each `| tee` below), where
+# the closing summary counts its passes and failures.
 SUITES="$ARTIFACTS/suites"
 mkdir -p "$SUITES"
-suite() { # name, command...
-  local name="$1"
-  shift
-  "$@" 2>&1 | tee "$SUITES/$name.log"
-}
 
 PIDS=()
 cleanup() {
