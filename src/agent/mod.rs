@@ -5,6 +5,7 @@
 
 pub(crate) mod approval;
 mod background;
+mod context;
 pub(crate) mod detached;
 pub(crate) mod history_day;
 pub(crate) mod live;

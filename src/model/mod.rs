@@ -7,6 +7,7 @@ pub(crate) mod bedrock;
 pub(crate) mod demo;
 pub(crate) mod openai;
 pub(crate) mod reasoning;
+pub(crate) mod refusal;
 #[cfg(any(test, feature = "test-utils"))]
 pub(crate) mod scripted;
 
