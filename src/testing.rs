@@ -84,10 +84,11 @@ pub mod startup {
 
 pub mod store {
     pub use crate::store::{
-        Blobs, Deletion, EventLog, History, HistoryQuery, Lease, MemoryStore, NewThread,
-        QuotaExceeded, QuotaLimits, RunFinish, RunLeases, RunStart, RunTokens, Settlement,
-        StoreError, StoredBlob, TaskFailure, TaskRecord, TaskRecords, TaskState, ThreadActivity,
-        ThreadStore, Threads, TimedMessage, TimedPage, TimedQuery, Upload, UsageLedger, usage_day,
+        Blobs, Checkpoint, ContextMark, ContextUpdate, Deletion, EventLog, History, HistoryQuery,
+        Lease, MemoryStore, NewThread, QuotaExceeded, QuotaLimits, RunFinish, RunLeases, RunStart,
+        RunTokens, Settlement, StoreError, StoredBlob, TaskFailure, TaskRecord, TaskRecords,
+        TaskState, ThreadActivity, ThreadStore, Threads, TimedMessage, TimedPage, TimedQuery,
+        Upload, UsageLedger, usage_day,
     };
     #[cfg(feature = "aws")]
     pub use crate::store::{DynamoStore, StoreUsage};

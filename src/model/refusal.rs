@@ -72,9 +72,11 @@ impl Refusal {
             return Some(Self::new(None, text));
         }
         let field = |name: &str| {
-            error
-                .get(name)
-                .and_then(|v| v.as_str().map(str::to_owned).or_else(|| v.as_u64().map(|n| n.to_string())))
+            error.get(name).and_then(|v| {
+                v.as_str()
+                    .map(str::to_owned)
+                    .or_else(|| v.as_u64().map(|n| n.to_string()))
+            })
         };
         // OpenAI's `code` names the case; llama.cpp's is the HTTP status and its `type` does.
         let code = match (field("code"), field("type")) {
@@ -87,7 +89,11 @@ impl Refusal {
 
     /// The provider refused because the prompt does not fit the model's context window.
     pub fn is_context_overflow(&self) -> bool {
-        let code = self.code.as_deref().unwrap_or_default().to_ascii_lowercase();
+        let code = self
+            .code
+            .as_deref()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
         let message = self.message.to_ascii_lowercase();
         // "The maximum tokens you requested exceeds the model limit" is about the answer's cap.
         if message.contains("maximum tokens you requested") {
@@ -137,7 +143,11 @@ mod tests {
         assert_eq!(refusal.code.as_deref(), Some("context_length_exceeded"));
         assert!(refusal.is_context_overflow());
         assert_eq!(refusal.window(), Some(8_192));
-        assert!(refusal.to_string().starts_with("context_length_exceeded: This model's maximum"));
+        assert!(
+            refusal
+                .to_string()
+                .starts_with("context_length_exceeded: This model's maximum")
+        );
     }
 
     #[test]
@@ -173,11 +183,22 @@ mod tests {
         assert!(!cap.is_context_overflow());
         let auth = Refusal::from_body(r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}"#).unwrap();
         assert!(!auth.is_context_overflow());
-        assert_eq!(auth.to_string(), "invalid_api_key: Incorrect API key provided");
+        assert_eq!(
+            auth.to_string(),
+            "invalid_api_key: Incorrect API key provided"
+        );
         let long = Refusal::new(None, &"x".repeat(1_000));
         assert_eq!(long.message.chars().count(), MAX_MESSAGE_CHARS + 1);
         assert_eq!(Refusal::from_body("  "), None);
-        assert_eq!(Refusal::from_body("bad gateway").unwrap().message, "bad gateway");
-        assert_eq!(Refusal::from_body(r#"{"error":"the input length exceeds the context length"}"#).unwrap().code, None);
+        assert_eq!(
+            Refusal::from_body("bad gateway").unwrap().message,
+            "bad gateway"
+        );
+        assert_eq!(
+            Refusal::from_body(r#"{"error":"the input length exceeds the context length"}"#)
+                .unwrap()
+                .code,
+            None
+        );
     }
 }

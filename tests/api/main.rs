@@ -34,6 +34,7 @@ mod lifecycle;
 mod mcp;
 mod multimodal;
 mod observability;
+mod store_context;
 mod store_contract;
 mod store_history;
 mod store_threads;

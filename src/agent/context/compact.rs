@@ -79,7 +79,10 @@ pub(crate) async fn compact(
             how: How::Cleared,
             usage: Usage::default(),
         }),
-        Decision::Summarize { cut, cleared_before } => {
+        Decision::Summarize {
+            cut,
+            cleared_before,
+        } => {
             let mut usage = Usage::default();
             let older = &view.messages[..cut];
             let summarized = summarize(model, view.summary, older, budget, &mut usage).await;

@@ -97,7 +97,11 @@ mod tests {
     #[test]
     fn dense_runs_and_other_scripts_count_denser() {
         let base64 = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0NTY3ODkwYWJjZGVmZ2hpams=";
-        assert!(text_tokens(base64) >= base64.len() as u64 / 3, "{}", text_tokens(base64));
+        assert!(
+            text_tokens(base64) >= base64.len() as u64 / 3,
+            "{}",
+            text_tokens(base64)
+        );
         let japanese = "今日は東京で会議があります";
         assert!(text_tokens(japanese) >= japanese.chars().count() as u64);
         let latin = "a".repeat(20);

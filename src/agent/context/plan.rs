@@ -132,7 +132,9 @@ mod tests {
                 ]})));
                 messages.push(message(json!({"id": format!("t{turn}"), "role": "tool", "toolCallId": format!("c{turn}"), "content": "result ".repeat(chars / 7)})));
             }
-            messages.push(message(json!({"id": format!("a{turn}"), "role": "assistant", "content": "Noted."})));
+            messages.push(message(
+                json!({"id": format!("a{turn}"), "role": "assistant", "content": "Noted."}),
+            ));
         }
         messages
     }
@@ -170,10 +172,17 @@ mod tests {
     #[test]
     fn a_long_thread_is_cut_at_a_user_message_and_the_rest_fits_the_target() {
         let messages = conversation(60, 500);
-        let Decision::Summarize { cut, cleared_before } = decide_for(&messages) else {
+        let Decision::Summarize {
+            cut,
+            cleared_before,
+        } = decide_for(&messages)
+        else {
             panic!("{:?}", decide_for(&messages))
         };
-        assert!(matches!(messages[cut], Message::User { .. }), "cut at a user message");
+        assert!(
+            matches!(messages[cut], Message::User { .. }),
+            "cut at a user message"
+        );
         assert!(cut > 0 && cleared_before >= cut as u64);
         let kept = ThreadView {
             first_seq: cut as u64,
@@ -191,7 +200,10 @@ mod tests {
             .collect();
         for kept in &messages[cut..] {
             if let Message::Tool { tool_call_id, .. } = kept {
-                assert!(kept_calls.contains(tool_call_id), "{tool_call_id} lost its call");
+                assert!(
+                    kept_calls.contains(tool_call_id),
+                    "{tool_call_id} lost its call"
+                );
             }
         }
     }
@@ -201,20 +213,30 @@ mod tests {
         // Few turns, huge tool results: clearing all but the last three results is enough.
         let mut messages = Vec::new();
         for turn in 0..6 {
-            messages.push(message(json!({"id": format!("u{turn}"), "role": "user", "content": "look it up"})));
+            messages.push(message(
+                json!({"id": format!("u{turn}"), "role": "user", "content": "look it up"}),
+            ));
             messages.push(message(json!({"id": format!("a{turn}c"), "role": "assistant", "toolCalls": [
                 {"id": format!("c{turn}"), "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
             ]})));
             messages.push(message(json!({"id": format!("t{turn}"), "role": "tool", "toolCallId": format!("c{turn}"), "content": "data ".repeat(700)})));
-            messages.push(message(json!({"id": format!("a{turn}"), "role": "assistant", "content": "Done."})));
+            messages.push(message(
+                json!({"id": format!("a{turn}"), "role": "assistant", "content": "Done."}),
+            ));
         }
         let decision = decide_for(&messages);
-        assert_eq!(decision, Decision::Clear { cleared_before: 14 }, "the 4th newest result is at seq 10; the 3rd at 14");
+        assert_eq!(
+            decision,
+            Decision::Clear { cleared_before: 14 },
+            "the 4th newest result is at seq 10; the 3rd at 14"
+        );
     }
 
     #[test]
     fn a_single_turn_too_large_cannot_be_cut() {
-        let messages = vec![message(json!({"id": "u0", "role": "user", "content": "word ".repeat(30_000)}))];
+        let messages = vec![message(
+            json!({"id": "u0", "role": "user", "content": "word ".repeat(30_000)}),
+        )];
         assert_eq!(decide_for(&messages), Decision::Keep);
     }
 }

@@ -32,7 +32,11 @@ const MAX_TRANSCRIPT_PART_CHARS: usize = 4_000;
 
 /// The summariser's request for `messages` on top of `previous`; the answer may take
 /// `max_tokens`.
-pub(crate) fn request(previous: Option<&str>, messages: &[Message], max_tokens: u32) -> ModelRequest {
+pub(crate) fn request(
+    previous: Option<&str>,
+    messages: &[Message],
+    max_tokens: u32,
+) -> ModelRequest {
     let prompt = format!(
         "Previous summary:\n{}\n\nThe part of the conversation to add, oldest first:\n{}\n\nWrite the updated summary.",
         previous.unwrap_or("(none: this is the first part of the conversation)"),
@@ -166,19 +170,35 @@ mod tests {
              Assistant: Order 4711 shipped on 15 March."
         );
         let request = request(Some("The user likes tea."), &messages, 500);
-        assert!(request.system.as_deref().unwrap().starts_with(SUMMARY_MARKER));
+        assert!(
+            request
+                .system
+                .as_deref()
+                .unwrap()
+                .starts_with(SUMMARY_MARKER)
+        );
         assert!(request.tools.is_empty());
         assert_eq!(request.sampling.max_tokens, Some(500));
         let Message::User { content, .. } = &request.messages[0] else {
             panic!()
         };
-        assert!(content.text().contains("Previous summary:\nThe user likes tea."));
+        assert!(
+            content
+                .text()
+                .contains("Previous summary:\nThe user likes tea.")
+        );
     }
 
     #[test]
     fn an_empty_or_overlong_summary_is_refused() {
         assert_eq!(accept("  ", 100), Err(SummaryRejected::Empty));
-        assert!(matches!(accept(&"fact ".repeat(1_000), 100), Err(SummaryRejected::TooLong { .. })));
-        assert_eq!(accept(" - The user is Sam.\n", 100), Ok("- The user is Sam.".to_owned()));
+        assert!(matches!(
+            accept(&"fact ".repeat(1_000), 100),
+            Err(SummaryRejected::TooLong { .. })
+        ));
+        assert_eq!(
+            accept(" - The user is Sam.\n", 100),
+            Ok("- The user is Sam.".to_owned())
+        );
     }
 }

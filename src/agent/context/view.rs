@@ -152,7 +152,9 @@ mod tests {
             message(json!({"id": "a1", "role": "assistant", "toolCalls": [
                 {"id": "c1", "type": "function", "function": {"name": "get_current_time", "arguments": "{}"}}
             ]})),
-            message(json!({"id": "t1", "role": "tool", "toolCallId": "c1", "content": "12:00 UTC"})),
+            message(
+                json!({"id": "t1", "role": "tool", "toolCallId": "c1", "content": "12:00 UTC"}),
+            ),
             message(json!({"id": "a2", "role": "assistant", "content": "It is noon."})),
         ]
     }
@@ -172,7 +174,10 @@ mod tests {
         let Message::Tool { content, .. } = &shown[2] else {
             panic!("{shown:?}")
         };
-        assert!(content.contains("get_current_time") && content.contains("9 characters"), "{content}");
+        assert!(
+            content.contains("get_current_time") && content.contains("9 characters"),
+            "{content}"
+        );
         assert_eq!(shown[3], messages[3]);
         assert_eq!(shown.len(), messages.len());
     }
@@ -180,7 +185,9 @@ mod tests {
     #[test]
     fn a_part_too_large_for_the_window_is_cut_with_a_note_and_the_view_is_stable() {
         let mut messages = thread();
-        messages[2] = message(json!({"id": "t1", "role": "tool", "toolCallId": "c1", "content": "x ".repeat(5_000)}));
+        messages[2] = message(
+            json!({"id": "t1", "role": "tool", "toolCallId": "c1", "content": "x ".repeat(5_000)}),
+        );
         let view = ThreadView {
             first_seq: 0,
             messages: &messages,
@@ -196,6 +203,10 @@ mod tests {
         };
         assert!(content.starts_with("x x") && content.contains("characters cut here"));
         assert!(content.chars().count() < 400);
-        assert_eq!(shown, view.messages(limit), "the same thread gives the same view");
+        assert_eq!(
+            shown,
+            view.messages(limit),
+            "the same thread gives the same view"
+        );
     }
 }

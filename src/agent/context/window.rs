@@ -123,6 +123,10 @@ mod tests {
             reserve: 100_000,
             ..window
         };
-        assert_eq!(greedy.budget(), 2_000, "a quarter of the window stays for the prompt");
+        assert_eq!(
+            greedy.budget(),
+            2_000,
+            "a quarter of the window stays for the prompt"
+        );
     }
 }

@@ -121,6 +121,7 @@ impl PreparedRun {
                 },
                 interrupts: interrupts.to_value().as_ref(),
                 at_ms: chrono::Utc::now().timestamp_millis(),
+                context: None,
             })
             .await;
         if let Err(error) = saved {
