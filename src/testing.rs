@@ -30,6 +30,7 @@ pub mod dialects {
 
 pub mod model {
     pub use crate::model::demo::DemoModel;
+    pub use crate::model::refusal::Refusal;
     pub use crate::model::{
         AssembledCall, DeltaStream, FinishReason, ModelDelta, ModelError, ModelIdentity,
         ModelProvider, ModelRequest, ToolCallAccumulator, Usage,

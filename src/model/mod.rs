@@ -152,8 +152,15 @@ impl FinishReason {
 /// A model failure. `Display` is safe to show a client: it never carries a response body.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ModelError {
-    #[error("the model API answered HTTP {status}")]
-    Status { status: u16 },
+    #[error("the model API answered HTTP {status}{}", detail(.refusal.as_ref()))]
+    Status {
+        status: u16,
+        /// What the provider said, when it said anything.
+        refusal: Option<refusal::Refusal>,
+    },
+    /// The provider refused the prompt as longer than the model's context window.
+    #[error("the conversation is longer than the model's context window ({0})")]
+    ContextOverflow(refusal::Refusal),
     #[error("the model API could not be reached")]
     Unreachable,
     #[error("the model stream broke off")]
@@ -167,6 +174,13 @@ pub enum ModelError {
     #[cfg(any(test, feature = "test-utils"))]
     #[error("the scripted model has no turn left")]
     ScriptExhausted,
+}
+
+/// A refusal's words after its HTTP status: ` (code: message)`, or nothing.
+fn detail(refusal: Option<&refusal::Refusal>) -> String {
+    refusal
+        .map(|refusal| format!(" ({refusal})"))
+        .unwrap_or_default()
 }
 
 pub type DeltaStream = Pin<Box<dyn Stream<Item = Result<ModelDelta, ModelError>> + Send>>;

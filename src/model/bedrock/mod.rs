@@ -16,6 +16,7 @@ pub use request::BedrockSettings;
 pub(crate) use request::{additional_fields, converse_input, inference_config};
 use stream::{retryable_first_event, stream_error};
 
+use super::refusal::Refusal;
 use super::{DeltaStream, ModelError, ModelProvider, ModelRequest, backoff_delay, truncate};
 use crate::protocol::UserPart;
 use async_trait::async_trait;
@@ -172,9 +173,16 @@ fn send_error(
                 message = %truncate(err.message().unwrap_or(""), 500),
                 "Bedrock refused the request"
             );
-            match err.code() {
-                Some(code) => ModelError::Api(format!("{code} (HTTP {status})")),
-                None => ModelError::Status { status },
+            let refusal = Refusal::new(
+                err.code().map(str::to_owned),
+                err.message().unwrap_or_default(),
+            );
+            if refusal.is_context_overflow() {
+                return ModelError::ContextOverflow(refusal);
+            }
+            ModelError::Status {
+                status,
+                refusal: Some(refusal),
             }
         }
         SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) => {
@@ -187,7 +195,10 @@ fn send_error(
             if (200..300).contains(&status) {
                 ModelError::Malformed
             } else {
-                ModelError::Status { status }
+                ModelError::Status {
+                    status,
+                    refusal: None,
+                }
             }
         }
         _ => {

@@ -8,6 +8,7 @@ pub use chunk::ChunkParser;
 
 #[cfg(test)]
 use super::ModelDelta;
+use super::refusal::Refusal;
 use super::{DeltaStream, ModelError, ModelProvider, ModelRequest, backoff_delay, truncate};
 use crate::protocol::{Message, UserContent, UserPart};
 use async_trait::async_trait;
@@ -118,8 +119,13 @@ impl OpenAiProvider {
                     );
                     tracing::debug!(body = %truncate(&body, 500), "model API error body");
                     let retryable = status.as_u16() == 429 || status.is_server_error();
+                    let refusal = Refusal::from_body(&body);
+                    if let Some(refusal) = refusal.as_ref().filter(|r| r.is_context_overflow()) {
+                        return Err(ModelError::ContextOverflow(refusal.clone()));
+                    }
                     let error = ModelError::Status {
                         status: status.as_u16(),
+                        refusal,
                     };
                     if !retryable {
                         return Err(error);
