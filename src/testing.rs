@@ -3,9 +3,10 @@
 //! free to change in any release.
 
 pub mod agent {
+    pub use crate::agent::context::summary::SUMMARY_MARKER;
     pub use crate::agent::history_day::history_day;
     pub use crate::agent::tools::ToolRegistry;
-    pub use crate::agent::{Agent, AgentSettings, Quotas};
+    pub use crate::agent::{Agent, AgentSettings, ContextSettings, ContextStrategy, Quotas};
 }
 
 pub mod api {
@@ -20,7 +21,7 @@ pub mod auth {
 }
 
 pub mod config {
-    pub use crate::config::{Config, ModelChoice};
+    pub use crate::config::{Config, ModelChoice, PromptCache};
 }
 
 pub mod dialects {
@@ -39,7 +40,7 @@ pub mod model {
     #[cfg(feature = "bedrock")]
     pub mod bedrock {
         pub use crate::model::bedrock::{
-            BedrockProvider, BedrockSettings, ClientSettings, client_config,
+            BedrockProvider, BedrockSettings, CachePoints, ClientSettings, client_config,
         };
     }
 

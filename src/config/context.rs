@@ -3,18 +3,7 @@
 
 use super::vars::Vars;
 use super::{ConfigError, Section};
-
-/// What a run does when a thread grows toward the model's window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ContextStrategy {
-    /// Clamp oversized parts, clear old tool results, summarise the oldest turns (dropping them
-    /// if summarising fails).
-    Summarize,
-    /// The same without the summary call: oldest turns are dropped.
-    Window,
-    /// Every message is sent every time, as before compaction existed.
-    Off,
-}
+use crate::agent::{ContextSettings, ContextStrategy};
 
 /// Whether requests carry the provider's prompt-cache markers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +78,17 @@ fn compact_at(vars: &Vars) -> Result<f64, ConfigError> {
             "a fraction from 0.3 to 0.95",
             &text,
         )),
+    }
+}
+
+impl ContextConfig {
+    /// What the agent needs of this section (the summariser and caches are start-up's).
+    pub(crate) fn settings(&self) -> ContextSettings {
+        ContextSettings {
+            window_tokens: self.window_tokens,
+            compact_at: self.compact_at,
+            strategy: self.strategy,
+        }
     }
 }
 

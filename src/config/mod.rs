@@ -24,6 +24,7 @@ use vars::Vars;
 
 pub(crate) use auth::{AuthConfig, JwksSource};
 pub(crate) use context::ContextConfig;
+pub use context::PromptCache;
 pub(crate) use http_server::HttpConfig;
 pub use model::ModelChoice;
 pub(crate) use model::ModelConfig;

@@ -27,9 +27,15 @@ pub struct ModelRequest {
     pub tools: Vec<ToolSpec>,
     /// The client's sampling options, already checked and capped.
     pub sampling: Sampling,
+    /// The running summary of the thread's older messages: sent after the system prompt, so
+    /// that tools, system prompt and summary stay one cacheable prefix between compactions.
+    pub summary: Option<String>,
+    /// What the provider's prompt cache may route this thread's requests by (its thread id).
+    pub cache_key: Option<String>,
 }
 
 pub(crate) use crate::protocol::input::sampling::Sampling;
+pub(crate) use refusal::Refusal;
 
 /// Who served a model call, as AG-UI's `TokenUsage` names it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -18,6 +18,7 @@ mod helpers;
 mod hostile;
 mod s3_local;
 mod slow_model;
+mod window_model;
 
 mod agent_runs;
 mod agentscope;
@@ -31,6 +32,7 @@ mod input_errors;
 mod interrupts;
 mod lambda_events;
 mod lifecycle;
+mod long_conversation;
 mod mcp;
 mod multimodal;
 mod observability;

@@ -6,8 +6,8 @@
 use agui_lambda::testing::auth::Principal;
 use agui_lambda::testing::protocol::{Message, MessageId, RunId, ThreadId, UserContent};
 use agui_lambda::testing::store::{
-    Checkpoint, ContextMark, ContextUpdate, Deletion, History, HistoryQuery, RunFinish, RunLeases,
-    RunStart, ThreadStore, Threads,
+    Checkpoint, ContextMark, ContextUpdate, Deletion, HistoryQuery, RunFinish, RunStart,
+    ThreadStore,
 };
 
 use crate::both_stores::{Subject, on_both_stores};

@@ -52,6 +52,8 @@ pub(crate) enum SummaryFailed {
     Unfinished,
     #[error("a message is too large for the summariser to read")]
     TooLarge,
+    #[error("the context strategy is `window`: no summaries")]
+    NotAsked,
 }
 
 /// How much the summariser may read and write.
@@ -63,9 +65,10 @@ pub(crate) struct SummaryBudget {
     pub(crate) write: u64,
 }
 
-/// Carries out `decision` on `view`. Only `Summarize` calls the model.
+/// Carries out `decision` on `view`. Only `Summarize` calls the model, and only when there is
+/// one: without, the oldest turns are dropped.
 pub(crate) async fn compact(
-    model: &dyn ModelProvider,
+    model: Option<&dyn ModelProvider>,
     decision: &Decision,
     view: &ThreadView<'_>,
     budget: SummaryBudget,
@@ -85,7 +88,10 @@ pub(crate) async fn compact(
         } => {
             let mut usage = Usage::default();
             let older = &view.messages[..cut];
-            let summarized = summarize(model, view.summary, older, budget, &mut usage).await;
+            let summarized = match model {
+                Some(model) => summarize(model, view.summary, older, budget, &mut usage).await,
+                None => Err(SummaryFailed::NotAsked),
+            };
             let covers = view.first_seq + cut as u64;
             Some(match summarized {
                 Ok(summary) => Compacted {
@@ -96,7 +102,9 @@ pub(crate) async fn compact(
                     usage,
                 },
                 Err(error) => {
-                    tracing::warn!(%error, dropped = cut, "summarising failed: dropping the oldest turns instead");
+                    if !matches!(error, SummaryFailed::NotAsked) {
+                        tracing::warn!(%error, dropped = cut, "summarising failed: dropping the oldest turns instead");
+                    }
                     Compacted {
                         covers,
                         summary: Some(dropped_note(view.summary, cut)),

@@ -57,7 +57,8 @@ pub(crate) fn decide(
         cleared_before,
         ..*view
     };
-    if estimate(&cleared, fixed, limit) <= target {
+    let clears = cleared_before > view.cleared_before;
+    if clears && estimate(&cleared, fixed, limit) <= target {
         return Decision::Clear { cleared_before };
     }
     match cut_point(&cleared, fixed, limit, target) {
@@ -66,7 +67,7 @@ pub(crate) fn decide(
             cleared_before: cleared_before.max(view.first_seq + cut as u64),
         },
         // One turn is all there is: clearing is the most that can be done.
-        None if cleared_before > view.cleared_before => Decision::Clear { cleared_before },
+        None if clears => Decision::Clear { cleared_before },
         None => Decision::Keep,
     }
 }

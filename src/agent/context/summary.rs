@@ -9,7 +9,11 @@ use crate::protocol::{Message, UserContent, UserPart};
 
 /// The marker that opens the summariser's system prompt: fixture models recognise their summary
 /// calls by it.
-pub(crate) const SUMMARY_MARKER: &str = "You keep the running memory of a long conversation";
+#[cfg_attr(
+    not(any(test, feature = "test-utils")),
+    expect(dead_code, reason = "fixture models recognise summary calls by it")
+)]
+pub const SUMMARY_MARKER: &str = "You keep the running memory of a long conversation";
 
 const INSTRUCTIONS: &str = "You keep the running memory of a long conversation between a user \
 and an AI assistant. The conversation is longer than the assistant can read at once, so its oldest \
@@ -55,6 +59,7 @@ pub(crate) fn request(
             temperature: Some(0.0),
             ..Sampling::default()
         },
+        ..ModelRequest::default()
     }
 }
 

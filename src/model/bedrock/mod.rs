@@ -13,6 +13,7 @@ mod request;
 mod stream;
 
 pub use request::BedrockSettings;
+pub use request::CachePoints;
 pub(crate) use request::{additional_fields, converse_input, inference_config};
 use stream::{retryable_first_event, stream_error};
 
@@ -106,7 +107,11 @@ impl BedrockProvider {
 #[async_trait]
 impl ModelProvider for BedrockProvider {
     async fn stream(&self, request: &ModelRequest) -> Result<DeltaStream, ModelError> {
-        let input = converse_input(request, self.settings.reasoning_budget_tokens.is_some())?;
+        let input = converse_input(
+            request,
+            self.settings.reasoning_budget_tokens.is_some(),
+            self.settings.cache_points,
+        )?;
         let inference_config = inference_config(&self.settings, &request.sampling);
         let additional_fields = additional_fields(&self.settings);
         let mut attempt = 0;

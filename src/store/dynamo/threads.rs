@@ -49,21 +49,9 @@ impl Threads for DynamoStore {
     ) -> Result<Option<StoredThread>, StoreError> {
         // The checkpoint sorts just before META: one Query reads both, a second the messages
         // it does not cover, however long the thread.
-        let head = self
-            .query_range(
-                thread_id,
-                SortKeys::Between(CHECKPOINT_PREFIX.to_owned(), META.to_owned()),
-                None,
-            )
-            .await?;
-        let Some(meta) = owned_meta(&head, owner)? else {
+        let Some((meta, checkpoint)) = self.head(owner, thread_id).await? else {
             return Ok(None);
         };
-        let checkpoint = head
-            .iter()
-            .find(|item| item.get("sk") == Some(&checkpoint_sk(meta.created_at_ms)))
-            .map(parse_checkpoint)
-            .transpose()?;
         let covers = checkpoint
             .as_ref()
             .map_or(0, |checkpoint| checkpoint.covers);
@@ -486,6 +474,43 @@ fn summary(item: &Item, now_ms: i64) -> Result<ThreadSummary, StoreError> {
 }
 
 /// The META item among `items`, when it is `owner`'s live thread.
+impl DynamoStore {
+    /// The caller's live thread's META and latest checkpoint, in one Query.
+    async fn head(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+    ) -> Result<Option<(Meta, Option<Checkpoint>)>, StoreError> {
+        let head = self
+            .query_range(
+                thread_id,
+                SortKeys::Between(CHECKPOINT_PREFIX.to_owned(), META.to_owned()),
+                None,
+            )
+            .await?;
+        let Some(meta) = owned_meta(&head, owner)? else {
+            return Ok(None);
+        };
+        let checkpoint = head
+            .iter()
+            .find(|item| item.get("sk") == Some(&checkpoint_sk(meta.created_at_ms)))
+            .map(parse_checkpoint)
+            .transpose()?;
+        Ok(Some((meta, checkpoint)))
+    }
+
+    /// [`Self::head`] of a thread that must exist: `NotFound` otherwise.
+    pub(super) async fn live_head(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+    ) -> Result<(Meta, Option<Checkpoint>), StoreError> {
+        self.head(owner, thread_id)
+            .await?
+            .ok_or(StoreError::NotFound)
+    }
+}
+
 fn owned_meta(items: &[Item], owner: &Principal) -> Result<Option<Meta>, StoreError> {
     let Some(item) = items.iter().find(|item| get_s(item, "sk") == Some(META)) else {
         return Ok(None);
