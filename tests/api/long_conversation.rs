@@ -142,8 +142,12 @@ async fn three_hundred_turns_fit_an_8k_window_and_the_thread_keeps_every_message
     let mut client = Client::new(&app);
     let mut compacted = Vec::new();
     let mut tool_turns = 0;
+    let mut billed_input = 0;
     for n in 1..=300 {
         let events = client.turn(n).await;
+        billed_input += events.last().unwrap()["usage"][0]["inputTokens"]
+            .as_u64()
+            .unwrap();
         compacted.extend(compactions(&events));
         if events
             .iter()
@@ -176,6 +180,9 @@ async fn three_hundred_turns_fit_an_8k_window_and_the_thread_keeps_every_message
     assert!(compacted.len() < 60, "{} compactions", compacted.len());
     let summaries = seen.iter().filter(|seen| seen.is_summary()).count();
     assert!(summaries > 0);
+    // The runs' usage counts every token the model read, the summary calls' included.
+    let read: u64 = seen.iter().map(|seen| seen.tokens).sum();
+    assert_eq!(billed_input, read);
 
     // The fact of turn 1 is in what the model read at turn 300.
     let last = seen.iter().rev().find(|seen| !seen.is_summary()).unwrap();
