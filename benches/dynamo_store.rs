@@ -273,6 +273,7 @@ async fn main() {
                 state: None,
                 interrupts: None,
                 at_ms: chrono::Utc::now().timestamp_millis(),
+                context: None,
             })
             .await
             .unwrap();
@@ -343,6 +344,7 @@ async fn seed_thread(
             state: None,
             interrupts: None,
             at_ms: chrono::Utc::now().timestamp_millis(),
+            context: None,
         })
         .await
         .unwrap();

@@ -107,6 +107,9 @@ setsid java -Djava.library.path="$DDB_DIR/DynamoDBLocal_lib" -jar "$DDB_DIR/Dyna
 PIDS+=($!)
 AGUI_BENCH_DYNAMODB_ENDPOINT="http://127.0.0.1:$DDB_PORT" cargo bench --locked --bench dynamo_store | tee "$OUT/dynamo_store.txt"
 
+step "cargo bench --bench long_conversation (runs on long threads, a 300-turn conversation in an 8k window)"
+AGUI_BENCH_DYNAMODB_ENDPOINT="http://127.0.0.1:$DDB_PORT" cargo bench --locked --bench long_conversation | tee "$OUT/long_conversation.txt"
+
 step "run event recording on vs off: the release binary on DynamoDB Local"
 DDB_ENV=(THREADS_TABLE=bench-recording AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$DDB_PORT"
   AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench AWS_EC2_METADATA_DISABLED=true)

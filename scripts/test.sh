@@ -167,6 +167,16 @@ PIDS+=($!)
 wait_for_function "http://127.0.0.1:$APPROVAL_PORT" "the local server (approvals)" "${PIDS[-1]}"
 (cd tests/node && AGUI_BASE="http://127.0.0.1:$APPROVAL_PORT" CAPTURE_DIR="$ARTIFACTS/captures" node --test agui10.test.mjs) 2>&1 | tee "$SUITES/agui10.log" \
   || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/approval.log"; exit 1; }
+# A conversation that outgrows a 1,000-token window, through both real clients: compaction
+# streamed as ACTIVITY_SNAPSHOT (the captures go to ag-ui-validate below).
+COMPACT_PORT=$(free_port)
+PORT="$COMPACT_PORT" OPENAI_BASE_URL="http://127.0.0.1:$AIMOCK_PORT/v1" OPENAI_API_KEY=e2e-test-key AGENT_MODEL=test-model \
+  MODEL_CONTEXT_TOKENS=1000 MAX_OUTPUT_TOKENS=100 MODEL_MAX_RETRIES=1 RUST_LOG=info setsid target/debug/agui-lambda \
+  </dev/null >"$ARTIFACTS/compaction.log" 2>&1 &
+PIDS+=($!)
+wait_for_function "http://127.0.0.1:$COMPACT_PORT" "the local server (a 1,000-token window)" "${PIDS[-1]}"
+(cd tests/node && AGUI_BASE="http://127.0.0.1:$COMPACT_PORT" CAPTURE_DIR="$ARTIFACTS/captures" node --test compaction.test.mjs) 2>&1 | tee "$SUITES/compaction.log" \
+  || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/compaction.log"; exit 1; }
 # The example agent's own binary (examples/calculator): its `calculate` tool, called by aimock.
 EXAMPLE_PORT=$(free_port)
 PORT="$EXAMPLE_PORT" OPENAI_BASE_URL="http://127.0.0.1:$AIMOCK_PORT/v1" OPENAI_API_KEY=e2e-test-key AGENT_MODEL=test-model \

@@ -1,10 +1,12 @@
 //! Builds the application from configuration: the model provider, the thread store, the server
 //! tools (built-in, yours, and remote MCP servers') and the agent. Called once per cold start.
 
-use crate::agent::{Agent, AgentProfile, ToolRegistry};
+use crate::agent::{Agent, AgentProfile, AgentSettings, ToolRegistry};
 use crate::api::{ApiSettings, App};
 use crate::auth::{ApiKeys, AuthConfigError, Authenticator, JwtVerifier};
-use crate::config::{AuthConfig, Config, ExposeSecret, JwksSource, ModelChoice, SecretString};
+use crate::config::{
+    AuthConfig, Config, ExposeSecret, JwksSource, ModelChoice, PromptCache, SecretString,
+};
 use crate::model::ModelProvider;
 use crate::model::demo::DemoModel;
 use crate::model::openai::{OpenAiProvider, OpenAiSettings};
@@ -169,6 +171,8 @@ pub struct Models {
     pub default: Arc<dyn ModelProvider>,
     /// By profile name; a profile missing here uses `default`.
     pub profiles: HashMap<String, Arc<dyn ModelProvider>>,
+    /// `CONTEXT_SUMMARY_MODEL`'s; `None`: each run's model summarises its thread.
+    pub summarizer: Option<Arc<dyn ModelProvider>>,
 }
 
 impl From<Arc<dyn ModelProvider>> for Models {
@@ -177,6 +181,7 @@ impl From<Arc<dyn ModelProvider>> for Models {
         Self {
             default: model,
             profiles: HashMap::new(),
+            summarizer: None,
         }
     }
 }
@@ -200,7 +205,17 @@ pub async fn models_from_config(config: &Config) -> Result<Models, StartupError>
             .clone();
         profiles.insert(name.clone(), provider);
     }
-    Ok(Models { default, profiles })
+    let summarizer = config.context.summary_model.as_deref().map(|model| {
+        by_model
+            .entry(model)
+            .or_insert_with(|| client.provider(config, model))
+            .clone()
+    });
+    Ok(Models {
+        default,
+        profiles,
+        summarizer,
+    })
 }
 
 /// What every model provider of a cold start shares.
@@ -262,6 +277,10 @@ impl ModelClient {
                     model: model.to_owned(),
                     max_retries: config.model.max_retries,
                     max_backoff: Duration::from_secs(20),
+                    prompt_cache_key: config.context.prompt_cache == PromptCache::Auto
+                        && crate::model::openai::takes_prompt_cache_key(
+                            &config.model.openai.base_url,
+                        ),
                 },
             )),
             #[cfg(feature = "bedrock")]
@@ -272,6 +291,10 @@ impl ModelClient {
                     max_tokens: config.model.bedrock_max_tokens,
                     reasoning_budget_tokens: config.model.bedrock_reasoning_budget_tokens,
                     max_retries: config.model.max_retries,
+                    cache_points: match config.context.prompt_cache {
+                        PromptCache::Auto => crate::model::bedrock::CachePoints::for_model(model),
+                        PromptCache::Off => crate::model::bedrock::CachePoints::Off,
+                    },
                 },
             )),
             ModelClient::Demo => Arc::new(DemoModel {
@@ -513,8 +536,17 @@ pub fn build_app_with_models(
     }
     tools.set_max_result_bytes(config.tools.max_result_bytes);
     let profiles = agent_profiles(config, &models, &tools);
-    let agent = Agent::new(models.default, Arc::new(tools), store, config.agent.clone())
-        .with_profiles(profiles)?;
+    let agent = Agent::new(
+        models.default,
+        Arc::new(tools),
+        store,
+        AgentSettings {
+            context: config.context.settings(),
+            ..config.agent.clone()
+        },
+    )
+    .with_summarizer(models.summarizer)
+    .with_profiles(profiles)?;
     if !config.profiles.is_empty() {
         tracing::info!(
             profiles = ?agent.profile_names(),
@@ -569,6 +601,7 @@ fn agent_profiles(
                 system_prompt: profile.system_prompt.clone(),
                 model: models.profiles.get(name).cloned(),
                 tools: offered,
+                context_tokens: profile.context_tokens,
             };
             (name.clone(), profile)
         })

@@ -3,9 +3,10 @@
 //! free to change in any release.
 
 pub mod agent {
+    pub use crate::agent::context::summary::SUMMARY_MARKER;
     pub use crate::agent::history_day::history_day;
     pub use crate::agent::tools::ToolRegistry;
-    pub use crate::agent::{Agent, AgentSettings, Quotas};
+    pub use crate::agent::{Agent, AgentSettings, ContextSettings, ContextStrategy, Quotas};
 }
 
 pub mod api {
@@ -20,7 +21,7 @@ pub mod auth {
 }
 
 pub mod config {
-    pub use crate::config::{Config, ModelChoice};
+    pub use crate::config::{Config, ModelChoice, PromptCache};
 }
 
 pub mod dialects {
@@ -30,6 +31,7 @@ pub mod dialects {
 
 pub mod model {
     pub use crate::model::demo::DemoModel;
+    pub use crate::model::refusal::Refusal;
     pub use crate::model::{
         AssembledCall, DeltaStream, FinishReason, ModelDelta, ModelError, ModelIdentity,
         ModelProvider, ModelRequest, ToolCallAccumulator, Usage,
@@ -38,7 +40,7 @@ pub mod model {
     #[cfg(feature = "bedrock")]
     pub mod bedrock {
         pub use crate::model::bedrock::{
-            BedrockProvider, BedrockSettings, ClientSettings, client_config,
+            BedrockProvider, BedrockSettings, CachePoints, ClientSettings, client_config,
         };
     }
 
@@ -84,10 +86,11 @@ pub mod startup {
 
 pub mod store {
     pub use crate::store::{
-        Blobs, Deletion, EventLog, History, HistoryQuery, Lease, MemoryStore, NewThread,
-        QuotaExceeded, QuotaLimits, RunFinish, RunLeases, RunStart, RunTokens, Settlement,
-        StoreError, StoredBlob, TaskFailure, TaskRecord, TaskRecords, TaskState, ThreadActivity,
-        ThreadStore, Threads, TimedMessage, TimedPage, TimedQuery, Upload, UsageLedger, usage_day,
+        Blobs, Checkpoint, ContextMark, ContextUpdate, Deletion, EventLog, History, HistoryQuery,
+        Lease, MemoryStore, NewThread, QuotaExceeded, QuotaLimits, RunFinish, RunLeases, RunStart,
+        RunTokens, Settlement, StoreError, StoredBlob, TaskFailure, TaskRecord, TaskRecords,
+        TaskState, ThreadActivity, ThreadStore, Threads, TimedMessage, TimedPage, TimedQuery,
+        Upload, UsageLedger, usage_day,
     };
     #[cfg(feature = "aws")]
     pub use crate::store::{DynamoStore, StoreUsage};

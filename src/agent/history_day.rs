@@ -194,6 +194,7 @@ mod tests {
                     state: None,
                     interrupts: None,
                     at_ms: *at_ms + 1_000,
+                    context: None,
                 })
                 .await
                 .unwrap();

@@ -5,6 +5,7 @@
 
 pub(crate) mod approval;
 mod background;
+pub(crate) mod context;
 pub(crate) mod detached;
 pub(crate) mod history_day;
 pub(crate) mod live;
@@ -29,6 +30,7 @@ use std::time::Duration;
 
 pub(crate) use crate::store::QuotaLimits;
 pub(crate) use approval::InterruptError;
+pub use context::{ContextSettings, ContextStrategy};
 pub(crate) use profiles::{AgentProfile, INTERNAL_AGENT_TYPE, ProfileSetupError};
 pub(crate) use thread::MergeError;
 pub use threads::Quotas;
@@ -66,6 +68,8 @@ pub struct AgentSettings {
     pub max_output_tokens: Option<u32>,
     /// Token and run quotas per principal.
     pub quotas: Quotas,
+    /// How a thread that grows toward the model's window is compacted.
+    pub context: ContextSettings,
 }
 
 impl Default for AgentSettings {
@@ -85,6 +89,7 @@ impl Default for AgentSettings {
             confirm_tool: "confirmAction".to_owned(),
             max_output_tokens: None,
             quotas: Quotas::default(),
+            context: ContextSettings::default(),
         }
     }
 }
@@ -105,6 +110,8 @@ pub struct Agent {
     metrics: Option<Arc<crate::telemetry::emf::Emf>>,
     /// The profile this agent is (`gen_ai.agent.name`); none for the default agent.
     name: Option<Arc<str>>,
+    /// The model that summarises long threads (`CONTEXT_SUMMARY_MODEL`); `None`: the run's own.
+    summarizer: Option<Arc<dyn ModelProvider>>,
 }
 
 /// Why a run could not start. Nothing was stored.
@@ -212,7 +219,14 @@ impl Agent {
             blobs: None,
             metrics: None,
             name: None,
+            summarizer: None,
         }
+    }
+
+    /// Long threads summarised by `summarizer` instead of each run's own model.
+    pub fn with_summarizer(mut self, summarizer: Option<Arc<dyn ModelProvider>>) -> Self {
+        self.summarizer = summarizer;
+        self
     }
 
     /// Writes one EMF metrics record per run to `metrics`.

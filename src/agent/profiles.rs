@@ -34,6 +34,8 @@ pub(crate) struct AgentProfile {
     pub model: Option<Arc<dyn ModelProvider>>,
     /// The server tools this profile offers, by name; each must be one of the agent's.
     pub tools: Option<Vec<String>>,
+    /// This profile's model's input window, instead of the default agent's setting.
+    pub context_tokens: Option<u32>,
 }
 
 /// Why the profiles could not be set up; stops start-up.
@@ -110,12 +112,17 @@ impl Agent {
                 Some(names) => Arc::new(filtered(&self.tools, names, &name)?),
                 None => self.tools.clone(),
             };
-            let settings = match profile.system_prompt {
-                Some(prompt) => Arc::new(AgentSettings {
-                    system_prompt: Some(prompt),
-                    ..(*self.settings).clone()
-                }),
-                None => self.settings.clone(),
+            let settings = if profile.system_prompt.is_none() && profile.context_tokens.is_none() {
+                self.settings.clone()
+            } else {
+                let mut settings = (*self.settings).clone();
+                if let Some(prompt) = profile.system_prompt {
+                    settings.system_prompt = Some(prompt);
+                }
+                if let Some(tokens) = profile.context_tokens {
+                    settings.context.window_tokens = Some(tokens);
+                }
+                Arc::new(settings)
             };
             let model = profile.model.unwrap_or_else(|| self.model.clone());
             by_name.insert(
@@ -232,6 +239,7 @@ mod tests {
             system_prompt: prompt.map(str::to_owned),
             model: None,
             tools: tools.map(|names| names.iter().map(|name| (*name).to_owned()).collect()),
+            context_tokens: None,
         }
     }
 

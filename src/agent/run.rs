@@ -3,11 +3,13 @@
 //! event last. The run lives on its own task: a client that goes away stops nothing.
 
 mod drive;
+mod fit;
 mod gate;
 mod outcome;
 mod steps;
 mod tool_calls;
 
+pub(crate) use fit::ContextState;
 pub(crate) use outcome::RunSummary;
 
 use super::approval::{InterruptRecord, PendingApproval, Resolved};
@@ -46,6 +48,7 @@ pub(super) struct RunRequest {
     pub(super) deadline: Instant,
     /// The client parses AG-UI 1.0 fields (`RUN_FINISHED.outcome`).
     pub(super) speaks_v1: bool,
+
     /// The client's sampling options, capped.
     pub(super) sampling: crate::model::Sampling,
     /// The store holds messages the client did not send: the run opens with a snapshot.
@@ -73,6 +76,8 @@ pub(super) struct RunProgress {
     pub(super) interrupts: InterruptRecord,
     /// Approvals this run asked of a 0.0.x client through its confirm tool.
     pub(super) fallback_approvals: Vec<PendingApproval>,
+    /// Where `history` starts in the thread, its checkpoint and the provider's last count.
+    pub(super) context: ContextState,
 }
 
 impl RunProgress {
@@ -80,6 +85,7 @@ impl RunProgress {
         history: Vec<Message>,
         state: Option<Value>,
         interrupts: InterruptRecord,
+        context: ContextState,
     ) -> Self {
         Self {
             history,
@@ -89,6 +95,7 @@ impl RunProgress {
             summary: RunSummary::default(),
             interrupts,
             fallback_approvals: Vec::new(),
+            context,
         }
     }
 

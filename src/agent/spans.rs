@@ -38,6 +38,28 @@ pub(super) fn invoke_agent(
     span
 }
 
+/// A compaction of the thread before a model call: `agui.context.decision` says which tier
+/// (clearing tool results, or summarising the oldest messages with a model call beneath).
+pub(super) fn compaction(decision: &super::context::plan::Decision) -> tracing::Span {
+    let span = trace_span!(
+        "compact_context",
+        "internal",
+        agui.context.decision = tracing::field::Empty,
+    );
+    if !span.is_disabled() {
+        span.record("otel.name", "compact_context");
+        span.record(
+            "agui.context.decision",
+            match decision {
+                super::context::plan::Decision::Keep => "keep",
+                super::context::plan::Decision::Clear { .. } => "clear",
+                super::context::plan::Decision::Summarize { .. } => "summarize",
+            },
+        );
+    }
+    span
+}
+
 /// Records how a run ended on its `invoke_agent` span: its usage, its outcome label and, for a
 /// failed run, the `RUN_ERROR` code as the error type.
 pub(super) fn end_run(

@@ -4,7 +4,8 @@
 //! the run. Nothing is stored unless the run begins.
 
 use super::approval::{InterruptRecord, Resolution};
-use super::run::{PreparedRun, RunProgress, RunRequest, RunTelemetry};
+use super::context::ContextStrategy;
+use super::run::{ContextState, PreparedRun, RunProgress, RunRequest, RunTelemetry};
 use super::thread::{self, Merged};
 use super::{Agent, StartError, lease_expiry, spans};
 use crate::auth::Principal;
@@ -34,6 +35,8 @@ struct Taken {
     merged: Merged,
     resolution: Resolution,
     lease: Lease,
+    /// Where the loaded history starts, the thread's checkpoint and the provider's last count.
+    context: ContextState,
 }
 
 impl Agent {
@@ -128,7 +131,9 @@ impl Agent {
         // Read once, however many attempts there are.
         let mut parent: Option<StoredThread> = None;
         loop {
-            let loaded = self.load_idle(owner, thread_id, policy, give_up).await?;
+            let loaded = self
+                .load_idle(owner, thread_id, input, policy, give_up)
+                .await?;
             let forked = self
                 .fork_source(owner, input, loaded.as_ref(), &mut parent)
                 .await?;
@@ -139,11 +144,19 @@ impl Agent {
             match self.begin(owner, thread_id, input, &attempt).await {
                 Ok(lease) => {
                     let base = attempt.loaded.or(attempt.forked);
+                    let context = attempt.loaded.map_or_else(ContextState::default, |thread| {
+                        ContextState::new(
+                            thread.first_seq,
+                            thread.checkpoint.clone(),
+                            thread.context,
+                        )
+                    });
                     return Ok(Taken {
                         base_state: base.and_then(|thread| thread.state.clone()),
                         merged: attempt.merged,
                         resolution: attempt.resolution,
                         lease,
+                        context,
                     });
                 }
                 // Another run took the thread between our read and our write.
@@ -163,11 +176,12 @@ impl Agent {
         &self,
         owner: &Principal,
         thread_id: &ThreadId,
+        input: &RunInput,
         policy: BusyThreadPolicy,
         give_up: Instant,
     ) -> Result<Option<StoredThread>, StartError> {
         loop {
-            let loaded = self.store.load(owner, thread_id).await?;
+            let loaded = self.load_for_run(owner, thread_id, input).await?;
             let Some(active) = loaded.as_ref().and_then(|thread| thread.active_run.clone()) else {
                 return Ok(loaded);
             };
@@ -175,6 +189,28 @@ impl Agent {
                 return Err(StartError::Busy);
             }
             self.interrupt(owner, thread_id, &active, give_up).await?;
+        }
+    }
+
+    /// The thread from its latest checkpoint on, so the read does not grow with its length;
+    /// the whole thread when compaction is off, or when the input resends older messages
+    /// without any of those loaded (a client far behind), which only the whole thread can
+    /// tell apart from new ones.
+    async fn load_for_run(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        input: &RunInput,
+    ) -> Result<Option<StoredThread>, StoreError> {
+        if self.settings.context.strategy == ContextStrategy::Off {
+            return self.store.load(owner, thread_id).await;
+        }
+        let recent = self.store.load_recent(owner, thread_id).await?;
+        match &recent {
+            Some(thread) if thread.first_seq > 0 && resends_unloaded(thread, &input.messages) => {
+                self.store.load(owner, thread_id).await
+            }
+            _ => Ok(recent),
         }
     }
 
@@ -245,11 +281,12 @@ impl Agent {
             chrono::Utc::now().timestamp_millis(),
         )?;
         let base = loaded.or(forked);
-        let merged = thread::merge_keeping_open(
-            base.map_or(&[], |thread| &thread.messages[..]),
-            input.messages.clone(),
-            &waiting,
-        )?;
+        let stored = base.map_or(&[][..], |thread| &thread.messages[..]);
+        let incoming = match base {
+            Some(thread) if thread.first_seq > 0 => without_held_prefix(stored, &input.messages),
+            _ => input.messages.clone(),
+        };
+        let merged = thread::merge_keeping_open(stored, incoming, &waiting)?;
         self.check_parts(&input.messages, &merged.new_messages)?;
         Ok(Attempt {
             loaded,
@@ -321,6 +358,7 @@ impl Agent {
             merged,
             resolution,
             lease,
+            context,
         } = taken;
         let speaks_v1 = input.speaks_v1();
         let request = RunRequest {
@@ -347,6 +385,7 @@ impl Agent {
                 merged.history,
                 input.state.or(base_state),
                 resolution.record,
+                context,
             ),
             telemetry,
         }
@@ -391,4 +430,28 @@ impl Agent {
         }
         (!prompt.is_empty()).then_some(prompt)
     }
+}
+
+/// The input without the messages it resends from before the loaded history: everything before
+/// the first message the loaded history holds. Those are stored already (the stored ones win),
+/// and a client cannot rewrite them by sending them again.
+fn without_held_prefix(loaded: &[Message], incoming: &[Message]) -> Vec<Message> {
+    let known: std::collections::HashSet<_> = loaded.iter().map(Message::id).collect();
+    let first_known = incoming
+        .iter()
+        .position(|message| known.contains(message.id()))
+        .unwrap_or(0);
+    incoming[first_known..].to_vec()
+}
+
+/// Whether `incoming` may resend messages from before the loaded history that the loaded part
+/// cannot recognise: it holds none of the loaded messages, yet more than one user or assistant
+/// message (an incremental client sends one, or tool results).
+fn resends_unloaded(loaded: &StoredThread, incoming: &[Message]) -> bool {
+    let known: std::collections::HashSet<_> = loaded.messages.iter().map(Message::id).collect();
+    let conversational = incoming
+        .iter()
+        .filter(|message| matches!(message, Message::User { .. } | Message::Assistant { .. }))
+        .count();
+    conversational > 1 && !incoming.iter().any(|message| known.contains(message.id()))
 }

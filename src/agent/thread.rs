@@ -95,11 +95,20 @@ pub(crate) fn merge_keeping_open(
 ) -> Result<Merged, MergeError> {
     let known: HashSet<&MessageId> = stored.iter().map(Message::id).collect();
     let sent: HashSet<&MessageId> = incoming.iter().map(Message::id).collect();
-    // A client that drops reasoning messages (many UIs do) misses nothing it needs: it is not
-    // sent the whole history again on every run for them.
-    let client_is_behind = stored.iter().any(|message| {
-        !matches!(message, Message::Reasoning { .. }) && !sent.contains(message.id())
-    });
+    // The client holds what it sent and, the thread growing only at its end, what was stored
+    // before: it is behind when it lacks a message stored after the first one it sent (or sent
+    // none the thread holds). Messages before that one may be older than a bounded load, or
+    // left out by a client that sends only the recent ones. A client that drops reasoning
+    // messages (many UIs do) misses nothing it needs.
+    let first_sent = stored
+        .iter()
+        .position(|message| sent.contains(message.id()));
+    let client_is_behind = match first_sent {
+        None => !stored.is_empty(),
+        Some(first) => stored[first..].iter().any(|message| {
+            !matches!(message, Message::Reasoning { .. }) && !sent.contains(message.id())
+        }),
+    };
     let mut all_calls: HashSet<ToolCallId> = stored
         .iter()
         .flat_map(|message| message.tool_calls().iter().map(|call| call.id.clone()))
@@ -347,6 +356,16 @@ mod tests {
         let merged = merge(&stored, vec![user("u2")]).unwrap();
         assert!(merged.client_is_behind);
         assert_eq!(ids(&merged.history), ["u1", "a1", "u2"]);
+    }
+
+    #[test]
+    fn a_client_that_sends_the_last_message_it_holds_is_not_behind() {
+        let stored = vec![user("u1"), asst("a1", &[]), user("u2"), asst("a2", &[])];
+        let merged = merge(&stored, vec![asst("a2", &[]), user("u3")]).unwrap();
+        assert!(!merged.client_is_behind);
+        assert_eq!(ids(&merged.new_messages), ["u3"]);
+        let stale = merge(&stored, vec![asst("a1", &[]), user("u3")]).unwrap();
+        assert!(stale.client_is_behind, "u2 and a2 came after a1");
     }
 
     #[test]

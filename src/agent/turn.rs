@@ -225,6 +225,14 @@ impl TurnAssembler {
         serde_json::json!([{"role": "assistant", "content": self.text, "tool_calls": calls}])
     }
 
+    /// Whether the turn has streamed anything a client saw.
+    pub(super) fn has_output(&self) -> bool {
+        !self.text.is_empty()
+            || self.reasoning.is_some()
+            || !self.reasoned.is_empty()
+            || !self.calls.is_empty()
+    }
+
     /// What a stopped turn leaves: the text streamed so far. Tool calls whose arguments may be
     /// cut are dropped, so the stored history never holds a call nobody can answer.
     pub(super) fn partial(self) -> Option<Message> {

@@ -114,6 +114,15 @@ impl App {
         if let Some(next) = page.next {
             body["next"] = json!(next);
         }
+        // What a UI needs to say "earlier messages summarised": the summary stands for the
+        // first `coversMessages` messages in the model's view; they all stay readable here.
+        if let Some(checkpoint) = page.checkpoint.filter(|checkpoint| checkpoint.covers > 0) {
+            body["checkpoint"] = json!({
+                "coversMessages": checkpoint.covers,
+                "summary": checkpoint.summary,
+                "at": iso_ms(checkpoint.at_ms),
+            });
+        }
         Ok(json_response(StatusCode::OK, Bytes::from(body.to_string())))
     }
 

@@ -4,6 +4,7 @@
 
 mod agent;
 mod auth;
+mod context;
 mod http_server;
 mod limits;
 mod model;
@@ -22,6 +23,8 @@ use std::collections::{BTreeMap, HashMap};
 use vars::Vars;
 
 pub(crate) use auth::{AuthConfig, JwksSource};
+pub(crate) use context::ContextConfig;
+pub use context::PromptCache;
 pub(crate) use http_server::HttpConfig;
 pub use model::ModelChoice;
 pub(crate) use model::ModelConfig;
@@ -46,6 +49,7 @@ pub struct Config {
     /// `AGENT_PROFILES`: named agents chosen by `forwardedProps.agent_type`; empty when unset.
     pub profiles: BTreeMap<String, ProfileConfig>,
     pub telemetry: TelemetryConfig,
+    pub context: ContextConfig,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -105,6 +109,7 @@ pub(crate) const SETTINGS: &[&[&str]] = &[
     Limits::SETTINGS,
     Profiles::SETTINGS,
     TelemetryConfig::SETTINGS,
+    ContextConfig::SETTINGS,
     SET_BY_LAMBDA,
 ];
 
@@ -133,6 +138,7 @@ impl Config {
             limits: Limits::from_vars(vars)?,
             profiles: Profiles::from_vars(vars)?,
             telemetry: TelemetryConfig::from_vars(vars)?,
+            context: ContextConfig::from_vars(vars)?,
         })
     }
 }

@@ -23,13 +23,15 @@ pub struct ProfileConfig {
     pub model: Option<String>,
     /// The server tools offered, by name (checked against the registry at start-up); `[]` is none.
     pub tools: Option<Vec<String>>,
+    /// Instead of `MODEL_CONTEXT_TOKENS`: this profile's model's input window.
+    pub context_tokens: Option<u32>,
 }
 
 /// What is wrong with `AGENT_PROFILES`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProfilesConfigError {
     #[error(
-        "must be a JSON object of profile name to {{\"systemPrompt\": string, \"model\": string, \"tools\": [string]}}: {0}"
+        "must be a JSON object of profile name to {{\"systemPrompt\": string, \"model\": string, \"tools\": [string], \"contextTokens\": number}}: {0}"
     )]
     Json(String),
     #[error("{0} profiles; at most {MAX_PROFILES}")]
@@ -46,6 +48,8 @@ pub enum ProfilesConfigError {
         "profile {0}: model must be 1-{MAX_PROFILE_MODEL_CHARS} characters, without control characters or surrounding spaces"
     )]
     BadModel(String),
+    #[error("profile {0}: contextTokens must be 1000 to 10000000")]
+    BadContextTokens(String),
     #[error("profile {profile}: tool name {tool:?} is not 1-64 letters, digits, _ or -")]
     BadToolName { profile: String, tool: String },
 }
@@ -107,6 +111,12 @@ fn check(name: &str, profile: &mut ProfileConfig) -> Result<(), ProfilesConfigEr
             || model.chars().any(char::is_control)
     }) {
         return Err(ProfilesConfigError::BadModel(name.to_owned()));
+    }
+    if profile
+        .context_tokens
+        .is_some_and(|tokens| !(1_000..=10_000_000).contains(&tokens))
+    {
+        return Err(ProfilesConfigError::BadContextTokens(name.to_owned()));
     }
     if let Some(tools) = &mut profile.tools {
         if let Some(bad) = tools
@@ -186,6 +196,7 @@ mod tests {
                     "get_current_time".to_owned(),
                     "lookup_order".to_owned()
                 ]),
+                context_tokens: None,
             }
         );
         assert_eq!(profiles["chat-2"], ProfileConfig::default());

@@ -138,6 +138,7 @@ mod tests {
                 })
                 .collect(),
             sampling: Default::default(),
+            ..ModelRequest::default()
         }
     }
 

@@ -7,6 +7,7 @@ pub(crate) mod bedrock;
 pub(crate) mod demo;
 pub(crate) mod openai;
 pub(crate) mod reasoning;
+pub(crate) mod refusal;
 #[cfg(any(test, feature = "test-utils"))]
 pub(crate) mod scripted;
 
@@ -26,9 +27,15 @@ pub struct ModelRequest {
     pub tools: Vec<ToolSpec>,
     /// The client's sampling options, already checked and capped.
     pub sampling: Sampling,
+    /// The running summary of the thread's older messages: sent after the system prompt, so
+    /// that tools, system prompt and summary stay one cacheable prefix between compactions.
+    pub summary: Option<String>,
+    /// What the provider's prompt cache may route this thread's requests by (its thread id).
+    pub cache_key: Option<String>,
 }
 
 pub(crate) use crate::protocol::input::sampling::Sampling;
+pub(crate) use refusal::Refusal;
 
 /// Who served a model call, as AG-UI's `TokenUsage` names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,8 +158,15 @@ impl FinishReason {
 /// A model failure. `Display` is safe to show a client: it never carries a response body.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ModelError {
-    #[error("the model API answered HTTP {status}")]
-    Status { status: u16 },
+    #[error("the model API answered HTTP {status}{}", detail(.refusal.as_ref()))]
+    Status {
+        status: u16,
+        /// What the provider said, when it said anything.
+        refusal: Option<refusal::Refusal>,
+    },
+    /// The provider refused the prompt as longer than the model's context window.
+    #[error("the conversation is longer than the model's context window ({0})")]
+    ContextOverflow(refusal::Refusal),
     #[error("the model API could not be reached")]
     Unreachable,
     #[error("the model stream broke off")]
@@ -166,6 +180,13 @@ pub enum ModelError {
     #[cfg(any(test, feature = "test-utils"))]
     #[error("the scripted model has no turn left")]
     ScriptExhausted,
+}
+
+/// A refusal's words after its HTTP status: ` (code: message)`, or nothing.
+fn detail(refusal: Option<&refusal::Refusal>) -> String {
+    refusal
+        .map(|refusal| format!(" ({refusal})"))
+        .unwrap_or_default()
 }
 
 pub type DeltaStream = Pin<Box<dyn Stream<Item = Result<ModelDelta, ModelError>> + Send>>;

@@ -110,6 +110,13 @@ pub enum Event {
     MessagesSnapshot {
         messages: Vec<Message>,
     },
+    /// UI-only content of the server's own kind (`activityType`): the client shows it and does
+    /// not send it back to the model.
+    ActivitySnapshot {
+        message_id: MessageId,
+        activity_type: &'static str,
+        content: Value,
+    },
 }
 
 impl Event {
@@ -308,6 +315,8 @@ pub enum RunErrorCode {
     /// A `resume` entry names no open interrupt, or its payload does not match the
     /// interrupt's `responseSchema`.
     InvalidResume,
+    /// The new message alone is more than the model's context window can take.
+    ContextTooLong,
 }
 
 #[cfg(test)]

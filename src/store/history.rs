@@ -27,6 +27,8 @@ pub struct HistoryPage {
     /// The run holding a live lease on the thread, if any.
     pub active_run: Option<RunId>,
     pub title: Option<String>,
+    /// The thread's latest compaction: which messages its summary stands for in the model's view.
+    pub checkpoint: Option<super::Checkpoint>,
 }
 
 /// Which of a thread's messages to read newest first.

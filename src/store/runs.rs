@@ -3,7 +3,7 @@
 //! passing it a caller's request to stop.
 
 use super::StoreError;
-use super::threads::StoredThread;
+use super::threads::{Checkpoint, ContextMark, StoredThread};
 use crate::auth::Principal;
 use crate::protocol::{Message, RunId, ThreadId};
 use async_trait::async_trait;
@@ -79,6 +79,17 @@ pub struct RunFinish<'a> {
     pub interrupts: Option<&'a Value>,
     /// When the output was stored (epoch ms): the time stored with each new message.
     pub at_ms: i64,
+    /// What the run learned about the model's view: a new checkpoint, the provider's count.
+    pub context: Option<&'a ContextUpdate>,
+}
+
+/// What a run leaves for the next run's estimate and view.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ContextUpdate {
+    /// A compaction the run made; it replaces the thread's checkpoint.
+    pub checkpoint: Option<Checkpoint>,
+    /// The provider's count of the run's last model call.
+    pub mark: Option<ContextMark>,
 }
 
 /// What the run's heartbeat learned.

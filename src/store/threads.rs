@@ -26,6 +26,45 @@ pub struct StoredThread {
     /// When each message was stored (epoch ms), index-aligned with `messages`, so a fork can
     /// keep the times of what it copies.
     pub message_at_ms: Vec<i64>,
+    /// The sequence number of `messages[0]`: 0 for a whole thread, the latest checkpoint's
+    /// `covers` for [`Threads::load_recent`].
+    pub first_seq: u64,
+    /// What the latest compaction left the model's view with.
+    pub checkpoint: Option<Checkpoint>,
+    /// The provider's count of the thread's last model call.
+    pub context: Option<ContextMark>,
+}
+
+impl StoredThread {
+    /// How many messages the thread holds, those before `first_seq` included: the sequence
+    /// number of the next one.
+    pub fn message_count(&self) -> usize {
+        usize::try_from(self.first_seq).unwrap_or(usize::MAX) + self.messages.len()
+    }
+}
+
+/// What the thread's latest compaction says about its older messages: the model is sent
+/// `summary` in place of messages `[0, covers)`, and tool results stored before
+/// `cleared_before` as placeholders. The messages themselves stay stored and readable.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Checkpoint {
+    pub covers: u64,
+    /// The running summary of messages `[0, covers)`; `None` while nothing is summarised.
+    pub summary: Option<String>,
+    pub cleared_before: u64,
+    /// When it was made (epoch ms).
+    pub at_ms: i64,
+}
+
+/// How large the thread's last model request was, as its provider counted it: its input
+/// tokens, with the thread's first `seen` messages under the checkpoint that covered `covers`.
+/// The next run estimates from it and what was added since.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ContextMark {
+    pub input_tokens: u64,
+    pub seen: u64,
+    pub covers: u64,
+    pub cleared_before: u64,
 }
 
 /// Whether a caller's thread has a run going.
@@ -97,6 +136,14 @@ pub enum Deletion {
 pub trait Threads: Send + Sync {
     /// A consistent read of the whole thread, or `None` if `owner` has no such thread.
     async fn load(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+    ) -> Result<Option<StoredThread>, StoreError>;
+
+    /// The thread as a run needs it: the latest checkpoint and the messages from the one it
+    /// covers up to on, so the read does not grow with the thread once it has a checkpoint.
+    async fn load_recent(
         &self,
         owner: &Principal,
         thread_id: &ThreadId,

@@ -27,6 +27,8 @@ pub(crate) struct RunMetrics {
     pub output_tokens: u64,
     pub tool_calls: u32,
     pub steps: u32,
+    /// Times the run compacted its thread to fit the model's window.
+    pub compactions: u32,
     pub store: StoreFigures,
     pub cancelled: bool,
     /// Times a client rejoined the run's stream while it ran.
@@ -124,6 +126,7 @@ impl Emf {
             ("OutputTokens", COUNT, json!(run.output_tokens)),
             ("ToolCalls", COUNT, json!(run.tool_calls)),
             ("Steps", COUNT, json!(run.steps)),
+            ("Compactions", COUNT, json!(run.compactions)),
             ("StoreReadTime", MS, json!(store.read_ms)),
             ("StoreWriteTime", MS, json!(store.write_ms)),
             ("StoreReadCalls", COUNT, json!(store.read_calls)),

@@ -17,7 +17,7 @@
 use crate::helpers::*;
 use agui_lambda::testing::config::{Config, ModelChoice};
 use agui_lambda::testing::model::bedrock::{
-    self, BedrockProvider, BedrockSettings, ClientSettings,
+    self, BedrockProvider, BedrockSettings, CachePoints, ClientSettings,
 };
 use agui_lambda::testing::startup;
 use agui_lambda::testing::store::MemoryStore;
@@ -225,6 +225,12 @@ async fn spawn_bedrock_app_with(
             max_tokens: config.model.bedrock_max_tokens,
             reasoning_budget_tokens: config.model.bedrock_reasoning_budget_tokens,
             max_retries: config.model.max_retries,
+            cache_points: match config.context.prompt_cache {
+                agui_lambda::testing::config::PromptCache::Auto => {
+                    CachePoints::for_model(&config.model.name)
+                }
+                agui_lambda::testing::config::PromptCache::Off => CachePoints::Off,
+            },
         },
     ));
     let app = startup::build_app(
@@ -297,7 +303,9 @@ async fn reply(response: reqwest::Response) -> Reply {
 /// aimock and an app on it.
 async fn on_aimock() -> (Aimock, BedrockApp) {
     let aimock = Aimock::start().await;
-    let app = spawn_bedrock_app(&aimock.url, true).await;
+    // aimock's Converse emulation reads text, tool and image blocks only: a `cachePoint` block
+    // (which Bedrock takes, see the replay tests) leaves it with an empty answer.
+    let app = spawn_bedrock_app_with(&aimock.url, true, &[("PROMPT_CACHE", "off")]).await;
     (aimock, app)
 }
 
@@ -1108,6 +1116,8 @@ async fn bedrock_attachments_become_blocks_and_what_it_cannot_take_is_a_422() {
             {"image": {"format": "png", "source": {"bytes": "iVBORw0KGgo="}}},
             {"document": {"format": "pdf", "name": "q3 report", "source": {"bytes": "JVBERi0="}}},
             {"image": {"format": "jpeg", "source": {"s3Location": {"uri": "s3://bucket/cat.jpg"}}}},
+            // Claude caches prompts: the last user turn ends with a cache point.
+            {"cachePoint": {"type": "default"}},
         ])
     );
 
@@ -1148,4 +1158,105 @@ async fn bedrock_attachments_become_blocks_and_what_it_cannot_take_is_a_422() {
         404,
         "nothing was stored"
     );
+}
+
+// ---- Prompt caching and the model's window -------------------------------------------------
+
+#[tokio::test]
+async fn bedrock_requests_carry_cache_points_for_claude_and_none_when_off() {
+    let (_replay, app) = on_replay().await;
+    app.run(&run_input(
+        &new_thread(),
+        "r",
+        json!([{"id": "u1", "role": "user", "content": "hello"}]),
+    ))
+    .await
+    .events();
+    let body = &app.sent.about("hello")[0].1;
+    let point = json!({"cachePoint": {"type": "default"}});
+    assert_eq!(
+        body["system"].as_array().unwrap().last().unwrap(),
+        &point,
+        "after the system prompt: {}",
+        body["system"]
+    );
+    assert_eq!(
+        body["toolConfig"]["tools"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap(),
+        &point,
+        "after the tools"
+    );
+    assert_eq!(
+        body["messages"][0]["content"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap(),
+        &point,
+        "on the last user turn"
+    );
+
+    let (_replay, app) = on_replay_with(&[("PROMPT_CACHE", "off")]).await;
+    app.run(&run_input(
+        &new_thread(),
+        "r",
+        json!([{"id": "u1", "role": "user", "content": "hello"}]),
+    ))
+    .await
+    .events();
+    let body = &app.sent.about("hello")[0].1;
+    assert!(!body.to_string().contains("cachePoint"), "{body}");
+}
+
+#[tokio::test]
+async fn bedrock_too_long_is_compacted_and_retried_within_the_run() {
+    let (_replay, app) = on_replay().await;
+    let thread = new_thread();
+    let mut messages = Vec::new();
+    for turn in 0..6 {
+        messages.push(json!({"id": format!("u{turn}"), "role": "user", "content": format!("earlier chatter number {turn} about the garden and its many plants")}));
+        let events = app
+            .run(&run_input(&thread, &format!("r{turn}"), json!(messages)))
+            .await
+            .events();
+        let id = events
+            .iter()
+            .find(|event| event["type"] == "TEXT_MESSAGE_START")
+            .unwrap()["messageId"]
+            .clone();
+        messages.push(json!({"id": id, "role": "assistant", "content": text_of(&events)}));
+    }
+    messages.push(json!({"id": "u-archive", "role": "user", "content": "paste the whole archive"}));
+    let events = app
+        .run(&run_input(&thread, "r-archive", json!(messages)))
+        .await
+        .events();
+    assert_eq!(last(&events)["type"], "RUN_FINISHED", "{events:?}");
+    assert_eq!(text_of(&events), "Read it after compaction.");
+    let compaction = events
+        .iter()
+        .find(|event| event["type"] == "ACTIVITY_SNAPSHOT")
+        .unwrap();
+    assert_eq!(compaction["activityType"], "context-compaction");
+    assert_eq!(
+        compaction["content"]["strategy"], "summarized",
+        "{compaction}"
+    );
+    let sent = app.sent.about("paste the whole archive");
+    assert_eq!(sent.len(), 2, "refused once, then sent compacted");
+    let count = |body: &Value| body["messages"].as_array().unwrap().len();
+    assert!(count(&sent[1].1) < count(&sent[0].1));
+    assert!(
+        sent[1].1["system"]
+            .to_string()
+            .contains("the user chatted about gardens"),
+        "the summary follows the system prompt: {}",
+        sent[1].1["system"]
+    );
+    // The thread keeps every message.
+    let history = app.get(&format!("/threads/{thread}")).await.json();
+    assert_eq!(history["messages"].as_array().unwrap().len(), 14);
 }

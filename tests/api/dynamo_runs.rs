@@ -141,6 +141,7 @@ async fn a_thousand_message_thread_over_two_megabytes_loads_and_continues() {
             state: None,
             interrupts: None,
             at_ms: chrono::Utc::now().timestamp_millis(),
+            context: None,
         })
         .await
         .unwrap();

@@ -5,6 +5,7 @@
 //! and records what it was asked. What aimock does on the wire (HTTP statuses, retries, a dropped
 //! connection) becomes the error the OpenAI provider reports after its retries.
 
+use agui_lambda::testing::model::Refusal;
 use agui_lambda::testing::model::{
     DeltaStream, FinishReason, ModelDelta, ModelError, ModelProvider, ModelRequest, Usage,
 };
@@ -111,13 +112,21 @@ impl ModelProvider for FixtureModel {
 
     async fn stream(&self, request: &ModelRequest) -> Result<DeltaStream, ModelError> {
         self.requests.lock().unwrap().push(request.clone());
-        let fixture = self
-            .pick(request)
-            .ok_or(ModelError::Status { status: 404 })?;
+        let fixture = self.pick(request).ok_or(ModelError::Status {
+            status: 404,
+            refusal: None,
+        })?;
         let response = &fixture["response"];
         if let Some(status) = response["status"].as_u64() {
+            // What the OpenAI provider makes of the same answer from aimock.
+            let body = serde_json::json!({"error": response["error"]}).to_string();
+            let refusal = Refusal::from_body(&body);
+            if let Some(refusal) = refusal.as_ref().filter(|r| r.is_context_overflow()) {
+                return Err(ModelError::ContextOverflow(refusal.clone()));
+            }
             return Err(ModelError::Status {
                 status: status as u16,
+                refusal,
             });
         }
         let size = fixture["chunkSize"].as_u64().unwrap_or(u64::MAX) as usize;

@@ -105,6 +105,8 @@ pub(crate) struct TestApp {
 enum TestModel {
     Fixture(Arc<FixtureModel>),
     Aimock(Box<Aimock>),
+    /// An OpenAI-compatible server the test started itself, named by `OPENAI_BASE_URL`.
+    Loopback,
 }
 
 pub(crate) struct Reply {
@@ -171,6 +173,32 @@ pub(crate) async fn spawn_wire_app_on(
         overrides,
         Some(store),
         TestModel::Aimock(Box::new(Aimock::start().await)),
+    )
+    .await
+}
+
+/// An app on the OpenAI-compatible server at `model_url`, the given store, `tools` and, when
+/// given, an EMF metrics writer.
+pub(crate) async fn spawn_app_on_model_url(
+    model_url: &str,
+    overrides: &[(&str, &str)],
+    store: Arc<dyn ThreadStore>,
+    tools: ToolRegistry,
+    metrics: Option<agui_lambda::testing::telemetry::emf::Emf>,
+) -> TestApp {
+    let mut vars = vec![
+        ("OPENAI_BASE_URL", model_url),
+        ("OPENAI_API_KEY", "test-key"),
+        ("MODEL_MAX_RETRIES", "0"),
+    ];
+    vars.extend_from_slice(overrides);
+    spawn_full(
+        &vars,
+        Some(store),
+        TestModel::Loopback,
+        tools,
+        None,
+        metrics,
     )
     .await
 }
@@ -276,7 +304,9 @@ async fn spawn_full(
             let fixture: Arc<dyn ModelProvider> = fixture.clone();
             fixture.into()
         }
-        TestModel::Aimock(_) => startup::models_from_config(&config).await.unwrap(),
+        TestModel::Aimock(_) | TestModel::Loopback => {
+            startup::models_from_config(&config).await.unwrap()
+        }
     };
     let store = match store {
         Some(store) => store,
@@ -310,7 +340,9 @@ impl TestApp {
     pub(crate) fn aimock(&self) -> &Aimock {
         match &self.model {
             TestModel::Aimock(aimock) => aimock,
-            TestModel::Fixture(_) => panic!("a wire test: start the app with spawn_wire_app"),
+            TestModel::Fixture(_) | TestModel::Loopback => {
+                panic!("a wire test: start the app with spawn_wire_app")
+            }
         }
     }
 
@@ -319,6 +351,7 @@ impl TestApp {
         match &self.model {
             TestModel::Fixture(fixture) => fixture.requests().len(),
             TestModel::Aimock(aimock) => aimock.journal().await.len(),
+            TestModel::Loopback => panic!("the test's own model counts its requests"),
         }
     }
 
@@ -326,7 +359,9 @@ impl TestApp {
     pub(crate) fn fixture_requests_about(&self, user_text: &str) -> Vec<ModelRequest> {
         match &self.model {
             TestModel::Fixture(fixture) => fixture.requests_about(user_text),
-            TestModel::Aimock(_) => panic!("fixture_requests_about needs the fixture model"),
+            TestModel::Aimock(_) | TestModel::Loopback => {
+                panic!("fixture_requests_about needs the fixture model")
+            }
         }
     }
 

@@ -106,6 +106,7 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
             state: Some(&json!({"n": 2})),
             interrupts: None,
             at_ms: chrono::Utc::now().timestamp_millis(),
+            context: None,
         })
         .await
         .unwrap();
@@ -126,7 +127,8 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
                     new_messages: &[],
                     state: None,
                     interrupts: None,
-                    at_ms: chrono::Utc::now().timestamp_millis()
+                    at_ms: chrono::Utc::now().timestamp_millis(),
+                    context: None,
                 })
                 .await,
             Err(StoreError::LeaseLost)
@@ -190,6 +192,7 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
             state: None,
             interrupts: None,
             at_ms: chrono::Utc::now().timestamp_millis(),
+            context: None,
         })
         .await
         .unwrap();
@@ -247,7 +250,8 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
                 new_messages: &[user("x", "zombie")],
                 state: None,
                 interrupts: None,
-                at_ms: chrono::Utc::now().timestamp_millis()
+                at_ms: chrono::Utc::now().timestamp_millis(),
+                context: None,
             })
             .await,
         Err(StoreError::LeaseLost)
@@ -259,6 +263,7 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
             state: None,
             interrupts: None,
             at_ms: chrono::Utc::now().timestamp_millis(),
+            context: None,
         })
         .await
         .unwrap();
@@ -280,6 +285,7 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
             state: None,
             interrupts: Some(&record),
             at_ms: chrono::Utc::now().timestamp_millis(),
+            context: None,
         })
         .await
         .unwrap();
@@ -301,6 +307,7 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
             state: None,
             interrupts: None,
             at_ms: chrono::Utc::now().timestamp_millis(),
+            context: None,
         })
         .await
         .unwrap();
@@ -364,7 +371,8 @@ async fn behaves_like_a_thread_store(store: Arc<dyn ThreadStore>) {
                 new_messages: &[huge_message],
                 state: None,
                 interrupts: None,
-                at_ms: chrono::Utc::now().timestamp_millis()
+                at_ms: chrono::Utc::now().timestamp_millis(),
+                context: None,
             })
             .await,
         Err(StoreError::MessageTooLarge(_))
@@ -420,6 +428,7 @@ async fn an_expired_dynamodb_thread_is_gone_and_its_id_starts_afresh() {
             state: None,
             interrupts: None,
             at_ms: chrono::Utc::now().timestamp_millis(),
+            context: None,
         })
         .await
         .unwrap();
@@ -468,6 +477,7 @@ async fn an_expired_dynamodb_thread_is_gone_and_its_id_starts_afresh() {
             state: None,
             interrupts: None,
             at_ms: chrono::Utc::now().timestamp_millis(),
+            context: None,
         })
         .await
         .unwrap();

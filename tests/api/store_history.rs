@@ -105,6 +105,7 @@ async fn run(
             state: None,
             interrupts: None,
             at_ms: output_at,
+            context: None,
         })
         .await
         .unwrap();
@@ -207,6 +208,7 @@ async fn message_times_round_trip(subject: Subject) {
             state: None,
             interrupts: None,
             at_ms: 6_000,
+            context: None,
         })
         .await
         .unwrap();

@@ -105,6 +105,7 @@ async fn run(
             state: None,
             interrupts: None,
             at_ms: chrono::Utc::now().timestamp_millis(),
+            context: None,
         })
         .await
         .unwrap();
@@ -216,6 +217,7 @@ async fn list_pages_newest_first(subject: Subject) {
             state: None,
             interrupts: None,
             at_ms: chrono::Utc::now().timestamp_millis(),
+            context: None,
         })
         .await
         .unwrap();
@@ -271,6 +273,7 @@ async fn titles(subject: Subject) {
             state: None,
             interrupts: None,
             at_ms: chrono::Utc::now().timestamp_millis(),
+            context: None,
         })
         .await
         .unwrap();
@@ -296,6 +299,7 @@ async fn titles(subject: Subject) {
             state: None,
             interrupts: None,
             at_ms: chrono::Utc::now().timestamp_millis(),
+            context: None,
         })
         .await
         .unwrap();
@@ -352,6 +356,7 @@ async fn titles(subject: Subject) {
             state: None,
             interrupts: None,
             at_ms: chrono::Utc::now().timestamp_millis(),
+            context: None,
         })
         .await
         .unwrap();
@@ -376,6 +381,7 @@ async fn titles(subject: Subject) {
             state: None,
             interrupts: None,
             at_ms: chrono::Utc::now().timestamp_millis(),
+            context: None,
         })
         .await
         .unwrap();
@@ -459,6 +465,7 @@ async fn delete_removes_everything(subject: Subject) {
             state: None,
             interrupts: None,
             at_ms: chrono::Utc::now().timestamp_millis(),
+            context: None,
         })
         .await
         .unwrap();
@@ -1162,6 +1169,7 @@ async fn dynamo_calls_per_operation() {
             state: None,
             interrupts: None,
             at_ms: chrono::Utc::now().timestamp_millis(),
+            context: None,
         })
         .await
         .unwrap();

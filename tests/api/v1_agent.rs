@@ -535,6 +535,7 @@ async fn stored_exchange(store: &dyn ThreadStore, thread: &ThreadId, n: usize, a
             state: None,
             interrupts: None,
             at_ms: at_ms + 5_000,
+            context: None,
         })
         .await
         .unwrap();

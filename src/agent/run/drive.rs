@@ -100,6 +100,7 @@ impl PreparedRun {
         initial_state: Option<Value>,
     ) {
         let progress = &mut self.progress;
+        let context = progress.context.update();
         let state_changed = progress.state != initial_state;
         let mut interrupts = std::mem::take(&mut progress.interrupts);
         if let Ok(RunEnd::Interrupted(pending)) = &result {
@@ -121,6 +122,7 @@ impl PreparedRun {
                 },
                 interrupts: interrupts.to_value().as_ref(),
                 at_ms: chrono::Utc::now().timestamp_millis(),
+                context: context.as_ref(),
             })
             .await;
         if let Err(error) = saved {

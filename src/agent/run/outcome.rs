@@ -35,6 +35,17 @@ pub(super) enum RunFailure {
     /// An uploaded image could not be signed for the model to read.
     #[error("an attachment could not be signed for the model")]
     Attachment,
+    /// The model refused the request as longer than its window, before any output: the run
+    /// compacts harder and tries once more.
+    #[error("{0}")]
+    Overflow(crate::model::Refusal),
+    /// Even compacted, the request does not fit: the new message is too large.
+    #[error(
+        "the message is too large for the model's context window (about {tokens} tokens of \
+         input where {window} fit): shorten it or split it into smaller messages, then send it \
+         again"
+    )]
+    ContextTooLong { tokens: u64, window: u64 },
 }
 
 impl From<TurnFault> for RunFailure {
@@ -59,14 +70,18 @@ impl RunFailure {
             RunFailure::Store(_) => "store_error",
             RunFailure::Cancelled => "cancelled",
             RunFailure::Attachment => "attachment",
+            RunFailure::Overflow(_) => "context_overflow",
+            RunFailure::ContextTooLong { .. } => "context_too_long",
         }
     }
 
     fn code(&self) -> RunErrorCode {
         match self {
-            RunFailure::Model(_) | RunFailure::TruncatedToolCall | RunFailure::ContentFilter => {
-                RunErrorCode::ModelError
-            }
+            RunFailure::Model(_)
+            | RunFailure::TruncatedToolCall
+            | RunFailure::ContentFilter
+            | RunFailure::Overflow(_) => RunErrorCode::ModelError,
+            RunFailure::ContextTooLong { .. } => RunErrorCode::ContextTooLong,
             RunFailure::Timeout => RunErrorCode::Timeout,
             RunFailure::MaxSteps(_) => RunErrorCode::MaxStepsExceeded,
             RunFailure::ToolFatal { .. } => RunErrorCode::ToolExecutionError,
@@ -253,6 +268,7 @@ impl PreparedRun {
             output_tokens: summary.usage.output_tokens,
             tool_calls: summary.tool_calls,
             steps: summary.steps,
+            compactions: self.progress.context.compactions,
             store: StoreFigures {
                 read_calls: store.read_calls,
                 write_calls: store.write_calls,

@@ -2,13 +2,13 @@
 //! each followed by its tool calls, until the model answers without calling a server tool, the
 //! calls wait for the client or a person, or the steps run out.
 
+use super::fit::{Fitted, Pressure};
 use super::gate::{Ask, Gated};
 use super::outcome::{RunEnd, RunFailure};
 use super::{Emitter, PreparedRun};
 use crate::agent::spans::{ChatEnd, ChatSpan};
-use crate::agent::thread::{answers_follow_calls, model_view};
 use crate::agent::turn::{TurnAssembler, TurnCall};
-use crate::model::{ModelRequest, Usage};
+use crate::model::{ModelError, ModelRequest, Usage};
 use crate::protocol::{Event, Message, MessageId, ToolCall, ToolCallId};
 use futures_util::StreamExt;
 use std::collections::HashSet;
@@ -28,7 +28,7 @@ impl PreparedRun {
         out: &Emitter<'_>,
         stop: &CancellationToken,
     ) -> Result<RunEnd, RunFailure> {
-        self.open(out);
+        self.open(out).await?;
         if self.request.repeat_only {
             // A repeated resume: its answers were acted on by an earlier run.
             return Ok(RunEnd::finished());
@@ -58,8 +58,9 @@ impl PreparedRun {
     }
 
     /// What the client must see before the run's own events: the state, and the history when
-    /// the client lacks some of it.
-    fn open(&self, out: &Emitter<'_>) {
+    /// the client lacks some of it (the whole thread, read in pages, when the run's own history
+    /// starts at a checkpoint).
+    async fn open(&self, out: &Emitter<'_>) -> Result<(), RunFailure> {
         if let Some(state) = &self.progress.state {
             out.emit(Event::StateSnapshot {
                 snapshot: state.clone(),
@@ -68,10 +69,26 @@ impl PreparedRun {
         // A run that answers approved or denied calls sends their results against calls made
         // in an earlier run: the snapshot first names those calls within this stream.
         if self.request.client_is_behind || !self.request.resolved.is_empty() {
-            out.emit(Event::MessagesSnapshot {
-                messages: self.progress.history.clone(),
-            });
+            let messages = if self.progress.context.first_seq > 0 {
+                self.whole_thread().await?
+            } else {
+                self.progress.history.clone()
+            };
+            out.emit(Event::MessagesSnapshot { messages });
         }
+        Ok(())
+    }
+
+    /// Every message of the thread, as stored (the run's input included).
+    async fn whole_thread(&self) -> Result<Vec<Message>, RunFailure> {
+        let lease = &self.lease;
+        let thread = self
+            .agent
+            .store
+            .load(&lease.owner, &lease.thread_id)
+            .await
+            .map_err(RunFailure::Store)?;
+        Ok(thread.map(|thread| thread.messages).unwrap_or_default())
     }
 
     /// One model turn as step `step`: streamed, closed, its usage counted and its reasoning
@@ -99,6 +116,7 @@ impl PreparedRun {
         let summary = &mut self.progress.summary;
         summary.usage += turn.usage();
         summary.usage_reported |= turn.usage() != Usage::default();
+        self.note_input_tokens(turn.usage().input_tokens);
         let mut events = Vec::new();
         turn.close(&mut events);
         out.emit_all(&mut events);
@@ -174,43 +192,59 @@ impl PreparedRun {
 
     /// Streams one model turn. A turn that fails midway returns the failure and nothing of it
     /// is stored or executed; a stopped turn returns what was streamed. Dropping the model's
-    /// stream closes its connection, so the provider stops generating.
+    /// stream closes its connection, so the provider stops generating. A request the provider
+    /// refuses as too long, before any output, is compacted harder and sent once more.
     async fn model_turn(
         &mut self,
         out: &Emitter<'_>,
         used_call_ids: &mut HashSet<ToolCallId>,
         stop: &CancellationToken,
     ) -> Result<TurnEnd, RunFailure> {
-        let mut messages = model_view(&answers_follow_calls(&self.progress.history));
-        // Stored uploads are `s3://` paths: Bedrock reads them itself, other models get a
-        // presigned GET, fresh for each turn.
+        let mut pressure = None;
+        loop {
+            let Fitted {
+                mut request,
+                estimated,
+            } = self.fitted_request(out, pressure).await?;
+            self.presign(&mut request.messages).await?;
+            let mut chat = ChatSpan::new(&self.agent.model.identity(), &request);
+            let streamed = self
+                .stream_turn(out, &request, used_call_ids, stop, &mut chat)
+                .await;
+            chat.end(match &streamed {
+                Ok(TurnEnd::Done(turn)) => ChatEnd::Answered(turn),
+                Ok(TurnEnd::Stopped(_)) => ChatEnd::Stopped,
+                Err(failure) => ChatEnd::Failed(failure.error_type()),
+            });
+            match streamed {
+                Err(RunFailure::Overflow(refusal)) if pressure.is_none() => {
+                    tracing::warn!(%refusal, estimated, "the model refused the request as too long: compacting harder");
+                    pressure = Some(Pressure::after(&refusal, estimated.max(1), self.reserve()));
+                }
+                Err(RunFailure::Overflow(refusal)) => {
+                    tracing::warn!(%refusal, estimated, "the model refused the compacted request as too long");
+                    return Err(RunFailure::ContextTooLong {
+                        tokens: estimated,
+                        window: refusal.window().map_or(estimated, u64::from),
+                    });
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Stored uploads are `s3://` paths: Bedrock reads them itself, other models get a
+    /// presigned GET, fresh for each turn.
+    async fn presign(&self, messages: &mut [Message]) -> Result<(), RunFailure> {
         if let Some(blobs) = &self.agent.blobs
             && !self.agent.model.reads_s3()
         {
-            blobs
-                .presign_for_model(&mut messages)
-                .await
-                .map_err(|error| {
-                    tracing::error!(%error, "presigning an attachment for the model failed");
-                    RunFailure::Attachment
-                })?;
+            blobs.presign_for_model(messages).await.map_err(|error| {
+                tracing::error!(%error, "presigning an attachment for the model failed");
+                RunFailure::Attachment
+            })?;
         }
-        let request = ModelRequest {
-            system: self.request.system.clone(),
-            messages,
-            tools: self.agent.tool_specs(&self.request.client_tools),
-            sampling: self.request.sampling.clone(),
-        };
-        let mut chat = ChatSpan::new(&self.agent.model.identity(), &request);
-        let streamed = self
-            .stream_turn(out, &request, used_call_ids, stop, &mut chat)
-            .await;
-        chat.end(match &streamed {
-            Ok(TurnEnd::Done(turn)) => ChatEnd::Answered(turn),
-            Ok(TurnEnd::Stopped(_)) => ChatEnd::Stopped,
-            Err(failure) => ChatEnd::Failed(failure.error_type()),
-        });
-        streamed
+        Ok(())
     }
 
     /// The model's answer to `request`, streamed as events.
@@ -228,7 +262,7 @@ impl PreparedRun {
             biased;
             () = stop.cancelled() => return Ok(TurnEnd::Stopped(turn)),
             stream = timeout_at(deadline, self.agent.model.stream(request)) => {
-                stream.map_err(|_| RunFailure::Timeout)??
+                stream.map_err(|_| RunFailure::Timeout)?.map_err(before_output)?
             }
         };
         let mut events = Vec::new();
@@ -239,7 +273,10 @@ impl PreparedRun {
                 next = timeout_at(deadline, stream.next()) => next.map_err(|_| RunFailure::Timeout)?,
             };
             let Some(delta) = next else { break };
-            let delta = delta?;
+            let delta = match delta {
+                Err(error) if !turn.has_output() => return Err(before_output(error)),
+                delta => delta?,
+            };
             if delta.is_output() {
                 chat.first_chunk();
                 self.telemetry
@@ -251,6 +288,15 @@ impl PreparedRun {
             out.emit_all(&mut events);
         }
         Ok(TurnEnd::Done(turn))
+    }
+}
+
+/// A model error before the turn's first output: the provider's overflow refusal is one the
+/// run can answer by compacting.
+fn before_output(error: ModelError) -> RunFailure {
+    match error {
+        ModelError::ContextOverflow(refusal) => RunFailure::Overflow(refusal),
+        other => RunFailure::Model(other),
     }
 }
 

@@ -384,8 +384,11 @@ impl Encoder for AgentScopeEncoder {
         }
         self.start(None, &mut out);
         match event {
-            // Opaque reasoning artefacts have no place in AgentScope's messages.
-            Event::RunStarted { .. } | Event::ReasoningEncryptedValue { .. } => {}
+            // Opaque reasoning artefacts and AG-UI's UI-only activities have no place in
+            // AgentScope's messages.
+            Event::RunStarted { .. }
+            | Event::ReasoningEncryptedValue { .. }
+            | Event::ActivitySnapshot { .. } => {}
             Event::TextMessageStart { message_id, .. } => {
                 self.close_text("message", &mut out);
                 self.open_text(message_id.as_str(), "message", &mut out);

@@ -13,9 +13,11 @@ mod request;
 mod stream;
 
 pub use request::BedrockSettings;
+pub use request::CachePoints;
 pub(crate) use request::{additional_fields, converse_input, inference_config};
 use stream::{retryable_first_event, stream_error};
 
+use super::refusal::Refusal;
 use super::{DeltaStream, ModelError, ModelProvider, ModelRequest, backoff_delay, truncate};
 use crate::protocol::UserPart;
 use async_trait::async_trait;
@@ -105,7 +107,11 @@ impl BedrockProvider {
 #[async_trait]
 impl ModelProvider for BedrockProvider {
     async fn stream(&self, request: &ModelRequest) -> Result<DeltaStream, ModelError> {
-        let input = converse_input(request, self.settings.reasoning_budget_tokens.is_some())?;
+        let input = converse_input(
+            request,
+            self.settings.reasoning_budget_tokens.is_some(),
+            self.settings.cache_points,
+        )?;
         let inference_config = inference_config(&self.settings, &request.sampling);
         let additional_fields = additional_fields(&self.settings);
         let mut attempt = 0;
@@ -172,9 +178,16 @@ fn send_error(
                 message = %truncate(err.message().unwrap_or(""), 500),
                 "Bedrock refused the request"
             );
-            match err.code() {
-                Some(code) => ModelError::Api(format!("{code} (HTTP {status})")),
-                None => ModelError::Status { status },
+            let refusal = Refusal::new(
+                err.code().map(str::to_owned),
+                err.message().unwrap_or_default(),
+            );
+            if refusal.is_context_overflow() {
+                return ModelError::ContextOverflow(refusal);
+            }
+            ModelError::Status {
+                status,
+                refusal: Some(refusal),
             }
         }
         SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) => {
@@ -187,7 +200,10 @@ fn send_error(
             if (200..300).contains(&status) {
                 ModelError::Malformed
             } else {
-                ModelError::Status { status }
+                ModelError::Status {
+                    status,
+                    refusal: None,
+                }
             }
         }
         _ => {

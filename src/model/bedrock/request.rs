@@ -14,9 +14,9 @@ use crate::model::reasoning::ReasoningArtefact;
 use crate::model::{ModelError, ModelRequest, Sampling, ToolSpec};
 use crate::protocol::{Message, ToolCall, UserContent, UserPart};
 use aws_sdk_bedrockruntime::types::{
-    ContentBlock, ConversationRole, InferenceConfiguration, ReasoningContentBlock,
-    ReasoningTextBlock, SystemContentBlock, Tool, ToolConfiguration, ToolInputSchema,
-    ToolResultBlock, ToolResultContentBlock, ToolSpecification, ToolUseBlock,
+    CachePointBlock, CachePointType, ContentBlock, ConversationRole, InferenceConfiguration,
+    ReasoningContentBlock, ReasoningTextBlock, SystemContentBlock, Tool, ToolConfiguration,
+    ToolInputSchema, ToolResultBlock, ToolResultContentBlock, ToolSpecification, ToolUseBlock,
 };
 use serde_json::{Value, json};
 use std::collections::HashSet;
@@ -33,6 +33,39 @@ pub struct BedrockSettings {
     /// Retries of an exception that arrives as the stream's first event (the SDK retries
     /// HTTP-level throttling and service errors itself, up to the same number).
     pub max_retries: u32,
+    /// Where requests mark their prefix for Bedrock's prompt cache.
+    pub cache_points: CachePoints,
+}
+
+/// Which `cachePoint` blocks a request carries. A model without prompt caching refuses them
+/// (`AccessDeniedException`), so they go only where the model is known to take them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CachePoints {
+    Off,
+    /// After the system prompt, after the summary and on the last user turn (Amazon Nova,
+    /// which caches no tools).
+    SystemAndMessages,
+    /// The same, and after the tools (Claude).
+    All,
+}
+
+impl CachePoints {
+    /// What `model_id` (a model id or an inference profile id) takes: Claude from 3.5 Haiku
+    /// and 3.7 Sonnet on, and Amazon Nova. An application inference profile's ARN names no
+    /// model: `PROMPT_CACHE=off` there, or a profile that names the model.
+    pub fn for_model(model_id: &str) -> Self {
+        let id = model_id.to_ascii_lowercase();
+        let older_claude = id.contains("claude-3-")
+            && !id.contains("claude-3-5-haiku")
+            && !id.contains("claude-3-7");
+        if id.contains("anthropic.claude-") && !older_claude {
+            CachePoints::All
+        } else if id.contains("amazon.nova-") {
+            CachePoints::SystemAndMessages
+        } else {
+            CachePoints::Off
+        }
+    }
 }
 
 /// The parts of a `ConverseStream` call that come from the request.
@@ -52,11 +85,28 @@ const OPENING: &str = "(The conversation continues.)";
 pub(crate) fn converse_input(
     request: &ModelRequest,
     send_reasoning: bool,
+    cache: CachePoints,
 ) -> Result<ConverseInput, ModelError> {
     let mut conversation = Conversation::default();
     conversation.add_system(request.system.as_deref().unwrap_or_default());
+    let summary = request.summary.as_deref().unwrap_or_default();
+    if cache != CachePoints::Off && !conversation.system.is_empty() && !summary.trim().is_empty() {
+        // Tools and system prompt stay cached when a compaction changes the summary.
+        conversation
+            .system
+            .push(SystemContentBlock::CachePoint(cache_point()?));
+    }
+    conversation.add_system(summary);
+    if cache != CachePoints::Off && !conversation.system.is_empty() {
+        conversation
+            .system
+            .push(SystemContentBlock::CachePoint(cache_point()?));
+    }
     for message in &request.messages {
         conversation.add(message, send_reasoning)?;
+    }
+    if cache != CachePoints::Off {
+        conversation.mark_last_user_turn()?;
     }
     let system = std::mem::take(&mut conversation.system);
     let history_tools = std::mem::take(&mut conversation.history_tools);
@@ -64,8 +114,15 @@ pub(crate) fn converse_input(
     Ok(ConverseInput {
         system,
         messages,
-        tool_config: tool_config(&request.tools, history_tools)?,
+        tool_config: tool_config(&request.tools, history_tools, cache == CachePoints::All)?,
     })
+}
+
+fn cache_point() -> Result<CachePointBlock, ModelError> {
+    CachePointBlock::builder()
+        .r#type(CachePointType::Default)
+        .build()
+        .map_err(build_error)
 }
 
 /// The Converse input as it is built, one history message at a time.
@@ -186,6 +243,20 @@ impl Conversation {
         }
     }
 
+    /// Ends the last user turn with a cache point: the next request, which repeats this one
+    /// and adds to it, reads everything before it from the cache.
+    fn mark_last_user_turn(&mut self) -> Result<(), ModelError> {
+        if let Some((_, content)) = self
+            .turns
+            .iter_mut()
+            .rev()
+            .find(|(role, content)| *role == ConversationRole::User && !content.is_empty())
+        {
+            content.push(ContentBlock::CachePoint(cache_point()?));
+        }
+        Ok(())
+    }
+
     /// The turns as Converse messages, opened by a user turn as Bedrock requires.
     fn into_messages(self) -> Result<Vec<aws_sdk_bedrockruntime::types::Message>, ModelError> {
         let opens_with_assistant = self
@@ -252,6 +323,7 @@ fn tool_result_block(
 fn tool_config(
     offered: &[ToolSpec],
     history_tools: Vec<String>,
+    cache: bool,
 ) -> Result<Option<ToolConfiguration>, ModelError> {
     let mut specs: Vec<ToolSpec> = offered.to_vec();
     for name in history_tools {
@@ -267,7 +339,10 @@ fn tool_config(
     if specs.is_empty() {
         return Ok(None);
     }
-    let tools = specs.iter().map(tool).collect::<Result<Vec<_>, _>>()?;
+    let mut tools = specs.iter().map(tool).collect::<Result<Vec<_>, _>>()?;
+    if cache {
+        tools.push(Tool::CachePoint(cache_point()?));
+    }
     let config = ToolConfiguration::builder()
         .set_tools(Some(tools))
         .build()

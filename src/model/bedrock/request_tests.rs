@@ -76,14 +76,14 @@ fn a_turn_with_two_tool_results() -> ModelRequest {
             },
         ],
         tools: vec![spec("get_current_time")],
-        sampling: Default::default(),
+        ..ModelRequest::default()
     }
 }
 
 #[test]
 fn tool_results_of_one_turn_share_one_user_message_and_roles_alternate() {
     let request = a_turn_with_two_tool_results();
-    let input = converse_input(&request, false).unwrap();
+    let input = converse_input(&request, false, CachePoints::Off).unwrap();
     assert_eq!(
         input.system,
         [
@@ -151,8 +151,9 @@ fn no_tools_and_no_tool_blocks_means_no_tool_config() {
         messages: vec![user("hello")],
         tools: vec![],
         sampling: Default::default(),
+        ..ModelRequest::default()
     };
-    let input = converse_input(&request, false).unwrap();
+    let input = converse_input(&request, false, CachePoints::Off).unwrap();
     assert!(input.tool_config.is_none());
     assert!(input.system.is_empty());
 }
@@ -173,8 +174,9 @@ fn a_history_starting_with_the_assistant_gets_a_user_opening_and_blank_text_is_d
         ],
         tools: vec![],
         sampling: Default::default(),
+        ..ModelRequest::default()
     };
-    let input = converse_input(&request, false).unwrap();
+    let input = converse_input(&request, false, CachePoints::Off).unwrap();
     assert_eq!(roles(&input), ["user", "assistant", "user"]);
     assert_eq!(
         input.messages[2].content(),
@@ -212,8 +214,9 @@ fn s3_images_become_s3_locations_and_other_urls_a_note_never_a_fetch() {
         }],
         tools: vec![],
         sampling: Default::default(),
+        ..ModelRequest::default()
     };
-    let input = converse_input(&request, false).unwrap();
+    let input = converse_input(&request, false, CachePoints::Off).unwrap();
     let blocks = input.messages[0].content();
     let ContentBlock::Image(s3) = &blocks[1] else {
         panic!("{:?}", blocks[1])
@@ -246,8 +249,9 @@ fn stored_attachment_paths_become_s3_locations_as_they_are() {
         }],
         tools: vec![],
         sampling: Default::default(),
+        ..ModelRequest::default()
     };
-    let input = converse_input(&request, false).unwrap();
+    let input = converse_input(&request, false, CachePoints::Off).unwrap();
     let ContentBlock::Image(image) = &input.messages[0].content()[0] else {
         panic!("{:?}", input.messages[0].content())
     };
@@ -333,7 +337,7 @@ fn signed_and_redacted_reasoning_open_the_next_assistant_message() {
         tools: vec![spec("get_current_time")],
         ..ModelRequest::default()
     };
-    let input = converse_input(&request, true).unwrap();
+    let input = converse_input(&request, true, CachePoints::Off).unwrap();
     assert_eq!(roles(&input), ["user", "assistant", "user"]);
     let assistant = input.messages[1].content();
     assert_eq!(
@@ -357,7 +361,7 @@ fn signed_and_redacted_reasoning_open_the_next_assistant_message() {
     assert!(matches!(assistant[2], ContentBlock::ToolUse(_)));
 
     // Without extended thinking nothing of the reasoning is sent.
-    let input = converse_input(&request, false).unwrap();
+    let input = converse_input(&request, false, CachePoints::Off).unwrap();
     assert_eq!(input.messages[1].content().len(), 1);
 }
 
@@ -373,7 +377,7 @@ fn reasoning_not_followed_by_an_assistant_message_is_dropped() {
         ],
         ..ModelRequest::default()
     };
-    let input = converse_input(&request, true).unwrap();
+    let input = converse_input(&request, true, CachePoints::Off).unwrap();
     assert_eq!(roles(&input), ["user", "assistant", "user"]);
     assert!(matches!(
         input.messages[1].content()[0],
@@ -387,6 +391,7 @@ fn settings(max_tokens: Option<u32>, budget: Option<u32>) -> BedrockSettings {
         max_tokens,
         reasoning_budget_tokens: budget,
         max_retries: 0,
+        cache_points: CachePoints::Off,
     }
 }
 
@@ -470,7 +475,7 @@ fn every_part_type_becomes_its_block_in_the_user_message() {
         }],
         ..ModelRequest::default()
     };
-    let input = converse_input(&request, false).unwrap();
+    let input = converse_input(&request, false, CachePoints::Off).unwrap();
     let blocks = input.messages[0].content();
     assert!(matches!(&blocks[0], ContentBlock::Text(text) if text == "look"));
     assert!(
@@ -486,4 +491,78 @@ fn every_part_type_becomes_its_block_in_the_user_message() {
     assert_eq!(names, ["document", "document (2)"], "distinct names");
     assert!(matches!(&blocks[4], ContentBlock::Video(_)));
     assert!(matches!(&blocks[5], ContentBlock::Text(note) if note.contains("audio")));
+}
+
+#[test]
+fn cache_points_close_the_system_prompt_the_summary_the_tools_and_the_last_user_turn() {
+    let request = ModelRequest {
+        summary: Some("Earlier: the user is Sam.".to_owned()),
+        ..a_turn_with_two_tool_results()
+    };
+    let input = converse_input(&request, false, CachePoints::All).unwrap();
+    let point = SystemContentBlock::CachePoint(cache_point().unwrap());
+    assert_eq!(
+        input.system,
+        [
+            SystemContentBlock::Text("Be brief.".into()),
+            point.clone(),
+            SystemContentBlock::Text("Earlier: the user is Sam.".into()),
+            point,
+            SystemContentBlock::Text("Prefer UTC.".into()),
+        ]
+    );
+    let last = input.messages.last().unwrap().content();
+    assert!(last.last().unwrap().is_cache_point(), "{last:?}");
+    assert_eq!(
+        last.iter().filter(|block| block.is_tool_result()).count(),
+        2
+    );
+    assert!(
+        input.messages[..input.messages.len() - 1]
+            .iter()
+            .all(|message| !message.content().iter().any(ContentBlock::is_cache_point))
+    );
+    let tools = input.tool_config.unwrap();
+    assert!(tools.tools().last().unwrap().is_cache_point());
+
+    let nova = converse_input(&request, false, CachePoints::SystemAndMessages).unwrap();
+    assert!(
+        !nova
+            .tool_config
+            .unwrap()
+            .tools()
+            .iter()
+            .any(Tool::is_cache_point),
+        "Nova caches no tools"
+    );
+    let off = converse_input(&request, false, CachePoints::Off).unwrap();
+    assert_eq!(off.system.len(), 3, "no cache points when off");
+}
+
+#[test]
+fn cache_points_go_only_to_models_that_take_them() {
+    for (model, points) in [
+        (
+            "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            CachePoints::All,
+        ),
+        (
+            "anthropic.claude-3-7-sonnet-20250219-v1:0",
+            CachePoints::All,
+        ),
+        ("anthropic.claude-3-5-haiku-20241022-v1:0", CachePoints::All),
+        ("anthropic.claude-3-haiku-20240307-v1:0", CachePoints::Off),
+        (
+            "anthropic.claude-3-5-sonnet-20240620-v1:0",
+            CachePoints::Off,
+        ),
+        ("amazon.nova-lite-v1:0", CachePoints::SystemAndMessages),
+        ("meta.llama3-1-8b-instruct-v1:0", CachePoints::Off),
+        (
+            "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/abc",
+            CachePoints::Off,
+        ),
+    ] {
+        assert_eq!(CachePoints::for_model(model), points, "{model}");
+    }
 }

@@ -4,6 +4,7 @@
 //! so the stream is read to its end. An exception inside the stream becomes a [`ModelError`]
 //! here too, with whether it may be retried when it comes first.
 
+use crate::model::refusal::Refusal;
 use crate::model::{DeltaStream, FinishReason, ModelDelta, ModelError, Usage, truncate};
 use aws_sdk_bedrockruntime::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_bedrockruntime::primitives::event_stream::EventReceiver;
@@ -240,6 +241,10 @@ pub(super) fn stream_error(error: &StreamSdkError) -> ModelError {
                 ConverseStreamOutputError::ValidationException(_) => "ValidationException",
                 _ => err.code().unwrap_or("UnknownException"),
             };
+            let refusal = Refusal::new(Some(name.to_owned()), err.message().unwrap_or_default());
+            if refusal.is_context_overflow() {
+                return ModelError::ContextOverflow(refusal);
+            }
             match err.message().filter(|m| !m.is_empty()) {
                 Some(message) => ModelError::Api(format!("{name}: {}", truncate(message, 300))),
                 None => ModelError::Api(name.to_owned()),

@@ -8,6 +8,7 @@ pub use chunk::ChunkParser;
 
 #[cfg(test)]
 use super::ModelDelta;
+use super::refusal::Refusal;
 use super::{DeltaStream, ModelError, ModelProvider, ModelRequest, backoff_delay, truncate};
 use crate::protocol::{Message, UserContent, UserPart};
 use async_trait::async_trait;
@@ -27,6 +28,9 @@ pub(crate) struct OpenAiSettings {
     pub max_retries: u32,
     /// Upper bound on one backoff wait, including a server's `retry-after`.
     pub max_backoff: Duration,
+    /// Send `prompt_cache_key` (api.openai.com takes it; other OpenAI-compatible servers may
+    /// refuse an unknown field).
+    pub prompt_cache_key: bool,
 }
 
 pub(crate) struct OpenAiProvider {
@@ -51,7 +55,7 @@ impl OpenAiProvider {
 
     fn body(&self, request: &ModelRequest) -> Value {
         let mut messages = Vec::with_capacity(request.messages.len() + 1);
-        if let Some(system) = &request.system {
+        if let Some(system) = system_text(request) {
             messages.push(json!({"role": "system", "content": system}));
         }
         messages.extend(request.messages.iter().filter_map(to_openai_message));
@@ -76,6 +80,11 @@ impl OpenAiProvider {
         }
         if let Some(seed) = sampling.seed {
             body["seed"] = json!(seed);
+        }
+        if self.settings.prompt_cache_key
+            && let Some(key) = &request.cache_key
+        {
+            body["prompt_cache_key"] = json!(key);
         }
         if !request.tools.is_empty() {
             body["tools"] = request
@@ -118,8 +127,13 @@ impl OpenAiProvider {
                     );
                     tracing::debug!(body = %truncate(&body, 500), "model API error body");
                     let retryable = status.as_u16() == 429 || status.is_server_error();
+                    let refusal = Refusal::from_body(&body);
+                    if let Some(refusal) = refusal.as_ref().filter(|r| r.is_context_overflow()) {
+                        return Err(ModelError::ContextOverflow(refusal.clone()));
+                    }
                     let error = ModelError::Status {
                         status: status.as_u16(),
+                        refusal,
                     };
                     if !retryable {
                         return Err(error);
@@ -258,6 +272,21 @@ where
 
 /// A message as Chat Completions takes it; `None` for reasoning, which compatible servers
 /// (DeepSeek, Qwen) refuse when sent back and OpenAI never needs.
+/// The system prompt, then the summary of the thread's older messages: one system message,
+/// whose bytes change only when the thread is compacted.
+fn system_text(request: &ModelRequest) -> Option<String> {
+    match (&request.system, &request.summary) {
+        (Some(system), Some(summary)) => Some(format!("{system}\n\n{summary}")),
+        (Some(only), None) | (None, Some(only)) => Some(only.clone()),
+        (None, None) => None,
+    }
+}
+
+/// Whether `base_url` is OpenAI's own API, the one server known to take `prompt_cache_key`.
+pub(crate) fn takes_prompt_cache_key(base_url: &str) -> bool {
+    reqwest::Url::parse(base_url).is_ok_and(|url| url.host_str() == Some("api.openai.com"))
+}
+
 fn to_openai_message(message: &Message) -> Option<Value> {
     Some(match message {
         // Compatible servers (vLLM, Ollama, older gateways) reject the newer `developer` role.
@@ -455,6 +484,7 @@ mod tests {
                 model: "m".into(),
                 max_retries: 0,
                 max_backoff: Duration::from_secs(1),
+                prompt_cache_key: true,
             },
         )
     }
@@ -490,6 +520,38 @@ mod tests {
         for key in ["temperature", "top_p", "max_tokens", "stop", "seed"] {
             assert!(plain.get(key).is_none(), "{key} sent unset");
         }
+    }
+
+    #[test]
+    fn the_summary_follows_the_system_prompt_and_the_cache_key_is_the_threads() {
+        let request = ModelRequest {
+            system: Some("Be brief.".into()),
+            summary: Some("Summary: the user is Sam.".into()),
+            cache_key: Some("thread-1".into()),
+            ..ModelRequest::default()
+        };
+        let body = provider().body(&request);
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "system", "content": "Be brief.\n\nSummary: the user is Sam."})
+        );
+        assert_eq!(body["prompt_cache_key"], json!("thread-1"));
+        let other_server = OpenAiProvider::new(
+            reqwest::Client::new(),
+            OpenAiSettings {
+                prompt_cache_key: false,
+                ..provider().settings
+            },
+        );
+        assert!(
+            other_server
+                .body(&request)
+                .get("prompt_cache_key")
+                .is_none()
+        );
+        assert!(takes_prompt_cache_key("https://api.openai.com/v1"));
+        assert!(!takes_prompt_cache_key("https://api.groq.com/openai/v1"));
+        assert!(!takes_prompt_cache_key("http://127.0.0.1:8080/v1"));
     }
 
     #[test]

@@ -25,7 +25,7 @@ struct MessageRange<'a> {
 #[async_trait]
 impl History for DynamoStore {
     async fn history(&self, query: HistoryQuery<'_>) -> Result<HistoryPage, StoreError> {
-        let meta = self.live_meta(query.owner, query.thread_id).await?;
+        let (meta, checkpoint) = self.live_head(query.owner, query.thread_id).await?;
         let from = match query.after {
             None => 0,
             Some(cursor) => cursor
@@ -54,6 +54,7 @@ impl History for DynamoStore {
             active_run: meta
                 .active_run
                 .and_then(|run| RunId::parse(run, crate::protocol::ids::MAX_ID_LEN).ok()),
+            checkpoint,
         })
     }
 

@@ -16,7 +16,7 @@
 //! kept count as stored when their thread was created.
 
 use crate::protocol::{Message, ThreadId};
-use crate::store::StoreError;
+use crate::store::{Checkpoint, ContextMark, StoreError};
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::batch_write_item::BatchWriteItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
@@ -28,9 +28,10 @@ use std::time::Duration;
 pub(super) type Item = HashMap<String, AttributeValue>;
 
 pub(super) const META: &str = "META";
-/// DynamoDB allows 100 items per transaction; one place is the META update and one the record of
-/// where the run ended (written by the last transaction of `finish_run`).
-pub(super) const MESSAGES_PER_WRITE: usize = 98;
+/// DynamoDB allows 100 items per transaction; one place is the META update, one the record of
+/// where the run ended and one the thread's checkpoint (both written by the last transaction of
+/// `finish_run`).
+pub(super) const MESSAGES_PER_WRITE: usize = 97;
 /// BatchWriteItem takes at most 25 requests.
 pub(super) const BATCH_WRITE_ITEMS: usize = 25;
 /// BatchWriteItem calls in flight at once while deleting or forking a thread.
@@ -92,6 +93,30 @@ pub(super) fn pk(thread_id: &ThreadId) -> AttributeValue {
 /// the same thread id, not yet removed by TTL, are never mixed into a new one.
 pub(super) fn message_prefix(created_at_ms: i64) -> String {
     format!("MSG#{created_at_ms:013}#")
+}
+
+/// The thread's latest checkpoint (the summary of its oldest messages), one per incarnation; it
+/// sorts before META, so one Query from `CKPT` to `META` reads both.
+pub(super) fn checkpoint_sk(created_at_ms: i64) -> AttributeValue {
+    AttributeValue::S(format!("{CHECKPOINT_PREFIX}{created_at_ms:013}"))
+}
+
+pub(super) const CHECKPOINT_PREFIX: &str = "CKPT#";
+
+/// A checkpoint item's content.
+pub(super) fn parse_checkpoint(item: &Item) -> Result<Checkpoint, StoreError> {
+    let corrupt = || StoreError::Corrupt("a checkpoint record is missing fields".to_owned());
+    let count = |name: &str| {
+        get_n(item, name)
+            .and_then(|value| u64::try_from(value).ok())
+            .ok_or_else(corrupt)
+    };
+    Ok(Checkpoint {
+        covers: count("covers")?,
+        summary: get_s(item, "summary").map(str::to_owned),
+        cleared_before: count("cleared")?,
+        at_ms: get_n(item, "at").ok_or_else(corrupt)?,
+    })
 }
 
 pub(super) fn message_sk(created_at_ms: i64, seq: usize) -> AttributeValue {
@@ -283,6 +308,19 @@ pub(super) struct Meta {
     pub(super) title: Option<String>,
     /// A delete has begun; the thread counts as absent.
     pub(super) deleted: bool,
+    /// The provider's count of the thread's last model call.
+    pub(super) context: Option<ContextMark>,
+}
+
+/// META's record of the last model call, when it has one.
+fn context_mark(item: &Item) -> Option<ContextMark> {
+    let count = |name: &str| get_n(item, name).and_then(|value| u64::try_from(value).ok());
+    Some(ContextMark {
+        input_tokens: count("ctxTokens")?,
+        seen: count("ctxSeen")?,
+        covers: count("ctxCovers")?,
+        cleared_before: count("ctxCleared")?,
+    })
 }
 
 impl Meta {
@@ -308,6 +346,7 @@ impl Meta {
                 .map(str::to_owned),
             title: get_s(item, TITLE).map(str::to_owned),
             deleted: item.contains_key(DELETED_AT),
+            context: context_mark(item),
         })
     }
 

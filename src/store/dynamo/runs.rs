@@ -34,7 +34,7 @@ impl RunLeases for DynamoStore {
         let now = now_ms();
         let state = start.state.map(Self::state_value).transpose()?;
         let (created_at_ms, first_seq) = match start.loaded {
-            Some(thread) => (thread.created_at_ms, thread.messages.len()),
+            Some(thread) => (thread.created_at_ms, thread.message_count()),
             None => (now, 0),
         };
         let new = NewMessages {
@@ -95,6 +95,7 @@ impl RunLeases for DynamoStore {
         let end = AppendEnd::Release {
             state: finish.state,
             interrupts: finish.interrupts,
+            context: finish.context,
         };
         self.append_held(finish.lease, output, end)
             .await

@@ -9,7 +9,7 @@ use super::writes::MessageItem;
 use crate::auth::Principal;
 use crate::protocol::{RunId, ThreadId};
 use crate::store::{
-    Deletion, NewThread, RunEnd, StoreError, StoredThread, ThreadActivity, ThreadList,
+    Checkpoint, Deletion, NewThread, RunEnd, StoreError, StoredThread, ThreadActivity, ThreadList,
     ThreadSummary, Threads, message_time,
 };
 use async_trait::async_trait;
@@ -36,38 +36,37 @@ impl Threads for DynamoStore {
                 None,
             )
             .await?;
-        let Some(meta_item) = items.iter().find(|item| get_s(item, "sk") == Some(META)) else {
+        let Some(meta) = owned_meta(&items, owner)? else {
             return Ok(None);
         };
-        let meta = Meta::parse(meta_item)?;
-        if meta.owner != owner.as_str() || !meta.is_live() {
+        thread_from(meta, &items, 0, None)
+    }
+
+    async fn load_recent(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+    ) -> Result<Option<StoredThread>, StoreError> {
+        // The checkpoint sorts just before META: one Query reads both, a second the messages
+        // it does not cover, however long the thread.
+        let Some((meta, checkpoint)) = self.head(owner, thread_id).await? else {
             return Ok(None);
-        }
-        let prefix = message_prefix(meta.created_at_ms);
-        let message_items: Vec<&Item> = items
-            .iter()
-            .filter(|item| get_s(item, "sk").is_some_and(|sk| sk.starts_with(&prefix)))
-            .collect();
-        let messages = message_items
-            .iter()
-            .map(|item| parse_message(item))
-            .collect::<Result<Vec<_>, _>>()?;
-        let message_at_ms = message_items
-            .iter()
-            .map(|item| get_n(item, MESSAGE_AT).unwrap_or(meta.created_at_ms))
-            .collect();
-        Ok(Some(StoredThread {
-            messages,
-            message_at_ms,
-            state: meta.state,
-            version: meta.version,
-            created_at_ms: meta.created_at_ms,
-            active_run: meta
-                .active_run
-                .and_then(|run| RunId::parse(run, crate::protocol::ids::MAX_ID_LEN).ok()),
-            interrupts: meta.interrupts,
-            title: meta.title,
-        }))
+        };
+        let covers = checkpoint
+            .as_ref()
+            .map_or(0, |checkpoint| checkpoint.covers);
+        let first = usize::try_from(covers).unwrap_or(usize::MAX);
+        let messages = self
+            .query_range(
+                thread_id,
+                SortKeys::Between(
+                    sk_text(&message_sk(meta.created_at_ms, first)),
+                    format!("{}~", message_prefix(meta.created_at_ms)),
+                ),
+                None,
+            )
+            .await?;
+        thread_from(meta, &messages, covers, checkpoint)
     }
 
     async fn activity(
@@ -413,6 +412,7 @@ impl DynamoStore {
             runs.into_iter()
                 .map(|run| (owner_pk(owner.as_str()), run_end_sk(run))),
         );
+        keys.push((pk(thread_id), checkpoint_sk(created_at_ms)));
         self.batch_write(delete_requests(keys)?).await
     }
 
@@ -471,4 +471,92 @@ fn summary(item: &Item, now_ms: i64) -> Result<ThreadSummary, StoreError> {
             .unwrap_or(0),
         active_run: live_lease(item, now_ms),
     })
+}
+
+/// The META item among `items`, when it is `owner`'s live thread.
+impl DynamoStore {
+    /// The caller's live thread's META and latest checkpoint, in one Query.
+    async fn head(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+    ) -> Result<Option<(Meta, Option<Checkpoint>)>, StoreError> {
+        let head = self
+            .query_range(
+                thread_id,
+                SortKeys::Between(CHECKPOINT_PREFIX.to_owned(), META.to_owned()),
+                None,
+            )
+            .await?;
+        let Some(meta) = owned_meta(&head, owner)? else {
+            return Ok(None);
+        };
+        let checkpoint = head
+            .iter()
+            .find(|item| item.get("sk") == Some(&checkpoint_sk(meta.created_at_ms)))
+            .map(parse_checkpoint)
+            .transpose()?;
+        Ok(Some((meta, checkpoint)))
+    }
+
+    /// [`Self::head`] of a thread that must exist: `NotFound` otherwise.
+    pub(super) async fn live_head(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+    ) -> Result<(Meta, Option<Checkpoint>), StoreError> {
+        self.head(owner, thread_id)
+            .await?
+            .ok_or(StoreError::NotFound)
+    }
+}
+
+fn owned_meta(items: &[Item], owner: &Principal) -> Result<Option<Meta>, StoreError> {
+    let Some(item) = items.iter().find(|item| get_s(item, "sk") == Some(META)) else {
+        return Ok(None);
+    };
+    let meta = Meta::parse(item)?;
+    Ok((meta.owner == owner.as_str() && meta.is_live()).then_some(meta))
+}
+
+/// The thread `meta` heads, with the messages of its incarnation among `items` (the first of
+/// them numbered `first_seq`).
+fn thread_from(
+    meta: Meta,
+    items: &[Item],
+    first_seq: u64,
+    checkpoint: Option<Checkpoint>,
+) -> Result<Option<StoredThread>, StoreError> {
+    let prefix = message_prefix(meta.created_at_ms);
+    let message_items: Vec<&Item> = items
+        .iter()
+        .filter(|item| get_s(item, "sk").is_some_and(|sk| sk.starts_with(&prefix)))
+        .collect();
+    let messages = message_items
+        .iter()
+        .map(|item| parse_message(item))
+        .collect::<Result<Vec<_>, _>>()?;
+    let message_at_ms = message_items
+        .iter()
+        .map(|item| get_n(item, MESSAGE_AT).unwrap_or(meta.created_at_ms))
+        .collect();
+    Ok(Some(StoredThread {
+        messages,
+        message_at_ms,
+        state: meta.state,
+        version: meta.version,
+        created_at_ms: meta.created_at_ms,
+        active_run: meta
+            .active_run
+            .and_then(|run| RunId::parse(run, crate::protocol::ids::MAX_ID_LEN).ok()),
+        interrupts: meta.interrupts,
+        title: meta.title,
+        first_seq,
+        checkpoint,
+        context: meta.context,
+    }))
+}
+
+fn sk_text(sk: &AttributeValue) -> String {
+    sk.as_s().cloned().unwrap_or_default()
 }

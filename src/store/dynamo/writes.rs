@@ -5,7 +5,9 @@
 use super::items::*;
 use super::{DynamoStore, back_off};
 use crate::protocol::{Message, RunId, ThreadId};
-use crate::store::{Lease, MAX_MESSAGE_BYTES, StoreError, message_time};
+use crate::store::{
+    Checkpoint, ContextMark, ContextUpdate, Lease, MAX_MESSAGE_BYTES, StoreError, message_time,
+};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::put_item::builders::PutItemFluentBuilder;
 use aws_sdk_dynamodb::types::{
@@ -61,6 +63,7 @@ pub(super) enum AppendEnd<'a> {
     Release {
         state: Option<&'a Value>,
         interrupts: Option<&'a Value>,
+        context: Option<&'a ContextUpdate>,
     },
 }
 
@@ -68,6 +71,8 @@ pub(super) enum AppendEnd<'a> {
 struct Release {
     state: Option<AttributeValue>,
     interrupts: Option<AttributeValue>,
+    mark: Option<ContextMark>,
+    checkpoint: Option<Put>,
 }
 
 impl DynamoStore {
@@ -166,9 +171,18 @@ impl DynamoStore {
     ) -> Result<u64, StoreError> {
         let release = match end {
             AppendEnd::KeepLease => None,
-            AppendEnd::Release { state, interrupts } => Some(Release {
+            AppendEnd::Release {
+                state,
+                interrupts,
+                context,
+            } => Some(Release {
                 state: state.map(Self::state_value).transpose()?,
                 interrupts: interrupts.map(|record| s(record.to_string())),
+                mark: context.and_then(|context| context.mark),
+                checkpoint: context
+                    .and_then(|context| context.checkpoint.as_ref())
+                    .map(|checkpoint| self.checkpoint_put(lease, checkpoint))
+                    .transpose()?,
             }),
         };
         let chunks = self.chunks(&lease.thread_id, lease.created_at_ms, new, &lease.run_id)?;
@@ -185,11 +199,14 @@ impl DynamoStore {
         for (index, mut puts) in chunks.into_iter().enumerate() {
             seq += puts.len();
             let closing = release.as_ref().filter(|_| index == last);
-            if index == last
-                && let Some(record) = run_end.take()
-            {
-                // Chunks hold at most MESSAGES_PER_WRITE messages, which leaves it room.
-                puts.push(record);
+            if index == last {
+                // Chunks hold at most MESSAGES_PER_WRITE messages, which leaves them room.
+                puts.extend(run_end.take());
+                puts.extend(
+                    release
+                        .as_ref()
+                        .and_then(|release| release.checkpoint.clone()),
+                );
             }
             let update = self.held_meta_update(lease, version, seq, closing)?;
             self.transact(TransactWriteItem::builder().update(update).build(), puts)
@@ -230,6 +247,19 @@ impl DynamoStore {
                     .expression_attribute_values(":state", state.clone());
             }
             remove.extend(["leaseRun", "leaseUntil", "cancelRun"]);
+            if let Some(mark) = release.mark {
+                set.extend([
+                    "ctxTokens = :ctxTokens",
+                    "ctxSeen = :ctxSeen",
+                    "ctxCovers = :ctxCovers",
+                    "ctxCleared = :ctxCleared",
+                ]);
+                update = update
+                    .expression_attribute_values(":ctxTokens", count(mark.input_tokens))
+                    .expression_attribute_values(":ctxSeen", count(mark.seen))
+                    .expression_attribute_values(":ctxCovers", count(mark.covers))
+                    .expression_attribute_values(":ctxCleared", count(mark.cleared_before));
+            }
             match &release.interrupts {
                 Some(record) => {
                     set.push("interrupts = :interrupts");
@@ -246,6 +276,24 @@ impl DynamoStore {
             .update_expression(expression)
             .build()
             .map_err(unavailable)
+    }
+
+    /// The thread's checkpoint, replacing the one before (one per incarnation of the thread).
+    fn checkpoint_put(&self, lease: &Lease, checkpoint: &Checkpoint) -> Result<Put, StoreError> {
+        let mut put = Put::builder()
+            .table_name(&self.table)
+            .item("pk", pk(&lease.thread_id))
+            .item("sk", checkpoint_sk(lease.created_at_ms))
+            .item("covers", count(checkpoint.covers))
+            .item("cleared", count(checkpoint.cleared_before))
+            .item("at", n(checkpoint.at_ms));
+        if let Some(summary) = &checkpoint.summary {
+            put = put.item("summary", s(summary.clone()));
+        }
+        if let Some(expires) = self.expires_at(lease.created_at_ms) {
+            put = put.item("expiresAt", expires);
+        }
+        put.build().map_err(unavailable)
     }
 
     /// The record of where a run ended, in its principal's partition: a fork from the run reads
@@ -351,4 +399,9 @@ pub(super) fn cancelled_error(
         }
         Err(error) => error,
     }
+}
+
+/// A count as a DynamoDB number.
+fn count(value: u64) -> AttributeValue {
+    n(i64::try_from(value).unwrap_or(i64::MAX))
 }

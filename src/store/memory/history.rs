@@ -26,6 +26,7 @@ impl History for MemoryStore {
             state: record.state.clone(),
             active_run: record.active_run(),
             title: record.title.clone(),
+            checkpoint: record.checkpoint.clone(),
         })
     }
 

@@ -8,7 +8,7 @@ mod tasks;
 mod threads;
 mod usage;
 
-use super::{ModelUsage, RunEnd, StoreError, TaskRecord};
+use super::{Checkpoint, ContextMark, ModelUsage, RunEnd, StoreError, StoredThread, TaskRecord};
 use crate::auth::Principal;
 use crate::protocol::{Message, RunId, ThreadId};
 use bytes::Bytes;
@@ -30,6 +30,9 @@ struct Record {
     lease: Option<HeldLease>,
     /// Event logs by run id: each attempt's start time and its events in order.
     runs: HashMap<RunId, Vec<(i64, Vec<Bytes>)>>,
+    /// The latest compaction's checkpoint and the provider's count of the last model call.
+    checkpoint: Option<Checkpoint>,
+    context: Option<ContextMark>,
 }
 
 struct HeldLease {
@@ -53,6 +56,8 @@ impl Record {
             title: None,
             lease: None,
             runs: HashMap::new(),
+            checkpoint: None,
+            context: None,
         }
     }
 
@@ -64,6 +69,26 @@ impl Record {
 
     fn active_run(&self) -> Option<RunId> {
         self.live_lease().map(|lease| lease.run_id.clone())
+    }
+
+    /// The thread as stored, from message `first_seq` on.
+    fn stored_from(&self, first_seq: u64) -> StoredThread {
+        let from = usize::try_from(first_seq)
+            .unwrap_or(usize::MAX)
+            .min(self.messages.len());
+        StoredThread {
+            messages: self.messages[from..].to_vec(),
+            message_at_ms: self.message_at_ms[from..].to_vec(),
+            state: self.state.clone(),
+            version: self.version,
+            created_at_ms: self.created_at_ms,
+            active_run: self.active_run(),
+            interrupts: self.interrupts.clone(),
+            title: self.title.clone(),
+            first_seq: from as u64,
+            checkpoint: self.checkpoint.clone(),
+            context: self.context,
+        }
     }
 }
 

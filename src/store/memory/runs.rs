@@ -74,6 +74,7 @@ impl RunLeases for MemoryStore {
             state,
             interrupts,
             at_ms,
+            context,
         } = finish;
         check_sizes(new_messages, state)?;
         let mut threads = self.threads();
@@ -86,6 +87,14 @@ impl RunLeases for MemoryStore {
             record.state = Some(state.clone());
         }
         record.interrupts = interrupts.cloned();
+        if let Some(context) = context {
+            if let Some(checkpoint) = &context.checkpoint {
+                record.checkpoint = Some(checkpoint.clone());
+            }
+            if context.mark.is_some() {
+                record.context = context.mark;
+            }
+        }
         record.version += 1;
         record.lease = None;
         record.updated_at_ms = now_ms();

@@ -21,15 +21,24 @@ impl Threads for MemoryStore {
             .threads()
             .get(thread_id)
             .filter(|record| &record.owner == owner)
-            .map(|record| StoredThread {
-                messages: record.messages.clone(),
-                message_at_ms: record.message_at_ms.clone(),
-                state: record.state.clone(),
-                version: record.version,
-                created_at_ms: record.created_at_ms,
-                active_run: record.active_run(),
-                interrupts: record.interrupts.clone(),
-                title: record.title.clone(),
+            .map(|record| record.stored_from(0)))
+    }
+
+    async fn load_recent(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+    ) -> Result<Option<StoredThread>, StoreError> {
+        Ok(self
+            .threads()
+            .get(thread_id)
+            .filter(|record| &record.owner == owner)
+            .map(|record| {
+                let covers = record
+                    .checkpoint
+                    .as_ref()
+                    .map_or(0, |checkpoint| checkpoint.covers);
+                record.stored_from(covers)
             }))
     }
 

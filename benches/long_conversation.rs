@@ -1,0 +1,417 @@
+//! Long threads and the model's window. Prints figures; asserts nothing.
+//!
+//! 1. A run on threads of 10, 100, 1,000 and 10,000 messages on DynamoDB Local (at
+//!    `AGUI_BENCH_DYNAMODB_ENDPOINT`; skipped without it), each past its first checkpoint
+//!    (`CONTEXT_STRATEGY=summarize`) and, for comparison, sending the whole thread
+//!    (`CONTEXT_STRATEGY=off`): store calls and read units, time from the request to the model
+//!    call, and the model's input tokens.
+//! 2. A 300-turn conversation in an 8,000-token window (in memory, a model that counts four
+//!    characters a token): total input tokens with compaction (summary calls included) next to
+//!    sending the whole history every turn, and the prefix reuse: for each model request, the
+//!    share of its bytes that repeats the previous request's prefix.
+//!
+//! `AGUI_BENCH_DYNAMODB_ENDPOINT=http://127.0.0.1:8000 cargo bench --bench long_conversation`
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use agui_lambda::testing::agent::{
+    Agent, AgentSettings, ContextSettings, ContextStrategy, SUMMARY_MARKER, ToolRegistry,
+};
+use agui_lambda::testing::auth::Principal;
+use agui_lambda::testing::model::{
+    DeltaStream, FinishReason, ModelDelta, ModelError, ModelIdentity, ModelProvider, ModelRequest,
+    Usage,
+};
+use agui_lambda::testing::protocol::input::{ForwardedProps, RunInput};
+use agui_lambda::testing::protocol::{Event, Message, MessageId, RunId, ThreadId, UserContent};
+use agui_lambda::testing::store::{
+    Checkpoint, ContextUpdate, DynamoStore, MemoryStore, RunFinish, RunLeases, RunStart,
+    ThreadStore,
+};
+use async_trait::async_trait;
+use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use futures_util::StreamExt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A model that counts four characters a token, keeps `[fact]` lines in its summaries, records
+/// every request and when it came.
+#[derive(Default)]
+struct CountingModel {
+    requests: Mutex<Vec<(Instant, ModelRequest, u64)>>,
+}
+
+fn tokens_of(request: &ModelRequest) -> u64 {
+    let text = |text: &str| (text.chars().count() as u64).div_ceil(4);
+    let system =
+        request.system.as_deref().map_or(0, text) + request.summary.as_deref().map_or(0, text);
+    system
+        + request
+            .messages
+            .iter()
+            .map(|message| 4 + text(&serde_json::to_string(message).unwrap()))
+            .sum::<u64>()
+}
+
+#[async_trait]
+impl ModelProvider for CountingModel {
+    async fn stream(&self, request: &ModelRequest) -> Result<DeltaStream, ModelError> {
+        let tokens = tokens_of(request);
+        self.requests
+            .lock()
+            .unwrap()
+            .push((Instant::now(), request.clone(), tokens));
+        let summary = request
+            .system
+            .as_deref()
+            .is_some_and(|system| system.starts_with(SUMMARY_MARKER));
+        let text = if summary {
+            let prompt = serde_json::to_string(&request.messages).unwrap();
+            let facts: Vec<&str> = prompt
+                .split("\\n")
+                .filter(|line| line.contains("[fact]"))
+                .collect();
+            format!("Facts: {}", facts.join("; "))
+        } else {
+            "Noted.".to_owned()
+        };
+        let deltas = vec![
+            Ok(ModelDelta::Text(text)),
+            Ok(ModelDelta::Usage(Usage {
+                input_tokens: tokens,
+                output_tokens: 4,
+                ..Usage::default()
+            })),
+            Ok(ModelDelta::Finish(FinishReason::Stop)),
+        ];
+        Ok(Box::pin(futures_util::stream::iter(deltas)))
+    }
+
+    fn describe(&self) -> String {
+        "counting bench model".to_owned()
+    }
+
+    fn identity(&self) -> ModelIdentity {
+        ModelIdentity {
+            provider: "bench".to_owned(),
+            model: "bench-8k".to_owned(),
+        }
+    }
+}
+
+fn message(id: String, user: bool, text: String) -> Message {
+    let id = MessageId::parse(id, 128).unwrap();
+    if user {
+        Message::User {
+            id,
+            content: UserContent::Text(text),
+            name: None,
+        }
+    } else {
+        Message::Assistant {
+            id,
+            content: Some(text),
+            tool_calls: Vec::new(),
+            name: None,
+        }
+    }
+}
+
+fn input(thread: &ThreadId, run: &str, messages: Vec<Message>) -> RunInput {
+    RunInput {
+        thread_id: Some(thread.clone()),
+        run_id: RunId::parse(run, 128).unwrap(),
+        parent_run_id: None,
+        state: None,
+        messages,
+        tools: Vec::new(),
+        context: vec![],
+        forwarded_props: ForwardedProps::default(),
+        protocol_version: None,
+        resume: Vec::new(),
+    }
+}
+
+fn agent(
+    model: Arc<CountingModel>,
+    store: Arc<dyn ThreadStore>,
+    strategy: ContextStrategy,
+) -> Agent {
+    Agent::new(
+        model,
+        Arc::new(ToolRegistry::with_builtins().unwrap()),
+        store,
+        AgentSettings {
+            max_output_tokens: Some(1_000),
+            context: ContextSettings {
+                window_tokens: Some(8_000),
+                strategy,
+                ..ContextSettings::default()
+            },
+            ..AgentSettings::default()
+        },
+    )
+}
+
+/// One run of `messages` on `thread`; its events.
+async fn run(agent: &Agent, thread: &ThreadId, run_id: &str, messages: Vec<Message>) -> Vec<Event> {
+    let run = agent
+        .start(
+            Principal::anonymous(),
+            input(thread, run_id, messages),
+            tokio::time::Instant::now() + Duration::from_secs(60),
+        )
+        .await
+        .unwrap();
+    let events: Vec<Event> = run.into_events().collect().await;
+    agent.live_runs().idle().await;
+    events
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    conversation_in_a_small_window().await;
+    match std::env::var("AGUI_BENCH_DYNAMODB_ENDPOINT") {
+        Ok(endpoint) => runs_on_long_threads(&endpoint).await,
+        Err(_) => eprintln!(
+            "long_conversation: set AGUI_BENCH_DYNAMODB_ENDPOINT (scripts/bench.sh starts DynamoDB Local) for the store figures; skipped"
+        ),
+    }
+}
+
+/// Figure 2: 300 turns of ~500 characters in an 8,000-token window.
+async fn conversation_in_a_small_window() {
+    let model = Arc::new(CountingModel::default());
+    let store: Arc<dyn ThreadStore> = Arc::new(MemoryStore::default());
+    let agent = agent(model.clone(), store, ContextStrategy::Summarize);
+    let thread = ThreadId::new_uuid();
+    let filler = "The user keeps talking about the project plan and its details. ".repeat(7);
+    let mut last: Option<Message> = None;
+    let mut whole_history_tokens = 0u64;
+    let mut history_tokens = 0u64;
+    let mut compacted_runs = Vec::new();
+    for turn in 1..=300 {
+        let text = if turn == 1 {
+            format!("[fact] The launch code is 7-ALPHA-42.\n{filler}")
+        } else {
+            format!("Turn {turn}.\n{filler}")
+        };
+        let user = message(format!("u{turn}"), true, text);
+        let sent: Vec<Message> = last.iter().cloned().chain([user.clone()]).collect();
+        let events = run(&agent, &thread, &format!("r{turn}"), sent).await;
+        let compacted = events
+            .iter()
+            .any(|event| matches!(event, Event::ActivitySnapshot { .. }));
+        compacted_runs.push(compacted);
+        let answer = events.iter().find_map(|event| match event {
+            Event::TextMessageStart { message_id, .. } => Some(message_id.clone()),
+            _ => None,
+        });
+        let answer = message(answer.unwrap().to_string(), false, "Noted.".to_owned());
+        // What sending the whole thread would cost this turn: every message so far.
+        history_tokens += 4 + (serde_json::to_string(&user).unwrap().len() as u64).div_ceil(4);
+        whole_history_tokens += history_tokens + 10;
+        history_tokens += 4 + (serde_json::to_string(&answer).unwrap().len() as u64).div_ceil(4);
+        last = Some(answer);
+    }
+    let requests = model.requests.lock().unwrap().clone();
+    let is_summary = |request: &ModelRequest| {
+        request
+            .system
+            .as_deref()
+            .is_some_and(|system| system.starts_with(SUMMARY_MARKER))
+    };
+    let with_compaction: u64 = requests.iter().map(|(_, _, tokens)| tokens).sum();
+    let summary_tokens: u64 = requests
+        .iter()
+        .filter(|(_, request, _)| is_summary(request))
+        .map(|(_, _, tokens)| tokens)
+        .sum();
+    let largest = requests.iter().map(|(_, _, tokens)| *tokens).max().unwrap();
+    println!("A 300-turn conversation (~500-character messages) in an 8,000-token window:");
+    println!(
+        "  input tokens with compaction: {with_compaction} ({summary_tokens} of them in {} summary calls); largest request {largest} tokens",
+        requests
+            .iter()
+            .filter(|(_, request, _)| is_summary(request))
+            .count()
+    );
+    println!(
+        "  sending the whole history every turn: {whole_history_tokens} input tokens ({:.1}x), and every request past turn ~60 over the window",
+        whole_history_tokens as f64 / with_compaction as f64
+    );
+    prefix_reuse(&requests, &compacted_runs, &is_summary);
+}
+
+/// The share of each main request's bytes that repeats the previous main request's prefix.
+fn prefix_reuse(
+    requests: &[(Instant, ModelRequest, u64)],
+    compacted_runs: &[bool],
+    is_summary: &dyn Fn(&ModelRequest) -> bool,
+) {
+    let main: Vec<String> = requests
+        .iter()
+        .filter(|(_, request, _)| !is_summary(request))
+        .map(|(_, request, _)| prompt_bytes(request))
+        .collect();
+    let (mut steady, mut after_compaction) = (Vec::new(), Vec::new());
+    for (turn, pair) in main.windows(2).enumerate() {
+        let common = pair[0]
+            .bytes()
+            .zip(pair[1].bytes())
+            .take_while(|(a, b)| a == b)
+            .count();
+        let share = common as f64 / pair[1].len() as f64;
+        if compacted_runs[turn + 1] {
+            after_compaction.push(share);
+        } else {
+            steady.push(share);
+        }
+    }
+    let describe = |shares: &[f64]| {
+        let mean = shares.iter().sum::<f64>() / shares.len().max(1) as f64;
+        let min = shares.iter().copied().fold(1.0, f64::min);
+        format!(
+            "{} requests, mean {:.1} %, lowest {:.1} %",
+            shares.len(),
+            mean * 100.0,
+            min * 100.0
+        )
+    };
+    println!(
+        "  prefix reuse, runs without a compaction: {}",
+        describe(&steady)
+    );
+    println!(
+        "  prefix reuse, runs that compacted:      {}",
+        describe(&after_compaction)
+    );
+}
+
+/// The request as a provider reads it, in order: tools, system prompt, summary, messages.
+fn prompt_bytes(request: &ModelRequest) -> String {
+    format!(
+        "{}\n{}\n{}\n{}",
+        serde_json::to_string(
+            &request
+                .tools
+                .iter()
+                .map(|tool| &tool.name)
+                .collect::<Vec<_>>()
+        )
+        .unwrap(),
+        request.system.as_deref().unwrap_or_default(),
+        request.summary.as_deref().unwrap_or_default(),
+        serde_json::to_string(&request.messages).unwrap()
+    )
+}
+
+/// Figure 1: one run on threads of 10 to 10,000 messages on DynamoDB Local.
+async fn runs_on_long_threads(endpoint: &str) {
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("bench", "bench", None, None, "bench"))
+        .endpoint_url(endpoint)
+        .build();
+    let client = aws_sdk_dynamodb::Client::from_conf(config);
+    for _ in 0..150 {
+        if client.list_tables().send().await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let table = format!("bench-{}", uuid::Uuid::new_v4().simple());
+    DynamoStore::create_table(&client, &table).await.unwrap();
+    let store = Arc::new(DynamoStore::new(client, table, 0));
+    println!(
+        "\nOne run on a long thread, DynamoDB Local (a checkpoint covers all but the last 20 messages):"
+    );
+    println!(
+        "  messages | strategy  | read calls | read units | request to model call | model input tokens"
+    );
+    for count in [10, 100, 1_000, 10_000] {
+        let thread = seed(&store, count).await;
+        for strategy in [ContextStrategy::Summarize, ContextStrategy::Off] {
+            let model = Arc::new(CountingModel::default());
+            let agent = agent(model.clone(), store.clone(), strategy);
+            let last = message(format!("m{}", count - 1), false, "reply".to_owned());
+            let user = message(
+                format!("q-{strategy:?}"),
+                true,
+                "One more question.".to_owned(),
+            );
+            let before = store.usage();
+            let began = Instant::now();
+            run(
+                &agent,
+                &thread,
+                &format!("bench-{strategy:?}"),
+                vec![last, user],
+            )
+            .await;
+            let after = store.usage();
+            let requests = model.requests.lock().unwrap();
+            let (called, _, tokens) = &requests[0];
+            println!(
+                "  {count:>8} | {:<9} | {:>10} | {:>10.1} | {:>17.1} ms | {tokens:>18}",
+                format!("{strategy:?}").to_lowercase(),
+                after.read_calls - before.read_calls,
+                after.read_capacity_units - before.read_capacity_units,
+                called.duration_since(began).as_secs_f64() * 1000.0,
+            );
+        }
+    }
+}
+
+/// A thread of `count` ~200-character messages, user and assistant in turn, with a checkpoint
+/// that covers all but the last 20 (as a compaction would leave it), none under 20.
+async fn seed(store: &DynamoStore, count: usize) -> ThreadId {
+    let owner = Principal::anonymous();
+    let thread = ThreadId::new_uuid();
+    let messages: Vec<Message> = (0..count)
+        .map(|i| {
+            message(
+                format!("m{i}"),
+                i % 2 == 0,
+                format!("{i} {}", "y".repeat(200)),
+            )
+        })
+        .collect();
+    let lease = store
+        .begin_run(RunStart {
+            owner: &owner,
+            thread_id: &thread,
+            run_id: &RunId::parse("seed", 128).unwrap(),
+            loaded: None,
+            lease_expires_at_ms: chrono::Utc::now().timestamp_millis() + 60_000,
+            new_messages: &messages,
+            state: None,
+            title: Some("seeded"),
+            at_ms: chrono::Utc::now().timestamp_millis(),
+            copied_at_ms: &[],
+        })
+        .await
+        .unwrap();
+    let covers = count.saturating_sub(20) as u64;
+    let context = ContextUpdate {
+        checkpoint: (covers > 0).then(|| Checkpoint {
+            covers,
+            summary: Some(format!("Facts: {}", "a durable fact; ".repeat(60))),
+            cleared_before: covers,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+        }),
+        mark: None,
+    };
+    store
+        .finish_run(RunFinish {
+            lease: &lease,
+            new_messages: &[],
+            state: None,
+            interrupts: None,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+            context: Some(&context),
+        })
+        .await
+        .unwrap();
+    thread
+}

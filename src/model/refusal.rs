@@ -1,0 +1,204 @@
+//! What a provider said when it refused a request: its own error code and message (trimmed,
+//! for the run's error), and whether it refused because the prompt is longer than the model's
+//! context window, however the provider words that.
+
+/// The longest provider message a run's error repeats, in characters.
+const MAX_MESSAGE_CHARS: usize = 300;
+
+/// Phrases providers use for a prompt over the window, lower-cased: OpenAI, vLLM, llama.cpp,
+/// Bedrock's models (its `ValidationException`), and gateways that pass those on.
+const OVERFLOW_PHRASES: &[&str] = &[
+    "maximum context length",
+    "context length exceeded",
+    "context_length_exceeded",
+    "exceed_context_size_error",
+    "exceeds the available context size",
+    "exceeds the context",
+    "exceed context limit",
+    "longer than the maximum model length",
+    "longer than the model's context length",
+    "input tokens exceed the configured limit",
+    "input is too long",
+    "prompt is too long",
+    "too many input tokens",
+    "too many total text bytes",
+];
+
+/// A provider's refusal, as much as it said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The provider's machine-readable code (`context_length_exceeded`, an exception name).
+    pub code: Option<String>,
+    /// Its message, trimmed to [`MAX_MESSAGE_CHARS`].
+    pub message: String,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.code {
+            Some(code) if !self.message.is_empty() => write!(f, "{code}: {}", self.message),
+            Some(code) => f.write_str(code),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl Refusal {
+    pub fn new(code: Option<String>, message: &str) -> Self {
+        let message = message.trim();
+        let mut trimmed: String = message.chars().take(MAX_MESSAGE_CHARS).collect();
+        if trimmed.len() < message.len() {
+            trimmed.push('…');
+        }
+        Self {
+            code: code.filter(|code| !code.is_empty()),
+            message: trimmed,
+        }
+    }
+
+    /// From an OpenAI-compatible error body: `{"error": {"message", "type", "code"}}` (OpenAI,
+    /// llama.cpp, vLLM), the flat `{"message", "type", "code"}` of older vLLM, `{"error": "…"}`
+    /// (Ollama), or plain text. `None` for an empty body.
+    pub fn from_body(body: &str) -> Option<Self> {
+        let body = body.trim();
+        if body.is_empty() {
+            return None;
+        }
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(body) else {
+            return Some(Self::new(None, body));
+        };
+        let error = value.get("error").unwrap_or(&value);
+        if let Some(text) = error.as_str() {
+            return Some(Self::new(None, text));
+        }
+        let field = |name: &str| {
+            error.get(name).and_then(|v| {
+                v.as_str()
+                    .map(str::to_owned)
+                    .or_else(|| v.as_u64().map(|n| n.to_string()))
+            })
+        };
+        // OpenAI's `code` names the case; llama.cpp's is the HTTP status and its `type` does.
+        let code = match (field("code"), field("type")) {
+            (Some(code), _) if code.parse::<u16>().is_err() => Some(code),
+            (_, Some(kind)) => Some(kind),
+            (code, None) => code,
+        };
+        Some(Self::new(code, &field("message").unwrap_or_default()))
+    }
+
+    /// The provider refused because the prompt does not fit the model's context window.
+    pub fn is_context_overflow(&self) -> bool {
+        let code = self
+            .code
+            .as_deref()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let message = self.message.to_ascii_lowercase();
+        // "The maximum tokens you requested exceeds the model limit" is about the answer's cap.
+        if message.contains("maximum tokens you requested") {
+            return false;
+        }
+        OVERFLOW_PHRASES
+            .iter()
+            .any(|phrase| code.contains(phrase) || message.contains(phrase))
+    }
+
+    /// The window the provider named, when it did ("maximum context length is 8192 tokens",
+    /// "… > 200000 maximum", llama.cpp's "context size (8192 tokens)").
+    pub fn window(&self) -> Option<u32> {
+        let message = self.message.to_ascii_lowercase();
+        for (before, after) in [
+            ("maximum context length is ", " tokens"),
+            ("context size (", " tokens)"),
+            ("maximum model length of ", "."),
+        ] {
+            if let Some(number) = between(&message, before, after) {
+                return Some(number);
+            }
+        }
+        // Bedrock's Claude: "prompt is too long: 200049 tokens > 200000 maximum".
+        let (_, rest) = message.split_once(" > ")?;
+        rest.split_whitespace().next()?.parse().ok()
+    }
+}
+
+fn between(text: &str, before: &str, after: &str) -> Option<u32> {
+    let start = text.find(before)? + before.len();
+    let rest = &text[start..];
+    let end = rest.find(after).unwrap_or(rest.len());
+    rest[..end].trim().replace(',', "").parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openai_names_the_overflow_by_its_code_and_the_window_in_its_message() {
+        let refusal = Refusal::from_body(
+            r#"{"error":{"message":"This model's maximum context length is 8192 tokens. However, you requested 9100 tokens (8100 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#,
+        )
+        .unwrap();
+        assert_eq!(refusal.code.as_deref(), Some("context_length_exceeded"));
+        assert!(refusal.is_context_overflow());
+        assert_eq!(refusal.window(), Some(8_192));
+        assert!(
+            refusal
+                .to_string()
+                .starts_with("context_length_exceeded: This model's maximum")
+        );
+    }
+
+    #[test]
+    fn llama_cpp_vllm_and_bedrock_overflows_are_recognised() {
+        let llama = Refusal::from_body(
+            r#"{"error":{"code":400,"message":"request (13392 tokens) exceeds the available context size (8192 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":13392,"n_ctx":8192}}"#,
+        )
+        .unwrap();
+        assert_eq!(llama.code.as_deref(), Some("exceed_context_size_error"));
+        assert!(llama.is_context_overflow());
+        assert_eq!(llama.window(), Some(8_192));
+        let vllm = Refusal::from_body(
+            r#"{"object":"error","message":"The decoder prompt (length 12324) is longer than the maximum model length of 8192. Make sure that `max_model_len` is no smaller than the number of text tokens.","type":"BadRequestError","code":400}"#,
+        )
+        .unwrap();
+        assert!(vllm.is_context_overflow());
+        assert_eq!(vllm.window(), Some(8_192));
+        let bedrock = Refusal::new(
+            Some("ValidationException".to_owned()),
+            "The model returned the following errors: prompt is too long: 200049 tokens > 200000 maximum",
+        );
+        assert!(bedrock.is_context_overflow());
+        assert_eq!(bedrock.window(), Some(200_000));
+        assert!(Refusal::new(None, "Input is too long for requested model.").is_context_overflow());
+    }
+
+    #[test]
+    fn other_refusals_are_not_overflows_and_long_messages_are_trimmed() {
+        let cap = Refusal::new(
+            Some("ValidationException".to_owned()),
+            "The maximum tokens you requested exceeds the model limit of 32768.",
+        );
+        assert!(!cap.is_context_overflow());
+        let auth = Refusal::from_body(r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}"#).unwrap();
+        assert!(!auth.is_context_overflow());
+        assert_eq!(
+            auth.to_string(),
+            "invalid_api_key: Incorrect API key provided"
+        );
+        let long = Refusal::new(None, &"x".repeat(1_000));
+        assert_eq!(long.message.chars().count(), MAX_MESSAGE_CHARS + 1);
+        assert_eq!(Refusal::from_body("  "), None);
+        assert_eq!(
+            Refusal::from_body("bad gateway").unwrap().message,
+            "bad gateway"
+        );
+        assert_eq!(
+            Refusal::from_body(r#"{"error":"the input length exceeds the context length"}"#)
+                .unwrap()
+                .code,
+            None
+        );
+    }
+}
