@@ -199,7 +199,6 @@ fn into_stream_response(
         status_code: parts.status,
         headers,
         cookies,
-        ..MetadataPrelude::default()
     };
     StreamResponse {
         metadata_prelude,
