@@ -10,8 +10,9 @@
 #      @ag-ui/client 1.0.0 and 0.0.59, its traces flushed to an OTLP receiver and its EMF records
 #      checked against the EMF schema; then the local server: run lifecycle, AG-UI 1.0
 #      approvals (interrupts and the 0.0.59 confirm-tool fallback) and capabilities, and the
-#      example agent's own binary (examples/calculator) calling its tool; every captured stream
-#      checked by ag-ui-validate
+#      example agent's own binary (examples/calculator) calling its tool; an API Gateway REST
+#      event through `cargo lambda invoke`; AgentCore Runtime mode with @ag-ui/client 1.0.0 through
+#      /invocations, then its SIGTERM; every captured stream checked by ag-ui-validate
 #      then the browser tests: Playwright driving Debian's chromium through the dev page and the
 #      CopilotKit example (screenshots in .ci/artifacts/screenshots)
 #   5. the README's examples, as written, against the local server with the demo model: the
@@ -25,8 +26,9 @@
 #      wire_): every test runs once, in one of the two
 #  10. the summary: each step's duration (also in .ci/artifacts/timings.txt), then one line that
 #      sums every suite's tests (each suite's output is in .ci/artifacts/suites/): `N passed, M failed`
-# Not part of it, because they need a release or sanitizer build (.ci/run runs both after this
-# script): `bash scripts/sam_build.sh` (sam build for x86_64) and `bash scripts/fuzz.sh`.
+# Not part of it, because they need a release or sanitizer build (.ci/run runs them after this
+# script): `bash scripts/sam_build.sh` (sam build for x86_64), `bash scripts/build_image.sh` (the
+# OCI image of that release binary, served from its root filesystem) and `bash scripts/fuzz.sh`.
 # Logs and captured streams land in .ci/artifacts/.
 set -euo pipefail
 
@@ -139,6 +141,14 @@ done
 # The v1 agent API's detached run: the function invokes itself through the emulator's Invoke API.
 (cd tests/node && AGUI_BASE="$WATCH_URL" CAPTURE_DIR="$ARTIFACTS/captures" node --test v1-agent.test.mjs) 2>&1 | tee "$SUITES/v1-agent-watch.log" \
   || { echo "--- cargo lambda watch log"; tail -n 50 "$ARTIFACTS/watch.log"; exit 1; }
+# An API Gateway REST (1.0 proxy) event through `cargo lambda invoke`: the same function streams
+# it (the stream lands with the captures, so ag-ui-validate checks it below).
+cargo lambda invoke --invoke-address 127.0.0.1 --invoke-port "$WATCH_PORT" agui-lambda \
+  --data-file events/rest-plain-chat.json >"$ARTIFACTS/captures/rest-plain-chat.sse" 2>"$ARTIFACTS/rest-invoke.log" \
+  || { cat "$ARTIFACTS/rest-invoke.log"; echo "cargo lambda invoke of a REST event failed"; exit 1; }
+tail -n 3 "$ARTIFACTS/captures/rest-plain-chat.sse" | grep -q '"type":"RUN_FINISHED","threadId":"9b2e4c1a-6f3d-4e8b-a1c7-2d5f8e9a0b13"' \
+  || { tail -n 5 "$ARTIFACTS/captures/rest-plain-chat.sse"; echo "the REST event's run did not finish"; exit 1; }
+echo "rest-invoke: 1 passed, 0 failed" | tee "$SUITES/rest-invoke.log"
 curl -fs "http://127.0.0.1:$OTLP_PORT/spans" >"$ARTIFACTS/watch-spans.json"
 python tests/check_lambda_traces.py "http://127.0.0.1:$OTLP_PORT" \
   || { echo "--- cargo lambda watch log"; tail -n 50 "$ARTIFACTS/watch.log"; exit 1; }
@@ -193,6 +203,19 @@ PIDS+=($!)
 wait_for_function "http://127.0.0.1:$DEMO_PORT" "the local server (demo model)" "${PIDS[-1]}"
 (cd clients/resumable-agent && AGUI_BASE="http://127.0.0.1:$DEMO_PORT" AGUI_LIVE_REQUIRED=1 npm test --silent) 2>&1 | tee "$SUITES/resumable-agent.log" \
   || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/demo.log"; exit 1; }
+
+# AgentCore Runtime mode (HOSTING=agentcore, demo model): /ping, and @ag-ui/client 1.0.0 through
+# POST /invocations with the session header; then SIGTERM, which must stop it cleanly (exit 0).
+AGENTCORE_PORT=$(free_port)
+HOSTING=agentcore PORT="$AGENTCORE_PORT" RUST_LOG=info setsid target/debug/agui-lambda </dev/null >"$ARTIFACTS/agentcore.log" 2>&1 &
+AGENTCORE_PID=$!
+PIDS+=("$AGENTCORE_PID")
+wait_for "http://127.0.0.1:$AGENTCORE_PORT/ping" "the local server (AgentCore mode)" "$AGENTCORE_PID"
+(cd tests/node && AGUI_BASE="http://127.0.0.1:$AGENTCORE_PORT" CAPTURE_DIR="$ARTIFACTS/captures" node --test agentcore.test.mjs) 2>&1 | tee "$SUITES/agentcore.log" \
+  || { echo "--- AgentCore-mode server log"; tail -n 50 "$ARTIFACTS/agentcore.log"; exit 1; }
+kill -TERM "$AGENTCORE_PID"
+if wait "$AGENTCORE_PID"; then echo "agentcore-sigterm: 1 passed, 0 failed" | tee "$SUITES/agentcore-sigterm.log"
+else echo "the AgentCore-mode server did not exit 0 on SIGTERM"; tail -n 20 "$ARTIFACTS/agentcore.log"; exit 1; fi
 
 step "browser tests: Playwright + Debian chromium"
 # Headless chromium (apt, launched by its path) drives tests/node/browser/*.test.mjs: the dev

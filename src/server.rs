@@ -5,7 +5,7 @@
 
 use crate::agent::tools::{RegistryError, ToolRegistry};
 use crate::api;
-use crate::config::{Config, ConfigError, ModelChoice, RuntimeFlavor};
+use crate::config::{Config, ConfigError, Hosting, ModelChoice, RuntimeFlavor};
 use crate::startup::{self, StartupError};
 use crate::telemetry;
 use std::process::ExitCode;
@@ -94,8 +94,8 @@ fn runtime(flavor: RuntimeFlavor) -> std::io::Result<tokio::runtime::Runtime> {
 }
 
 /// Builds the app from `config` and `tools` (plus the MCP servers' tools) and serves it until
-/// the Lambda runtime or the local server stops (Ctrl-C locally). Runs `create-table` when the
-/// process's first argument is that.
+/// the Lambda runtime stops, or the local server gets `SIGTERM` or `SIGINT` and has drained.
+/// Runs `create-table` when the process's first argument is that.
 pub async fn serve(config: Config, tools: ToolRegistry) -> Result<(), ServeError> {
     if std::env::args().nth(1).as_deref() == Some("create-table") {
         return create_table(&config).await;
@@ -122,22 +122,52 @@ pub async fn serve(config: Config, tools: ToolRegistry) -> Result<(), ServeError
         _ => {}
     }
     if under_lambda {
+        api::shutdown::exit_on_lambda_shutdown();
         return api::lambda::run(app)
             .await
             .map_err(|err| ServeError::Lambda(err.to_string()));
     }
+    serve_locally(app, &config).await
+}
+
+/// The local server (a container's, AgentCore Runtime's) until `SIGTERM` or `SIGINT`, then a
+/// clean stop: the runs drain (a second signal stops them at once), the connections close, the
+/// spans are exported.
+async fn serve_locally(app: Arc<api::App>, config: &Config) -> Result<(), ServeError> {
+    // Listening before the server is: a stop signal from the first moment is a clean stop.
+    let mut signals = api::shutdown::StopSignals::listen();
     let addr = config.http.listen;
-    let (addr, server) = api::local::bind(app, addr)
+    let server = api::local::Server::bind(app.clone(), addr)
         .await
         .map_err(|source| ServeError::Listen { addr, source })?;
-    tracing::info!("listening on http://{addr} (POST /agent, GET /threads/{{id}})");
-    tokio::select! {
-        _ = server => {}
-        _ = tokio::signal::ctrl_c() => tracing::info!("shutting down"),
+    let addr = server.addr;
+    match config.hosting.mode {
+        Hosting::AgentCore => tracing::info!(
+            "listening on http://{addr} (AgentCore Runtime: POST /invocations, GET /ping)"
+        ),
+        _ => tracing::info!("listening on http://{addr} (POST /agent, GET /threads/{{id}})"),
     }
+    let signal = signals.next().await;
+    tracing::info!(signal, "stop signal received");
+    let drained = app
+        .drain(config.hosting.shutdown_grace, async {
+            let again = signals.next().await;
+            tracing::warn!(signal = again, "second stop signal: the runs stop now");
+        })
+        .await;
+    server.close(CLOSE_WAIT).await;
     telemetry::flush().await;
+    tracing::info!(
+        runs = drained.in_flight,
+        stopped = drained.stopped,
+        settled = drained.settled,
+        "stopped"
+    );
     Ok(())
 }
+
+/// Once the runs have ended, how long their streams' last bytes have to reach the clients.
+const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// `create-table`: creates `THREADS_TABLE` as template.yaml declares it, for DynamoDB Local
 /// during development (on AWS the template creates it). Safe to run again: an existing table

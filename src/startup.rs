@@ -563,6 +563,7 @@ pub fn build_app_with_models(
             deadline_margin: config.http.deadline_margin,
             cors_allowed_origins: config.http.cors_allowed_origins.clone(),
             dev_ui: config.http.dev_ui,
+            agentcore: config.hosting.mode == crate::config::Hosting::AgentCore,
         },
     ))
 }

@@ -6,7 +6,7 @@ use crate::protocol::events::{Event, RecordedEvent};
 use crate::protocol::{RunId, ThreadId};
 use futures_util::Stream;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -189,55 +189,126 @@ type RunKey = (ThreadId, RunId);
 
 /// The runs in flight in this process.
 pub struct LiveRuns {
-    runs: Mutex<HashMap<RunKey, Arc<LiveRun>>>,
+    registry: Mutex<Registry>,
+    /// Runs and holds together; [`LiveRuns::idle`] waits for zero.
     count: watch::Sender<usize>,
+    /// When the process last went from idle to busy or back (Unix seconds): AgentCore's
+    /// `time_of_last_update`, stamped at the change itself so no change between two pings is
+    /// lost.
+    changed_at: AtomicI64,
+}
+
+#[derive(Default)]
+struct Registry {
+    runs: HashMap<RunKey, Arc<LiveRun>>,
+    /// Work about to become a run: a detached run accepted and not started yet.
+    holds: usize,
+}
+
+/// Whether any run is in flight, and since when that has been so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Activity {
+    pub busy: bool,
+    pub since_secs: i64,
+}
+
+/// Counts as a run in flight until dropped (see [`LiveRuns::hold`]).
+pub(crate) struct Hold(Arc<LiveRuns>);
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        let mut registry = self.0.registry();
+        registry.holds = registry.holds.saturating_sub(1);
+        self.0.publish(&registry);
+    }
 }
 
 impl Default for LiveRuns {
     fn default() -> Self {
         Self {
-            runs: Mutex::new(HashMap::new()),
+            registry: Mutex::new(Registry::default()),
             count: watch::Sender::new(0),
+            changed_at: AtomicI64::new(chrono::Utc::now().timestamp()),
         }
     }
 }
 
 impl LiveRuns {
-    fn runs(&self) -> MutexGuard<'_, HashMap<RunKey, Arc<LiveRun>>> {
-        self.runs
+    fn registry(&self) -> MutexGuard<'_, Registry> {
+        self.registry
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Called with the registry locked, so counts are published in the order they happened.
+    fn publish(&self, registry: &Registry) {
+        let count = registry.runs.len() + registry.holds;
+        let before = self.count.send_replace(count);
+        if (before == 0) != (count == 0) {
+            self.changed_at
+                .store(chrono::Utc::now().timestamp(), Ordering::Relaxed);
+        }
+    }
+
     pub(crate) fn insert(&self, run: Arc<LiveRun>) {
         note_spawned(&run);
-        let mut runs = self.runs();
-        runs.insert((run.thread_id.clone(), run.run_id.clone()), run);
-        self.count.send_replace(runs.len());
+        let mut registry = self.registry();
+        registry
+            .runs
+            .insert((run.thread_id.clone(), run.run_id.clone()), run);
+        self.publish(&registry);
     }
 
     pub(crate) fn remove(&self, run: &LiveRun) {
-        let mut runs = self.runs();
+        let mut registry = self.registry();
         let key = (run.thread_id.clone(), run.run_id.clone());
-        if runs
+        if registry
+            .runs
             .get(&key)
             .is_some_and(|held| std::ptr::eq(&**held, run))
         {
-            runs.remove(&key);
+            registry.runs.remove(&key);
         }
-        self.count.send_replace(runs.len());
+        self.publish(&registry);
+        drop(registry);
         run.done.send_replace(true);
     }
 
     pub(crate) fn get(&self, thread_id: &ThreadId, run_id: &RunId) -> Option<Arc<LiveRun>> {
-        self.runs()
+        self.registry()
+            .runs
             .get(&(thread_id.clone(), run_id.clone()))
             .cloned()
     }
 
-    #[cfg(any(test, feature = "test-utils"))]
+    /// Counts as a run in flight until the guard is dropped: a detached run between its
+    /// acceptance and its start, which a stop must wait for and AgentCore must see as work.
+    pub(crate) fn hold(self: &Arc<Self>) -> Hold {
+        let mut registry = self.registry();
+        registry.holds += 1;
+        self.publish(&registry);
+        Hold(self.clone())
+    }
+
+    /// Tells every run in flight to stop, as the cancel route does; returns how many.
+    pub(crate) fn stop_all(&self) -> usize {
+        let runs: Vec<Arc<LiveRun>> = self.registry().runs.values().cloned().collect();
+        for run in &runs {
+            run.cancel();
+        }
+        runs.len()
+    }
+
+    pub(crate) fn activity(&self) -> Activity {
+        Activity {
+            busy: *self.count.borrow() > 0,
+            since_secs: self.changed_at.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Runs (and holds) in flight.
     pub fn len(&self) -> usize {
-        self.runs().len()
+        *self.count.borrow()
     }
 
     #[cfg(any(test, feature = "test-utils"))]
@@ -245,8 +316,7 @@ impl LiveRuns {
         self.len() == 0
     }
 
-    /// Resolves once no run is in flight (tests and benches wait for a run's last writes).
-    #[cfg(any(test, feature = "test-utils"))]
+    /// Resolves once no run is in flight and every run's log is written.
     pub async fn idle(&self) {
         let mut count = self.count.subscribe();
         let _ = count.wait_for(|count| *count == 0).await;
@@ -328,5 +398,34 @@ mod tests {
         runs.remove(&run);
         waiter.await.unwrap();
         assert!(runs.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_hold_counts_as_work_and_changes_are_stamped_when_they_happen() {
+        let runs = Arc::new(LiveRuns::default());
+        assert!(!runs.activity().busy);
+        runs.changed_at.store(0, Ordering::Relaxed);
+        let hold = runs.hold();
+        let busy = runs.activity();
+        assert!(busy.busy && busy.since_secs > 0);
+        let (thread_id, run_id) = ids();
+        let run = LiveRun::new(thread_id, run_id);
+        runs.insert(run.clone());
+        drop(hold);
+        runs.changed_at.store(1, Ordering::Relaxed);
+        assert_eq!(
+            runs.activity(),
+            Activity {
+                busy: true,
+                since_secs: 1
+            },
+            "still busy: no change"
+        );
+        assert_eq!(runs.stop_all(), 1);
+        assert_eq!(run.stop_reason(), Some(StopReason::Cancelled));
+        runs.remove(&run);
+        let idle = runs.activity();
+        assert!(!idle.busy && idle.since_secs > 1);
+        runs.idle().await;
     }
 }

@@ -241,7 +241,6 @@ impl Agent {
         self
     }
 
-    #[cfg(any(test, feature = "test-utils"))]
     /// The runs in flight in this process.
     pub fn live_runs(&self) -> &Arc<LiveRuns> {
         &self.live

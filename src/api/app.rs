@@ -6,7 +6,7 @@ use super::dev_page;
 use super::dispatch::{DetachedRequest, Dispatcher};
 use super::error::ApiError;
 use super::response::{add_cors, error_response, json_response, preflight, refusal_headers};
-use super::routes::Route;
+use super::routes::{Optional, Route};
 use crate::agent::Agent;
 use crate::auth::{self, Authenticator};
 use crate::dialects::agentscope;
@@ -27,8 +27,10 @@ pub struct App {
     pub(super) ping_interval: Duration,
     pub(super) run_timeout: Duration,
     pub(super) deadline_margin: Duration,
-    /// `DEV_UI`: `GET /` serves the dev chat page.
-    pub(super) dev_ui: bool,
+    /// The routes settings turn on: the dev page, AgentCore Runtime's.
+    routes: Optional,
+    /// Set once the server is stopping: no new run starts.
+    pub(super) draining: std::sync::atomic::AtomicBool,
     /// Where accepted detached runs go.
     dispatcher: Dispatcher,
     /// Signed-URL image uploads, when a bucket is configured.
@@ -47,6 +49,8 @@ pub(crate) struct ApiSettings {
     pub cors_allowed_origins: Vec<String>,
     /// `DEV_UI`: serve the dev chat page on `GET /` (and its files under `/dev/`).
     pub dev_ui: bool,
+    /// `HOSTING=agentcore`: AgentCore Runtime's `POST /invocations` and `GET /ping`.
+    pub agentcore: bool,
 }
 
 /// When the request arrived: a run's time to first byte and token count from it.
@@ -63,7 +67,11 @@ impl App {
             ping_interval: settings.ping_interval,
             run_timeout: settings.run_timeout,
             deadline_margin: settings.deadline_margin,
-            dev_ui: settings.dev_ui,
+            routes: Optional {
+                dev_ui: settings.dev_ui,
+                agentcore: settings.agentcore,
+            },
+            draining: std::sync::atomic::AtomicBool::new(false),
             dispatcher: Dispatcher::Local,
             blobs: None,
             this: std::sync::OnceLock::new(),
@@ -117,8 +125,7 @@ impl App {
         )
     }
 
-    #[cfg(any(test, feature = "test-utils"))]
-    /// The runs in flight in this process.
+    /// The runs in flight in this process (detached runs too).
     pub fn live_runs(&self) -> &std::sync::Arc<crate::agent::live::LiveRuns> {
         self.agent.live_runs()
     }
@@ -143,6 +150,7 @@ impl App {
             http.request.method = %request.method(),
             url.path = request.uri().path(),
             http.response.status_code = tracing::field::Empty,
+            session.id = tracing::field::Empty,
         );
         span.record("otel.name", request.method().as_str());
         crate::telemetry::otel::set_parent(&span, xray.as_ref(), request.headers());
@@ -174,7 +182,7 @@ impl App {
         let origin = self.allowed_origin(request.headers());
         // Refusals on /process take the AgentScope response shape; every other route the
         // AG-UI one.
-        let agentscope_route = Route::parse(request.method(), request.uri().path(), self.dev_ui)
+        let agentscope_route = Route::parse(request.method(), request.uri().path(), self.routes)
             .is_ok_and(|route| route.is_agentscope());
         let mut response = if request.method() == Method::OPTIONS {
             preflight(origin.is_some())
@@ -221,7 +229,7 @@ impl App {
             error,
             ApiError::Input(crate::protocol::InputError::TooLarge { .. })
         ) && matches!(
-            Route::parse(&Method::POST, path, self.dev_ui),
+            Route::parse(&Method::POST, path, self.routes),
             Ok(Route::AcceptRun)
         ) {
             return self.refusal(
@@ -250,8 +258,11 @@ impl App {
                     .get()
                     .and_then(std::sync::Weak::upgrade)
                     .ok_or_else(|| "the server is shutting down".to_owned())?;
+                // Work in flight from here, until the run is (a live run that a stop waits for).
+                let hold = self.agent.live_runs().hold();
                 tokio::spawn(async move {
                     app.execute_detached(request, None).await;
+                    drop(hold);
                 });
                 Ok(())
             }
@@ -276,19 +287,34 @@ impl App {
         request: Request<Bytes>,
         invocation_deadline: Option<Instant>,
     ) -> Result<Response<ResponseBody>, ApiError> {
-        let route = Route::parse(request.method(), request.uri().path(), self.dev_ui);
+        let route = Route::parse(request.method(), request.uri().path(), self.routes);
         // The dev page's files are the same for everyone and hold no data: a browser opening
         // the page sends no credentials yet (the page asks for them, then sends them itself).
         if let Ok(Route::DevPage(asset)) = route {
             return Ok(dev_page::response(asset, request.headers()));
+        }
+        // AgentCore's health check carries no credentials.
+        if let Ok(Route::Ping) = route {
+            return Ok(self.ping());
         }
         // Authentication comes before routing, so an unauthenticated caller learns nothing.
         let principal = self.auth.authenticate(
             request.headers(),
             request.extensions().get::<auth::IamCaller>(),
         )?;
-        match route? {
+        let route = route?;
+        // Held until the run is live (or refused), so a stop that begins meanwhile waits for it.
+        let _starting = route.starts_a_run().then(|| self.agent.live_runs().hold());
+        if route.starts_a_run() && self.is_draining() {
+            return Err(ApiError::ShuttingDown);
+        }
+        match route {
             Route::DevPage(asset) => Ok(dev_page::response(asset, request.headers())),
+            Route::Ping => Ok(self.ping()),
+            Route::Invocations => {
+                self.invocation(principal, request, invocation_deadline)
+                    .await
+            }
             Route::Run(dialect) => {
                 self.run(principal, request, invocation_deadline, dialect)
                     .await

@@ -39,6 +39,11 @@ pub(crate) enum ApiError {
     AttachmentsOff,
     #[error(transparent)]
     Attachment(crate::store::BlobError),
+    /// A run asked of a server that is stopping (after `SIGTERM`).
+    #[error(
+        "the server is stopping and starts no new run; send it again (another instance takes it)"
+    )]
+    ShuttingDown,
 }
 
 impl ApiError {
@@ -59,6 +64,7 @@ impl ApiError {
             ApiError::Start(StartError::QuotaExceeded(exceeded)) => {
                 Some(exceeded.retry_after_secs())
             }
+            ApiError::ShuttingDown => Some(1),
             _ => None,
         }
     }
@@ -94,7 +100,9 @@ impl ApiError {
             ApiError::Start(StartError::NotFound)
             | ApiError::NotFound(_)
             | ApiError::RunNotFound => StatusCode::NOT_FOUND,
-            ApiError::Start(StartError::StoreUnavailable) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Start(StartError::StoreUnavailable) | ApiError::ShuttingDown => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             ApiError::Start(StartError::StoreCorrupt) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -135,6 +143,7 @@ impl ApiError {
             ApiError::UnreadableBody(_) => "invalid_body",
             ApiError::RunNotFound => "run_not_found",
             ApiError::BadCursor => "invalid_cursor",
+            ApiError::ShuttingDown => "shutting_down",
         }
     }
 

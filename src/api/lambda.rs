@@ -1,4 +1,5 @@
-//! Serving under the Lambda runtime: Function URL events in, streamed responses out.
+//! Serving under the Lambda runtime: Function URL (payload 2.0) and API Gateway REST (1.0 proxy)
+//! events in, streamed responses out; both fronts reach the same routes.
 
 use super::app::App;
 use super::body::ResponseBody;
@@ -76,7 +77,7 @@ where
     }
 }
 
-/// Answers one raw Function URL event. `lambda_http` panics on a body flagged as base64 that is
+/// Answers one raw HTTP event. `lambda_http` panics on a body flagged as base64 that is
 /// not, so that case is refused here, before the event is converted.
 pub async fn answer_event(app: &App, event: LambdaEvent<Value>) -> http::Response<ResponseBody> {
     let LambdaEvent { payload, context } = event;
@@ -95,9 +96,10 @@ pub async fn answer_event(app: &App, event: LambdaEvent<Value>) -> http::Respons
             .await;
     }
     if let Some(error) = undecodable_body(&payload) {
-        let path = payload
-            .get("rawPath")
-            .and_then(Value::as_str)
+        // Function URL events name the path `rawPath`, REST events `path`.
+        let path = ["rawPath", "path"]
+            .iter()
+            .find_map(|key| payload.get(*key).and_then(Value::as_str))
             .unwrap_or_default();
         return app.refusal(path, &event_headers(&payload), &error);
     }
@@ -110,7 +112,7 @@ pub async fn answer_event(app: &App, event: LambdaEvent<Value>) -> http::Respons
             .await
         }
         Err(err) => {
-            tracing::warn!(error = %err, "not a Function URL event");
+            tracing::warn!(error = %err, "not an HTTP event (Function URL or API Gateway REST)");
             app.refusal(
                 "",
                 &http::HeaderMap::new(),
@@ -154,7 +156,7 @@ async fn run_detached(
     response
 }
 
-/// The headers of a raw Function URL event, for refusals made before it is converted.
+/// The headers of a raw HTTP event, for refusals made before it is converted.
 fn event_headers(event: &Value) -> http::HeaderMap {
     let mut headers = http::HeaderMap::new();
     if let Some(map) = event.get("headers").and_then(Value::as_object) {
@@ -185,19 +187,41 @@ fn undecodable_body(event: &Value) -> Option<ApiError> {
     ))
 }
 
+/// The response as the streaming prelude and body. API Gateway REST takes one value per name in
+/// the prelude's `headers` (a repeated name would be a JSON array), so a repeated header is sent
+/// as one comma-joined value, and `Set-Cookie` goes to `cookies`, as Function URLs also take it.
 fn into_stream_response(
     response: http::Response<ResponseBody>,
 ) -> StreamResponse<BodyDataStream<ResponseBody>> {
     let (parts, body) = response.into_parts();
+    let (headers, cookies) = single_valued(parts.headers);
     let metadata_prelude = MetadataPrelude {
         status_code: parts.status,
-        headers: parts.headers,
-        ..MetadataPrelude::default()
+        headers,
+        cookies,
     };
     StreamResponse {
         metadata_prelude,
         stream: body.into_data_stream(),
     }
+}
+
+fn single_valued(headers: http::HeaderMap) -> (http::HeaderMap, Vec<String>) {
+    let mut single = http::HeaderMap::with_capacity(headers.keys_len());
+    let mut cookies = Vec::new();
+    for name in headers.keys() {
+        let values: Vec<&str> = headers
+            .get_all(name)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .collect();
+        if name == http::header::SET_COOKIE {
+            cookies.extend(values.iter().map(|value| (*value).to_owned()));
+        } else if let Ok(value) = http::HeaderValue::from_str(&values.join(", ")) {
+            single.insert(name.clone(), value);
+        }
+    }
+    (single, cookies)
 }
 
 /// Converts a Lambda request and answers it; public so tests can drive event files in-process.
@@ -214,7 +238,11 @@ pub async fn handle(app: &App, request: Request) -> http::Response<ResponseBody>
         .get::<lambda_http::Context>()
         .and_then(|context| context.xray_trace_id.clone())
         .map(crate::telemetry::TraceParent);
+    let rest_path = rest_path(&request);
     let (mut parts, body) = request.into_parts();
+    if let Some(uri) = rest_path {
+        parts.uri = uri;
+    }
     if let Some(caller) = iam_caller {
         parts.extensions.insert(caller);
     }
@@ -231,17 +259,39 @@ pub async fn handle(app: &App, request: Request) -> http::Response<ResponseBody>
         .await
 }
 
-/// The caller of an `AWS_IAM` Function URL, as Lambda verified it.
+/// The caller of an `AWS_IAM` Function URL or REST method, as Lambda or API Gateway verified it.
 fn iam_caller(request: &Request) -> Option<crate::auth::IamCaller> {
     use lambda_http::request::RequestContext;
-    let Some(RequestContext::ApiGatewayV2(context)) = request.request_context_ref() else {
+    let caller = match request.request_context_ref()? {
+        RequestContext::ApiGatewayV2(context) => {
+            let iam = context.authorizer.as_ref()?.iam.as_ref()?;
+            iam.user_arn.clone().or_else(|| iam.caller_id.clone())
+        }
+        RequestContext::ApiGatewayV1(context) => context
+            .identity
+            .user_arn
+            .clone()
+            .or_else(|| context.identity.caller.clone()),
+        _ => None,
+    };
+    caller.map(crate::auth::IamCaller)
+}
+
+/// A REST event's path as the client sent it: `lambda_http` puts the stage in front (`/prod/agent`),
+/// which is no route of ours, unless `AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH` is set.
+fn rest_path(request: &Request) -> Option<http::Uri> {
+    use lambda_http::request::RequestContext;
+    let Some(RequestContext::ApiGatewayV1(_)) = request.request_context_ref() else {
         return None;
     };
-    let iam = context.authorizer.as_ref()?.iam.as_ref()?;
-    iam.user_arn
-        .clone()
-        .or_else(|| iam.caller_id.clone())
-        .map(crate::auth::IamCaller)
+    let path = request.raw_http_path();
+    let path_and_query = match request.uri().query() {
+        Some(query) => format!("{path}?{query}"),
+        None => path.to_owned(),
+    };
+    let mut parts = request.uri().clone().into_parts();
+    parts.path_and_query = Some(path_and_query.parse().ok()?);
+    http::Uri::from_parts(parts).ok()
 }
 
 /// Lambda gives the deadline as epoch milliseconds; runs measure time on the monotonic clock.
@@ -286,5 +336,21 @@ mod tests {
             deadline_instant(now_ms - 1_000) <= Instant::now(),
             "a passed deadline leaves no time"
         );
+    }
+
+    #[test]
+    fn the_prelude_has_one_value_per_header_and_cookies_apart() {
+        let mut headers = http::HeaderMap::new();
+        headers.append("vary", "origin".parse().unwrap());
+        headers.append("vary", "accept".parse().unwrap());
+        headers.append("set-cookie", "a=1".parse().unwrap());
+        headers.append("set-cookie", "b=2".parse().unwrap());
+        headers.insert("content-type", "text/event-stream".parse().unwrap());
+        let (single, cookies) = single_valued(headers);
+        assert_eq!(single.get_all("vary").iter().count(), 1);
+        assert_eq!(single["vary"], "origin, accept");
+        assert_eq!(single["content-type"], "text/event-stream");
+        assert!(single.get("set-cookie").is_none());
+        assert_eq!(cookies, ["a=1", "b=2"]);
     }
 }

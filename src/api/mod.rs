@@ -3,6 +3,7 @@
 //! [`App`] is the door every request goes through; `routes.rs` holds the route table, and each
 //! group of routes its own file of handlers.
 
+mod agentcore;
 mod app;
 mod body;
 mod dev_page;
@@ -14,6 +15,7 @@ mod request;
 mod response;
 mod routes;
 mod runs;
+pub(crate) mod shutdown;
 pub(crate) mod stream;
 mod threads;
 mod v1_agent;

@@ -76,12 +76,25 @@ pub(super) enum Route {
     HistoryDay,
     /// `POST /api/v1/agent/attachments`: a signed upload URL for an image.
     CreateUpload,
+    /// `POST /invocations` (AgentCore Runtime): the AG-UI run, the session as its thread.
+    Invocations,
+    /// `GET /ping` (AgentCore Runtime): `Healthy`, or `HealthyBusy` while runs are in flight.
+    Ping,
+}
+
+/// The routes that are there only when a setting turns them on.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Optional {
+    /// `DEV_UI`: the dev page's routes.
+    pub dev_ui: bool,
+    /// `HOSTING=agentcore`: AgentCore Runtime's `POST /invocations` and `GET /ping`.
+    pub agentcore: bool,
 }
 
 impl Route {
-    /// `dev_ui` adds the dev page's routes; without it `GET /` is the 405 of a run path and
-    /// `/dev/…` is 404, as before the page existed.
-    pub(super) fn parse(method: &Method, path: &str, dev_ui: bool) -> Result<Self, ApiError> {
+    /// `optional.dev_ui` adds the dev page's routes; without it `GET /` is the 405 of a run path
+    /// and `/dev/…` is 404, as before the page existed. `optional.agentcore` adds AgentCore's.
+    pub(super) fn parse(method: &Method, path: &str, optional: Optional) -> Result<Self, ApiError> {
         let path = normalise_path(path);
         let segments: Vec<&str> = path.split('/').skip(1).collect();
         let owned = |segment: &&str| (*segment).to_owned();
@@ -120,9 +133,12 @@ impl Route {
                     run: owned(run),
                 },
             )],
+            ["invocations"] if optional.agentcore => vec![(Method::POST, Route::Invocations)],
+            ["ping"] if optional.agentcore => vec![(Method::GET, Route::Ping)],
             _ => vec![],
         };
-        if let Some(asset) = dev_ui
+        if let Some(asset) = optional
+            .dev_ui
             .then(|| dev_page::Asset::from_segments(&segments))
             .flatten()
         {
@@ -140,6 +156,11 @@ impl Route {
 
     pub(super) fn is_agentscope(&self) -> bool {
         matches!(self, Route::Run(Dialect::AgentScope))
+    }
+
+    /// Starts a run: refused while the server is stopping.
+    pub(super) fn starts_a_run(&self) -> bool {
+        matches!(self, Route::Run(_) | Route::Invocations | Route::AcceptRun)
     }
 }
 
@@ -174,7 +195,16 @@ mod tests {
 
     #[test]
     fn the_dev_page_is_routed_only_when_on() {
-        let get = |path: &str, dev_ui: bool| Route::parse(&Method::GET, path, dev_ui);
+        let get = |path: &str, dev_ui: bool| {
+            Route::parse(
+                &Method::GET,
+                path,
+                Optional {
+                    dev_ui,
+                    agentcore: false,
+                },
+            )
+        };
         assert_eq!(
             get("/", true).ok(),
             Some(Route::DevPage(dev_page::Asset::Index))
@@ -184,7 +214,15 @@ mod tests {
             Some(Route::DevPage(dev_page::Asset::App))
         );
         assert_eq!(
-            Route::parse(&Method::POST, "/", true).ok(),
+            Route::parse(
+                &Method::POST,
+                "/",
+                Optional {
+                    dev_ui: true,
+                    agentcore: false
+                }
+            )
+            .ok(),
             Some(Route::Run(Dialect::AgUi))
         );
         // GET /agent stays what it was, on or off.
@@ -199,6 +237,35 @@ mod tests {
         ));
         assert!(matches!(
             get("/dev/nope.js", true),
+            Err(ApiError::NotFound(_))
+        ));
+    }
+
+    #[test]
+    fn agentcore_routes_are_there_only_in_its_mode() {
+        let agentcore = Optional {
+            dev_ui: false,
+            agentcore: true,
+        };
+        let parse = |method: Method, path: &str, optional| Route::parse(&method, path, optional);
+        assert_eq!(
+            parse(Method::POST, "/invocations", agentcore).ok(),
+            Some(Route::Invocations)
+        );
+        assert_eq!(
+            parse(Method::GET, "/ping", agentcore).ok(),
+            Some(Route::Ping)
+        );
+        assert!(matches!(
+            parse(Method::GET, "/invocations", agentcore),
+            Err(ApiError::MethodNotAllowed)
+        ));
+        assert!(matches!(
+            parse(Method::GET, "/ping", Optional::default()),
+            Err(ApiError::NotFound(_))
+        ));
+        assert!(matches!(
+            parse(Method::POST, "/invocations", Optional::default()),
             Err(ApiError::NotFound(_))
         ));
     }

@@ -82,7 +82,7 @@ mod tests {
         for (name, value) in [
             ("RUN_LEASE_SECS", "0"),
             ("RUN_TIMEOUT_SECS", "18446744073709551615"),
-            ("RUN_TIMEOUT_SECS", "901"),
+            ("RUN_TIMEOUT_SECS", "28801"),
             ("RUN_EVENTS_TTL_HOURS", "0"),
             ("BUSY_THREAD_POLICY", "queue"),
         ] {

@@ -1,6 +1,7 @@
 //! The HTTP section: where the local server listens, the origins it answers CORS for, how often
 //! a quiet stream is pinged, how long a run may take, and whether `GET /` serves the dev page.
 
+use super::hosting::Hosting;
 use super::vars::Vars;
 use super::{ConfigError, Section};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -31,16 +32,20 @@ impl Section for HttpConfig {
     ];
 
     fn from_vars(vars: &Vars) -> Result<Self, ConfigError> {
+        let host = Hosting::from_vars(vars)?;
         Ok(Self {
-            listen: listen(vars)?,
+            listen: listen(vars, host)?,
             cors_allowed_origins: cors_allowed_origins(vars),
             ping_interval: Duration::from_millis(vars.bounded(
                 "SSE_PING_INTERVAL_MS",
                 15_000,
                 100..=300_000,
             )?),
-            // Lambda's own maximum is 900 s.
-            run_timeout: Duration::from_secs(vars.bounded("RUN_TIMEOUT_SECS", 870, 1..=900)?),
+            run_timeout: Duration::from_secs(vars.bounded(
+                "RUN_TIMEOUT_SECS",
+                host.default_run_secs(),
+                1..=host.max_run_secs(),
+            )?),
             deadline_margin: Duration::from_millis(vars.bounded(
                 "DEADLINE_MARGIN_MS",
                 3_000,
@@ -51,15 +56,17 @@ impl Section for HttpConfig {
     }
 }
 
-/// `PORT` and `HOST`.
-fn listen(vars: &Vars) -> Result<SocketAddr, ConfigError> {
-    let port: u16 = vars.number("PORT", 8787)?;
+/// `PORT` and `HOST`; AgentCore Runtime sends to `0.0.0.0:8080`, the default there.
+fn listen(vars: &Vars, host: Hosting) -> Result<SocketAddr, ConfigError> {
+    let agentcore = host == Hosting::AgentCore;
+    let port: u16 = vars.number("PORT", if agentcore { 8080 } else { 8787 })?;
     let host: IpAddr = match vars.text("HOST") {
         Some(host) => host.parse().map_err(|_| ConfigError::Invalid {
             name: "HOST",
             expected: "an IP address",
             value: host,
         })?,
+        None if agentcore => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
         None => IpAddr::V4(Ipv4Addr::LOCALHOST),
     };
     Ok(SocketAddr::new(host, port))

@@ -5,6 +5,7 @@
 mod agent;
 mod auth;
 mod context;
+mod hosting;
 mod http_server;
 mod limits;
 mod model;
@@ -25,6 +26,7 @@ use vars::Vars;
 pub(crate) use auth::{AuthConfig, JwksSource};
 pub(crate) use context::ContextConfig;
 pub use context::PromptCache;
+pub(crate) use hosting::{Hosting, HostingConfig};
 pub(crate) use http_server::HttpConfig;
 pub use model::ModelChoice;
 pub(crate) use model::ModelConfig;
@@ -40,6 +42,8 @@ pub(crate) use tools::ToolsConfig;
 pub struct Config {
     pub model: ModelConfig,
     pub http: HttpConfig,
+    /// What serves the binary and how it stops.
+    pub hosting: HostingConfig,
     pub store: StoreConfig,
     pub auth: AuthConfig,
     pub limits: Limits,
@@ -100,6 +104,7 @@ pub(crate) const SET_BY_LAMBDA: &[&str] = &[
 pub(crate) const SETTINGS: &[&[&str]] = &[
     ModelConfig::SETTINGS,
     HttpConfig::SETTINGS,
+    HostingConfig::SETTINGS,
     AuthConfig::SETTINGS,
     RuntimeFlavor::SETTINGS,
     StoreConfig::SETTINGS,
@@ -130,6 +135,7 @@ impl Config {
         Ok(Self {
             model: ModelConfig::from_vars(vars)?,
             http: HttpConfig::from_vars(vars)?,
+            hosting: HostingConfig::from_vars(vars)?,
             auth: AuthConfig::from_vars(vars)?,
             runtime: RuntimeFlavor::from_vars(vars)?,
             store: StoreConfig::from_vars(vars)?,
@@ -199,6 +205,9 @@ pub(crate) mod tests {
             ("INTERRUPT_TTL_SECS", "59"),
             ("APPROVAL_CONFIRM_TOOL", "not a name"),
             ("PORT", "65536"),
+            ("HOSTING", "kubernetes"),
+            ("SHUTDOWN_GRACE_SECS", "86400"),
+            ("RUN_TIMEOUT_SECS", "0"),
             ("RUNTIME_FLAVOR", "fibers"),
             ("TOOL_RESULT_MAX_BYTES", "1023"),
             ("TOOL_RESULT_MAX_BYTES", "1048577"),

@@ -366,3 +366,87 @@ async fn the_x_ray_trace_of_the_invocation_is_named_in_the_response() {
     let _ = response.into_body().collect().await.unwrap();
     app.live_runs().idle().await;
 }
+
+/// A raw event file through the function's event entry point, as the Lambda runtime hands it.
+async fn answer_raw(
+    app: &agui_lambda::testing::api::App,
+    event: Value,
+) -> http::Response<impl http_body::Body<Data = bytes::Bytes, Error: std::fmt::Debug>> {
+    app.live_runs().idle().await;
+    agui_lambda::testing::api::answer_event(
+        app,
+        lambda_runtime::LambdaEvent::new(event, lambda_runtime::Context::default()),
+    )
+    .await
+}
+
+fn event_file(file: &str) -> Value {
+    let text = std::fs::read_to_string(repo_path(&format!("events/{file}"))).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+const REST_THREAD: &str = "9b2e4c1a-6f3d-4e8b-a1c7-2d5f8e9a0b13";
+
+/// API Gateway REST (1.0 proxy) events reach the same routes as Function URL events, whatever
+/// the stage (`/prod/agent` is `/agent`), and the run streams: its events arrive frame by frame.
+#[tokio::test]
+async fn rest_proxy_events_reach_the_same_routes_and_stream() {
+    let app = demo_app().await;
+    let response = answer_raw(&app, event_file("rest-plain-chat.json")).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut body = std::pin::pin!(response.into_body());
+    let (mut frames, mut text) = (0, String::new());
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame.unwrap().into_data() {
+            frames += 1;
+            text.push_str(std::str::from_utf8(&data).unwrap());
+        }
+    }
+    assert!(frames > 3, "one body of {frames} frames: not streamed");
+    let events = parse_sse(&text).unwrap();
+    verify_run(&events).unwrap();
+    assert_eq!(events[0]["threadId"], REST_THREAD);
+    assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED");
+
+    let (status, body) = answer(&app, "rest-history-read.json").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("hello through API Gateway"), "{body}");
+
+    // A REST event with a body flagged base64 that is not: refused, not a panic.
+    let mut broken = event_file("rest-plain-chat.json");
+    broken["isBase64Encoded"] = Value::Bool(true);
+    broken["body"] = Value::String("not base64!".into());
+    let response = answer_raw(&app, broken).await;
+    assert_eq!(response.status(), 400);
+}
+
+/// With `AUTH_MODE=iam` behind a REST method whose authorization is `AWS_IAM`, the caller API
+/// Gateway verified (`requestContext.identity.userArn`) owns the thread, as behind an `AWS_IAM`
+/// Function URL; an event without one is refused.
+#[tokio::test]
+async fn rest_events_carry_the_iam_caller() {
+    let config = Config::from_map(&HashMap::from([
+        ("MODEL_PROVIDER".to_owned(), "demo".to_owned()),
+        ("AUTH_MODE".to_owned(), "iam".to_owned()),
+    ]))
+    .unwrap();
+    let app = agui_lambda::testing::startup::build(&config).await.unwrap();
+    let (status, _) = answer(&app, "rest-plain-chat.json").await;
+    assert_eq!(status, 401, "no caller");
+
+    let alice = "arn:aws:iam::123456789012:user/alice";
+    let signed = |file: &str, arn: &str| {
+        let mut event = event_file(file);
+        event["requestContext"]["identity"]["userArn"] = Value::String(arn.to_owned());
+        event
+    };
+    let response = answer_raw(&app, signed("rest-plain-chat.json", alice)).await;
+    assert_eq!(response.status(), 200);
+    let _ = response.into_body().collect().await.unwrap();
+    let response = answer_raw(&app, signed("rest-history-read.json", alice)).await;
+    assert_eq!(response.status(), 200);
+    let bob = "arn:aws:iam::123456789012:user/bob";
+    let response = answer_raw(&app, signed("rest-history-read.json", bob)).await;
+    assert_eq!(response.status(), 404, "another caller's thread");
+}

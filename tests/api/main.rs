@@ -16,6 +16,7 @@ mod dynamo_runs;
 mod fixture_model;
 mod helpers;
 mod hostile;
+mod hosting;
 mod s3_local;
 mod slow_model;
 mod window_model;

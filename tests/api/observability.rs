@@ -43,7 +43,7 @@ fn valid_emf(line: &str) -> Value {
 }
 
 /// The OTLP receiver (Python, `opentelemetry-proto`), one per test binary.
-async fn receiver() -> &'static str {
+pub(crate) async fn receiver() -> &'static str {
     static URL: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
     URL.get_or_init(|| async {
         let python = repo_path(".venv/bin/python");
@@ -73,7 +73,7 @@ async fn receiver() -> &'static str {
 }
 
 /// The spans of trace `trace_id` the receiver has, once the run's `invoke_agent` span is there.
-async fn trace(trace_id: &str) -> Vec<Value> {
+pub(crate) async fn trace(trace_id: &str) -> Vec<Value> {
     let url = receiver().await;
     for _ in 0..100 {
         let spans: Vec<Value> = reqwest::get(format!("{url}/spans"))
