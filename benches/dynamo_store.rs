@@ -47,6 +47,7 @@ fn input(thread: &ThreadId, run: &str, messages: Vec<Message>, tools: &[&str]) -
         forwarded_props: ForwardedProps::default(),
         protocol_version: None,
         resume: Vec::new(),
+        new_message_limits: None,
     }
 }
 

@@ -128,6 +128,7 @@ fn input(thread: &ThreadId, run: &str, messages: Vec<Message>) -> RunInput {
         forwarded_props: ForwardedProps::default(),
         protocol_version: None,
         resume: Vec::new(),
+        new_message_limits: None,
     }
 }
 

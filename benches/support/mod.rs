@@ -32,6 +32,7 @@ pub(crate) fn run_input() -> RunInput {
         forwarded_props: ForwardedProps::default(),
         protocol_version: None,
         resume: Vec::new(),
+        new_message_limits: None,
     }
 }
 

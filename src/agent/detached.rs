@@ -174,7 +174,8 @@ impl StartError {
             StartError::StoreUnavailable | StartError::StoreCorrupt => "STORE_ERROR",
             StartError::Interrupt(_) => "INTERRUPT_PENDING",
             StartError::Dispatch(_) => "DISPATCH_FAILED",
-            StartError::Merge(_)
+            StartError::Input(_)
+            | StartError::Merge(_)
             | StartError::ToolNameClash(_)
             | StartError::TooLarge(_)
             | StartError::UnsupportedPart { .. }

@@ -117,6 +117,10 @@ pub struct Agent {
 /// Why a run could not start. Nothing was stored.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StartError {
+    /// A message the thread does not hold yet breaks the input limits (the AG-UI routes check
+    /// them once the thread is loaded).
+    #[error(transparent)]
+    Input(crate::protocol::InputError),
     #[error(transparent)]
     Merge(#[from] MergeError),
     #[error("frontend tool {0} has the name of a server tool")]

@@ -264,6 +264,7 @@ mod tests {
             forwarded_props: ForwardedProps::default(),
             protocol_version: None,
             resume: Vec::new(),
+            new_message_limits: None,
         };
         let prepared = agent
             .start(

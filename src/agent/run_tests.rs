@@ -68,6 +68,7 @@ fn input(thread: &str, run: &str, messages: Vec<Message>, tools: &[&str]) -> Run
         forwarded_props: ForwardedProps::default(),
         protocol_version: None,
         resume: Vec::new(),
+        new_message_limits: None,
     }
 }
 

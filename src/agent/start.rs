@@ -3,13 +3,15 @@
 //! `parentRunId` run, merge the input and its answers to interrupts, reserve the quota, begin
 //! the run. Nothing is stored unless the run begins.
 
+mod incoming;
+
 use super::approval::{InterruptRecord, Resolution};
 use super::context::ContextStrategy;
 use super::run::{ContextState, PreparedRun, RunProgress, RunRequest, RunTelemetry};
 use super::thread::{self, Merged};
 use super::{Agent, StartError, lease_expiry, spans};
 use crate::auth::Principal;
-use crate::protocol::input::BusyThreadPolicy;
+use crate::protocol::input::{BusyThreadPolicy, check_new_messages};
 use crate::protocol::{ContextEntry, Message, RunId, RunInput, ThreadId, UserContent};
 use crate::store::{Lease, Reservation, RunStart, StoreError, StoredThread, ThreadActivity};
 use serde_json::Value;
@@ -25,6 +27,8 @@ struct Attempt<'a> {
     /// The parent run's thread a new thread starts as a copy of.
     forked: Option<&'a StoredThread>,
     merged: Merged,
+    /// The store holds messages the client lacks: the run opens with a `MESSAGES_SNAPSHOT`.
+    client_is_behind: bool,
     resolution: Resolution,
 }
 
@@ -33,6 +37,7 @@ struct Taken {
     /// The state before the input's: the thread's, or the fork's.
     base_state: Option<Value>,
     merged: Merged,
+    client_is_behind: bool,
     resolution: Resolution,
     lease: Lease,
     /// Where the loaded history starts, the thread's checkpoint and the provider's last count.
@@ -154,6 +159,7 @@ impl Agent {
                     return Ok(Taken {
                         base_state: base.and_then(|thread| thread.state.clone()),
                         merged: attempt.merged,
+                        client_is_behind: attempt.client_is_behind,
                         resolution: attempt.resolution,
                         lease,
                         context,
@@ -259,8 +265,9 @@ impl Agent {
         Ok(parent.as_ref())
     }
 
-    /// Merge: the input's answers to the thread's interrupts resolved, and its messages merged
-    /// into the thread's (or the fork's), the calls waiting for approval left open.
+    /// Merge: the input's answers to the thread's interrupts resolved, and the messages the
+    /// thread does not hold yet checked and merged into the thread's (or the fork's), the calls
+    /// waiting for approval left open.
     fn merge<'a>(
         &self,
         input: &RunInput,
@@ -280,18 +287,28 @@ impl Agent {
             |name| self.tools.parameters_of(name).cloned(),
             chrono::Utc::now().timestamp_millis(),
         )?;
-        let base = loaded.or(forked);
-        let stored = base.map_or(&[][..], |thread| &thread.messages[..]);
-        let incoming = match base {
-            Some(thread) if thread.first_seq > 0 => without_held_prefix(stored, &input.messages),
-            _ => input.messages.clone(),
-        };
-        let merged = thread::merge_keeping_open(stored, incoming, &waiting)?;
+        let stored = loaded
+            .or(forked)
+            .map_or(&[][..], |thread| &thread.messages[..]);
+        let incoming = incoming::split(stored, &input.messages);
+        if let Some(limits) = &input.new_message_limits {
+            check_new_messages(&input.messages, &incoming.positions, limits)
+                .map_err(StartError::Input)?;
+        }
+        if let Some(first) = incoming.changed.first() {
+            tracing::info!(
+                changed = incoming.changed.len(),
+                first = %first,
+                "resent messages differ from the stored ones, which are kept"
+            );
+        }
+        let merged = thread::merge_keeping_open(stored, incoming.new, &waiting)?;
         self.check_parts(&input.messages, &merged.new_messages)?;
         Ok(Attempt {
             loaded,
             forked,
             merged,
+            client_is_behind: incoming.behind,
             resolution,
         })
     }
@@ -356,6 +373,7 @@ impl Agent {
         let Taken {
             base_state,
             merged,
+            client_is_behind,
             resolution,
             lease,
             context,
@@ -371,7 +389,7 @@ impl Agent {
                 .forwarded_props
                 .sampling
                 .capped(self.settings.max_output_tokens),
-            client_is_behind: merged.client_is_behind,
+            client_is_behind,
             resolved: resolution.resolved,
             repeat_only: resolution.only_repeats && merged.new_messages.is_empty(),
             client_tools: input.tools,
@@ -430,18 +448,6 @@ impl Agent {
         }
         (!prompt.is_empty()).then_some(prompt)
     }
-}
-
-/// The input without the messages it resends from before the loaded history: everything before
-/// the first message the loaded history holds. Those are stored already (the stored ones win),
-/// and a client cannot rewrite them by sending them again.
-fn without_held_prefix(loaded: &[Message], incoming: &[Message]) -> Vec<Message> {
-    let known: std::collections::HashSet<_> = loaded.iter().map(Message::id).collect();
-    let first_known = incoming
-        .iter()
-        .position(|message| known.contains(message.id()))
-        .unwrap_or(0);
-    incoming[first_known..].to_vec()
 }
 
 /// Whether `incoming` may resend messages from before the loaded history that the loaded part

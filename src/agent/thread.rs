@@ -13,8 +13,6 @@ pub(crate) struct Merged {
     pub history: Vec<Message>,
     /// Messages to store before the model is called.
     pub new_messages: Vec<Message>,
-    /// The store holds messages the client did not send: it needs a `MESSAGES_SNAPSHOT`.
-    pub client_is_behind: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -94,21 +92,6 @@ pub(crate) fn merge_keeping_open(
     waiting: &HashSet<ToolCallId>,
 ) -> Result<Merged, MergeError> {
     let known: HashSet<&MessageId> = stored.iter().map(Message::id).collect();
-    let sent: HashSet<&MessageId> = incoming.iter().map(Message::id).collect();
-    // The client holds what it sent and, the thread growing only at its end, what was stored
-    // before: it is behind when it lacks a message stored after the first one it sent (or sent
-    // none the thread holds). Messages before that one may be older than a bounded load, or
-    // left out by a client that sends only the recent ones. A client that drops reasoning
-    // messages (many UIs do) misses nothing it needs.
-    let first_sent = stored
-        .iter()
-        .position(|message| sent.contains(message.id()));
-    let client_is_behind = match first_sent {
-        None => !stored.is_empty(),
-        Some(first) => stored[first..].iter().any(|message| {
-            !matches!(message, Message::Reasoning { .. }) && !sent.contains(message.id())
-        }),
-    };
     let mut all_calls: HashSet<ToolCallId> = stored
         .iter()
         .flat_map(|message| message.tool_calls().iter().map(|call| call.id.clone()))
@@ -169,7 +152,6 @@ pub(crate) fn merge_keeping_open(
     Ok(Merged {
         history,
         new_messages,
-        client_is_behind,
     })
 }
 
@@ -347,25 +329,13 @@ mod tests {
         .unwrap();
         assert_eq!(ids(&merged.new_messages), ["t1"]);
         assert_eq!(ids(&merged.history), ["u1", "a1", "t1"]);
-        assert!(!merged.client_is_behind);
     }
 
     #[test]
-    fn an_incremental_client_is_behind_and_gets_the_whole_history() {
+    fn an_incremental_client_s_messages_follow_the_stored_ones() {
         let stored = vec![user("u1"), asst("a1", &[])];
         let merged = merge(&stored, vec![user("u2")]).unwrap();
-        assert!(merged.client_is_behind);
         assert_eq!(ids(&merged.history), ["u1", "a1", "u2"]);
-    }
-
-    #[test]
-    fn a_client_that_sends_the_last_message_it_holds_is_not_behind() {
-        let stored = vec![user("u1"), asst("a1", &[]), user("u2"), asst("a2", &[])];
-        let merged = merge(&stored, vec![asst("a2", &[]), user("u3")]).unwrap();
-        assert!(!merged.client_is_behind);
-        assert_eq!(ids(&merged.new_messages), ["u3"]);
-        let stale = merge(&stored, vec![asst("a1", &[]), user("u3")]).unwrap();
-        assert!(stale.client_is_behind, "u2 and a2 came after a1");
     }
 
     #[test]
@@ -419,14 +389,6 @@ mod tests {
             content: "hm".into(),
             encrypted_value: Some("signature:s".into()),
         }
-    }
-
-    #[test]
-    fn a_client_without_the_reasoning_messages_is_not_behind() {
-        let stored = vec![user("u1"), thought("r1"), asst("a1", &[])];
-        let merged = merge(&stored, vec![user("u1"), asst("a1", &[]), user("u2")]).unwrap();
-        assert!(!merged.client_is_behind);
-        assert_eq!(ids(&merged.history), ["u1", "r1", "a1", "u2"]);
     }
 
     #[test]

@@ -6,11 +6,11 @@ use super::dev_page;
 use super::dispatch::{DetachedRequest, Dispatcher};
 use super::error::ApiError;
 use super::response::{add_cors, error_response, json_response, preflight, refusal_headers};
-use super::routes::{Optional, Route};
+use super::routes::{Dialect, Optional, Route};
 use crate::agent::Agent;
 use crate::auth::{self, Authenticator};
 use crate::dialects::agentscope;
-use crate::protocol::Limits;
+use crate::protocol::{InputError, Limits};
 use crate::telemetry::TraceParent;
 use bytes::Bytes;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
@@ -107,8 +107,19 @@ impl App {
         self.blobs.as_ref().ok_or(ApiError::AttachmentsOff)
     }
 
-    pub(crate) fn max_payload_bytes(&self) -> usize {
-        self.limits.max_payload_bytes
+    /// The largest body a request to `path` may send, and the refusal of a larger one: the
+    /// AG-UI routes take clients that resend the whole thread, the rest the smaller limit.
+    pub(crate) fn body_limit(&self, method: &Method, path: &str) -> (usize, InputError) {
+        match Route::parse(method, path, self.routes) {
+            Ok(Route::Run(Dialect::AgUi | Dialect::SniffAgKit) | Route::Invocations) => {
+                let limit = self.limits.agui_max_payload_bytes;
+                (limit, InputError::HistoryTooLarge { limit })
+            }
+            _ => {
+                let limit = self.limits.max_payload_bytes;
+                (limit, InputError::TooLarge { limit })
+            }
+        }
     }
 
     pub(crate) fn describe(&self) -> String {

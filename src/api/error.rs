@@ -13,7 +13,7 @@ pub(crate) enum ApiError {
     #[error(transparent)]
     Input(#[from] InputError),
     #[error(transparent)]
-    Start(#[from] StartError),
+    Start(StartError),
     #[error(
         "Content-Type must be application/json (with curl, add -H 'content-type: application/json')"
     )]
@@ -46,6 +46,16 @@ pub(crate) enum ApiError {
     ShuttingDown,
 }
 
+impl From<StartError> for ApiError {
+    /// A start refused for its input is answered as the input's refusal at the edge would be.
+    fn from(error: StartError) -> Self {
+        match error {
+            StartError::Input(input) => ApiError::Input(input),
+            other => ApiError::Start(other),
+        }
+    }
+}
+
 impl ApiError {
     /// A store failure outside a run's start: reads of history and of run events, cancels.
     pub(crate) fn from_store(error: crate::store::StoreError) -> Self {
@@ -75,7 +85,7 @@ impl ApiError {
             | ApiError::BadQuery(_)
             | ApiError::BadCursor
             | ApiError::UnreadableBody(_) => StatusCode::BAD_REQUEST,
-            ApiError::Input(InputError::TooLarge { .. })
+            ApiError::Input(InputError::TooLarge { .. } | InputError::HistoryTooLarge { .. })
             | ApiError::V1Agent(V1AgentError::TooLarge)
             | ApiError::Start(StartError::TooLarge(_)) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::V1Agent(error) if error.is_syntax() => StatusCode::BAD_REQUEST,
@@ -87,7 +97,8 @@ impl ApiError {
             ApiError::Attachment(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Input(InputError::Invalid { .. })
             | ApiError::Start(
-                StartError::Merge(_)
+                StartError::Input(_)
+                | StartError::Merge(_)
                 | StartError::ToolNameClash(_)
                 | StartError::UnsupportedPart { .. }
                 | StartError::UnknownParentRun,
@@ -113,7 +124,7 @@ impl ApiError {
     pub(crate) fn code(&self) -> &'static str {
         match self {
             ApiError::Input(InputError::Syntax(_)) => "invalid_json",
-            ApiError::Input(InputError::TooLarge { .. })
+            ApiError::Input(InputError::TooLarge { .. } | InputError::HistoryTooLarge { .. })
             | ApiError::V1Agent(V1AgentError::TooLarge)
             | ApiError::Start(StartError::TooLarge(_)) => "payload_too_large",
             ApiError::V1Agent(error) if error.is_syntax() => "invalid_json",
@@ -122,9 +133,9 @@ impl ApiError {
             ApiError::Attachment(crate::store::BlobError::Unavailable(_)) => "store_unavailable",
             ApiError::Attachment(_) => "invalid_attachment",
             ApiError::Input(InputError::Invalid { .. })
-            | ApiError::Start(StartError::ToolNameClash(_) | StartError::UnknownParentRun) => {
-                "invalid_request"
-            }
+            | ApiError::Start(
+                StartError::Input(_) | StartError::ToolNameClash(_) | StartError::UnknownParentRun,
+            ) => "invalid_request",
             ApiError::Start(StartError::QuotaExceeded(_)) => "quota_exceeded",
             ApiError::Start(StartError::Merge(_)) => "invalid_tool_result",
             ApiError::Start(StartError::UnsupportedPart { .. }) => "unsupported_content",
@@ -150,7 +161,9 @@ impl ApiError {
     pub(crate) fn body(&self) -> Bytes {
         let mut error = json!({"code": self.code(), "message": self.to_string()});
         let field = match self {
-            ApiError::Input(input) => input.field().map(str::to_owned),
+            ApiError::Input(input) | ApiError::Start(StartError::Input(input)) => {
+                input.field().map(str::to_owned)
+            }
             ApiError::Start(StartError::Merge(_)) => Some("messages".to_owned()),
             ApiError::Start(StartError::ToolNameClash(_)) => Some("tools".to_owned()),
             ApiError::Start(StartError::UnknownParentRun) => Some("parentRunId".to_owned()),

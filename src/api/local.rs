@@ -4,7 +4,6 @@
 use super::app::App;
 use super::body::ResponseBody;
 use super::error::ApiError;
-use crate::protocol::InputError;
 use bytes::BytesMut;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -136,7 +135,7 @@ const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(5);
 
 async fn handle(app: &App, request: hyper::Request<Incoming>) -> hyper::Response<ResponseBody> {
     let (parts, mut body) = request.into_parts();
-    let limit = app.max_payload_bytes();
+    let (limit, too_large) = app.body_limit(&parts.method, parts.uri.path());
     let mut bytes = BytesMut::new();
     let refusal = loop {
         match body.frame().await {
@@ -145,7 +144,7 @@ async fn handle(app: &App, request: hyper::Request<Incoming>) -> hyper::Response
                 if let Ok(data) = frame.into_data() {
                     if bytes.len() + data.len() > limit {
                         drain(&mut body, bytes.len() + data.len()).await;
-                        break Some(ApiError::Input(InputError::TooLarge { limit }));
+                        break Some(ApiError::Input(too_large));
                     }
                     bytes.extend_from_slice(&data);
                 }

@@ -14,7 +14,7 @@ use crate::dialects::{AguiEncoder, Encoder, agentscope, agkit};
 use crate::protocol::events::Event;
 
 use crate::auth::Principal;
-use crate::protocol::{RunId, RunInput, ThreadId, input, sse};
+use crate::protocol::{InputError, RunId, RunInput, ThreadId, input, sse};
 use crate::store::{CancelState, StoreError};
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
@@ -39,8 +39,21 @@ impl App {
         dialect: Dialect,
     ) -> Result<Response<ResponseBody>, ApiError> {
         check_content_type(request.headers())?;
-        let body = input::parse_json(request.body(), &self.limits)?;
+        let body = match dialect {
+            Dialect::AgUi | Dialect::SniffAgKit => {
+                input::parse_agui_json(request.body(), &self.limits)?
+            }
+            Dialect::AgKit | Dialect::AgentScope => {
+                input::parse_json(request.body(), &self.limits)?
+            }
+        };
         let dialect = dialect.sniffed(&body);
+        if dialect == Dialect::AgKit && request.body().len() > self.limits.max_payload_bytes {
+            return Err(InputError::TooLarge {
+                limit: self.limits.max_payload_bytes,
+            }
+            .into());
+        }
         let (input, answer) = self.decode_run(dialect, body)?;
         let deadline = self.run_deadline(invocation_deadline);
         let received = request
@@ -94,7 +107,7 @@ impl App {
                 (request.input, answer)
             }
             Dialect::AgUi | Dialect::SniffAgKit => (
-                input::from_value(body, &self.limits)?,
+                input::from_agui_value(body, &self.limits)?,
                 RunAnswer::Stream(Box::new(AguiEncoder)),
             ),
         })

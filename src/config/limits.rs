@@ -7,6 +7,7 @@ use crate::protocol::Limits;
 impl Section for Limits {
     const SETTINGS: &'static [&'static str] = &[
         "MAX_PAYLOAD_BYTES",
+        "AGUI_MAX_PAYLOAD_BYTES",
         "MAX_RUN_ID_CHARS",
         "MAX_MESSAGES",
         "MAX_USER_TEXT_CHARS",
@@ -22,6 +23,12 @@ impl Section for Limits {
                 "MAX_PAYLOAD_BYTES",
                 defaults.max_payload_bytes,
                 1_024..=6_291_456,
+            )?,
+            // The local server and containers have no 6 MB front: up to 64 MiB there.
+            agui_max_payload_bytes: vars.bounded(
+                "AGUI_MAX_PAYLOAD_BYTES",
+                defaults.agui_max_payload_bytes,
+                1_024..=67_108_864,
             )?,
             max_run_id_chars: vars.bounded(
                 "MAX_RUN_ID_CHARS",

@@ -450,7 +450,7 @@ fn check_media(
 
 fn from_input_error(err: InputError) -> V1AgentError {
     match &err {
-        InputError::TooLarge { .. } => V1AgentError::TooLarge,
+        InputError::TooLarge { .. } | InputError::HistoryTooLarge { .. } => V1AgentError::TooLarge,
         InputError::Syntax(_) => V1AgentError::invalid(msg::NOT_JSON),
         InputError::Invalid { message, .. } => {
             // The contract's message alone, without input.rs's field prefix or "of 200" suffix.

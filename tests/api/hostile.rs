@@ -52,7 +52,7 @@ async fn the_hostile_input_table() {
             {"id": "t2", "role": "tool", "toolCallId": "c1", "content": "again"}])), 422),
         ("a tool schema that is not a schema", json!({"threadId": thread, "messages": [], "tools": [{"name": "f", "parameters": {"type": "nonsense"}}]}).to_string().into_bytes(), 422),
         ("a data: URL that is not base64", with(json!([{"id": "u", "role": "user", "content": [{"type": "image", "source": {"type": "url", "value": "data:text/html,<script>alert(1)</script>"}}]}])), 422),
-        ("too large", vec![b' '; 300 * 1024], 413),
+        ("too large", vec![b' '; 6_300_000], 413),
     ];
     for (name, body, status) in cases {
         let reply = app.post_raw("/agent", "application/json", body).await;

@@ -18,7 +18,7 @@ async fn client_mistakes_get_a_clear_4xx_and_store_nothing() {
         ("tool result for no call", json!({"threadId": thread, "messages": [{"id": "t", "role": "tool", "toolCallId": "nope", "content": "x"}]}).to_string(), 422, "invalid_tool_result", "messages"),
         ("frontend tool named like a server tool", json!({"threadId": thread, "messages": user(json!("hi")), "tools": [{"name": "get_current_time"}]}).to_string(), 422, "invalid_request", "tools"),
         ("bad device timezone", json!({"threadId": thread, "messages": user(json!("hi")), "forwardedProps": {"client_time": {"device_timezone": "Nowhere/Land"}}}).to_string(), 422, "invalid_request", "forwardedProps.client_time.device_timezone"),
-        ("oversized body", format!("{{\"threadId\":\"{thread}\",\"messages\":[],\"pad\":\"{}\"}}", "x".repeat(300 * 1024)), 413, "payload_too_large", ""),
+        ("oversized body", format!("{{\"threadId\":\"{thread}\",\"messages\":[],\"pad\":\"{}\"}}", "x".repeat(6_300_000)), 413, "payload_too_large", ""),
     ];
     for (name, body, status, code, field) in cases {
         let reply = app.post_raw("/agent", "application/json", body).await;

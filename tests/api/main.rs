@@ -29,6 +29,7 @@ mod auth;
 mod bedrock;
 mod dev_page;
 mod example_agent;
+mod full_history;
 mod input_errors;
 mod interrupts;
 mod lambda_events;

@@ -8,7 +8,9 @@
  *   run stops on the server too (a run there is not tied to its connection); `cancelRun()` asks
  *   the server to stop and keeps the stream open for the run's own terminal event;
  * - rejoin: `connect()` (behind `connectAgent()`) finds the thread's active run with
- *   `GET {baseUrl}/threads/{threadId}` (`activeRunId`) and streams its events from the start.
+ *   `GET {baseUrl}/threads/{threadId}` (`activeRunId`) and streams its events from the start;
+ * - only new messages: a request carries the last message the server is known to hold and what
+ *   was added after it, not the whole conversation (`agent.messages` stays complete).
  */
 import { EventType, HttpAgent, enforceOutgoingInput } from "@ag-ui/client";
 import type {
@@ -50,6 +52,11 @@ export interface ResumableHttpAgentConfig extends HttpAgentConfig {
   reconnect?: ReconnectOptions | false;
   /** Whether `abortRun()` also cancels the run on the server. Default true. */
   cancelOnAbort?: boolean;
+  /**
+   * Send only the messages the server does not hold yet, after the last one it holds, instead
+   * of the whole conversation. Default true.
+   */
+  sendOnlyNew?: boolean;
   /** Called with every event as it is delivered, with its SSE id (for logging and tests). */
   onFrame?: (frame: { id: string | undefined; event: BaseEvent; source: FrameSource }) => void;
 }
@@ -73,6 +80,12 @@ export interface RunHandle {
   resumes: number;
 }
 
+/** Messages as the agent holds them: an id and a role are all this module reads. */
+interface HeldMessage {
+  id: string;
+  role: string;
+}
+
 export interface CancelResult {
   /** HTTP status: 202 cancelling, 200 already ended, 404 unknown run; 0 when the request failed. */
   status: number;
@@ -83,6 +96,14 @@ export interface CancelResult {
 interface RunContext extends RunHandle {
   /** Numeric form of lastEventId, for dropping replayed duplicates. */
   lastSeq: number | undefined;
+  /** The last message the request carried: stored once the run has started. */
+  sentLastId: string | undefined;
+  /** RUN_STARTED was delivered. */
+  started: boolean;
+  /** The terminal event's type, once delivered. */
+  terminal: string | undefined;
+  /** The ids of a MESSAGES_SNAPSHOT's messages, in the server's order. */
+  snapshotOrder: string[] | undefined;
   /** False once an event without an id was delivered: a resume could then repeat it. */
   resumable: boolean;
   /** This agent stopped streaming it (terminal event, error or abort). */
@@ -116,6 +137,12 @@ export class ResumableHttpAgent extends HttpAgent {
   public baseUrl: string;
   public reconnect: Required<ReconnectOptions> | false;
   public cancelOnAbort: boolean;
+  public sendOnlyNew: boolean;
+  /**
+   * The id of the last message the server is known to hold: set when a run ends and after
+   * `connectAgent()`. Requests carry it and what follows it; undefined sends everything.
+   */
+  public heldMessageId: string | undefined;
   public onFrame: ResumableHttpAgentConfig["onFrame"];
   /** The cancel request made by the last `abortRun()` / `cancelRun()`, to await if needed. */
   public lastCancel: Promise<CancelResult> | undefined;
@@ -129,6 +156,7 @@ export class ResumableHttpAgent extends HttpAgent {
     this.reconnect =
       config.reconnect === false ? false : { ...DEFAULT_RECONNECT, ...(config.reconnect ?? {}) };
     this.cancelOnAbort = config.cancelOnAbort ?? true;
+    this.sendOnlyNew = config.sendOnlyNew ?? true;
     this.onFrame = config.onFrame;
   }
 
@@ -139,11 +167,15 @@ export class ResumableHttpAgent extends HttpAgent {
     return { threadId, runId, lastEventId, finished, responded, resumes };
   }
 
-  public override runAgent(
+  public override async runAgent(
     parameters?: ResumableRunParameters,
     subscriber?: AgentSubscriber,
   ): Promise<RunAgentResult> {
-    return super.runAgent(parameters, subscriber);
+    try {
+      return await super.runAgent(parameters, subscriber);
+    } finally {
+      this.noteHeld(this.current);
+    }
   }
 
   /**
@@ -157,7 +189,11 @@ export class ResumableHttpAgent extends HttpAgent {
     // HttpAgent renews its controller in runAgent() only.
     this.abortController = parameters?.abortController ?? new AbortController();
     this.connectRunId = parameters?.runId;
-    return super.connectAgent(parameters, subscriber);
+    return super.connectAgent(parameters, subscriber).then((result) => {
+      // The messages were loaded from the server, and the run it replayed has ended.
+      this.heldMessageId = lastId(this.messages);
+      return result;
+    });
   }
 
   /** Stops the local stream, and (unless `cancelOnAbort` is false) the run on the server. */
@@ -183,7 +219,9 @@ export class ResumableHttpAgent extends HttpAgent {
 
   override run(input: RunAgentInput): Observable<BaseEvent> {
     return this.stream("run", input, async (run, signal) => {
-      const init = this.requestInit(enforceOutgoingInput(input));
+      const outgoing = this.onlyNew(enforceOutgoingInput(input));
+      run.sentLastId = outgoing.messages.at(-1)?.id;
+      const init = this.requestInit(outgoing);
       const response = await this.fetch(this.url, { ...init, signal });
       await throwIfNotOk(response);
       run.threadId = response.headers.get("x-thread-id") ?? run.threadId;
@@ -230,11 +268,41 @@ export class ResumableHttpAgent extends HttpAgent {
     cloned.baseUrl = this.baseUrl;
     cloned.reconnect = this.reconnect === false ? false : { ...this.reconnect };
     cloned.cancelOnAbort = this.cancelOnAbort;
+    cloned.sendOnlyNew = this.sendOnlyNew;
+    cloned.heldMessageId = this.heldMessageId;
     cloned.onFrame = this.onFrame;
     cloned.lastCancel = undefined;
     cloned.current = undefined;
     cloned.connectRunId = undefined;
     return cloned;
+  }
+
+  /**
+   * `input` with only the messages from the last one the server holds on. Without that message
+   * among them (none known yet, or the messages were replaced), the whole conversation.
+   */
+  private onlyNew(input: RunAgentInput): RunAgentInput {
+    const held = this.heldMessageId;
+    if (!this.sendOnlyNew || held === undefined) return input;
+    for (let at = input.messages.length - 1; at >= 0; at--) {
+      if (input.messages[at]?.id === held) return { ...input, messages: input.messages.slice(at) };
+    }
+    return input;
+  }
+
+  /**
+   * After a run: the messages in the server's order when it sent a snapshot, and what the
+   * server holds: a finished run leaves everything the agent holds stored; one that failed
+   * after it started, at least what its request carried.
+   */
+  private noteHeld(run: RunContext | undefined): void {
+    if (!run) return;
+    if (run.snapshotOrder) this.messages = inOrder(this.messages, run.snapshotOrder);
+    if (run.terminal === EventType.RUN_FINISHED) {
+      this.heldMessageId = lastId(this.messages) ?? this.heldMessageId;
+    } else if (run.started && run.sentLastId !== undefined) {
+      this.heldMessageId = run.sentLastId;
+    }
   }
 
   /**
@@ -255,6 +323,10 @@ export class ResumableHttpAgent extends HttpAgent {
         runId: input.runId,
         lastEventId: undefined,
         lastSeq: undefined,
+        sentLastId: undefined,
+        started: false,
+        terminal: undefined,
+        snapshotOrder: undefined,
         finished: false,
         responded: false,
         resumable: true,
@@ -419,9 +491,17 @@ export class ResumableHttpAgent extends HttpAgent {
     if (typed.type === EventType.RUN_STARTED) {
       if (typeof typed.threadId === "string") run.threadId = typed.threadId;
       if (typeof typed.runId === "string") run.runId = typed.runId;
+      run.started = true;
+    }
+    if (typed.type === EventType.MESSAGES_SNAPSHOT) {
+      const messages: unknown = (typed as { messages?: unknown }).messages;
+      if (Array.isArray(messages)) run.snapshotOrder = messages.map((message: { id?: unknown }) => String(message.id));
     }
     const terminal = typed.type === EventType.RUN_FINISHED || typed.type === EventType.RUN_ERROR;
-    if (terminal) run.finished = true;
+    if (terminal) {
+      run.finished = true;
+      run.terminal = typed.type;
+    }
     run.delivered++;
     this.onFrame?.({ id: frame.id, event: typed, source });
     sink.next(typed);
@@ -462,6 +542,30 @@ export class ResumableHttpAgent extends HttpAgent {
       }
     }
   }
+}
+
+/**
+ * `messages` in `order` (a snapshot's ids), those it does not name after them as they were. The
+ * 1.0 client merges a snapshot into the messages it has, keeping their order: a message it sent
+ * after ones it had not seen yet would stay before them, where the server does not have it.
+ */
+function inOrder<M extends HeldMessage>(messages: M[], order: readonly string[]): M[] {
+  const byId = new Map(messages.map((message) => [message.id, message]));
+  const ordered = order.flatMap((id) => {
+    const message = byId.get(id);
+    return message ? [message] : [];
+  });
+  const named = new Set(order);
+  return [...ordered, ...messages.filter((message) => !named.has(message.id))];
+}
+
+/** The id of the last message the server can hold (activity messages are UI state, never sent). */
+function lastId(messages: readonly HeldMessage[]): string | undefined {
+  for (let at = messages.length - 1; at >= 0; at--) {
+    const message = messages[at];
+    if (message && message.role !== "activity") return message.id;
+  }
+  return undefined;
 }
 
 function enc(id: string): string {

@@ -43,6 +43,8 @@ const state = {
   lastEventId: 0,
   runCalls: [], // tool call ids started in the current run
   thinking: null, // the id of an open THINKING_* message
+  held: null, // the id of the last message the server is known to hold
+  sentLast: null, // the id of the last message the current run's request carried
 };
 
 function uuid() {
@@ -211,6 +213,8 @@ function handleEvent(event) {
   switch (event.type) {
     case "RUN_STARTED":
       state.runCalls = [];
+      // A run that started has stored what its request carried.
+      state.held = state.sentLast ?? state.held;
       break;
     case "MESSAGES_SNAPSHOT":
       state.messages = event.messages.map((m) => ({ ...m }));
@@ -344,13 +348,22 @@ async function follow(runId, response) {
   await finished(terminal);
 }
 
+// The server holds the thread: a request carries the last message it holds (so it can tell the
+// page is up to date) and the new ones, never the whole conversation.
+function outgoing(messages) {
+  const anchor = state.held && find(state.held);
+  return anchor && !messages.some((m) => m.id === anchor.id) ? [anchor, ...messages] : messages;
+}
+
 async function startRun({ messages = [], resume } = {}) {
   const runId = uuid();
+  const sent = outgoing(messages);
+  state.sentLast = sent.at(-1)?.id ?? null;
   const body = {
     threadId: state.threadId,
     runId,
     protocolVersion: "1.0",
-    messages,
+    messages: sent,
     tools: FRONTEND_TOOLS,
     context: [],
     forwardedProps: timezone() ? { client_time: { device_timezone: timezone() } } : {},
@@ -384,6 +397,7 @@ async function startRun({ messages = [], resume } = {}) {
 // What a run's end asks of the page: nothing, a frontend tool, or a person's answer.
 async function finished(terminal) {
   state.controller = null;
+  if (terminal?.type === "RUN_FINISHED") state.held = state.messages.at(-1)?.id ?? state.held;
   if (!terminal) {
     notice("the run's stream ended without its end", "error");
     setStatus("error");
@@ -541,6 +555,7 @@ async function restore() {
     after = page.next ?? null;
   } while (after);
   state.messages = messages;
+  state.held = messages.at(-1)?.id ?? null;
   renderAll();
   if (activeRunId) {
     state.lastEventId = 0;
@@ -578,6 +593,7 @@ function main() {
     if (state.running) return;
     useThread(uuid());
     state.messages = [];
+    state.held = null;
     pending.replaceChildren();
     document.body.style.backgroundColor = "";
     renderAll();

@@ -45,6 +45,63 @@ pub(crate) fn parse_user_content(
     }
 }
 
+/// The limits a new user message's content keeps, checked after a lenient parse (the AG-UI
+/// routes parse every message, but only a message the thread does not hold yet is held to its
+/// limits): the same refusals, on the same fields, as [`parse_user_content`] makes.
+pub(crate) fn check_user_content(
+    content: &UserContent,
+    field: &str,
+    limits: &Limits,
+) -> Result<(), InputError> {
+    let text_chars: usize = match content {
+        UserContent::Text(text) => text.chars().count(),
+        UserContent::Parts(parts) => parts
+            .iter()
+            .map(|part| match part {
+                UserPart::Text { text } => text.chars().count(),
+                _ => 0,
+            })
+            .sum(),
+    };
+    if text_chars > limits.max_user_text_chars {
+        return Err(InputError::invalid(
+            field,
+            "RunAgentInput user message text exceeds limit",
+        ));
+    }
+    let UserContent::Parts(parts) = content else {
+        return Ok(());
+    };
+    let mut attachments = 0;
+    for (index, part) in parts.iter().enumerate() {
+        let Some(attachment) = part.attachment() else {
+            continue;
+        };
+        attachments += 1;
+        if attachments > limits.max_attachments_per_message {
+            return Err(InputError::invalid(field, "Too many attachments"));
+        }
+        if let PartSource::Data { value, .. } = &attachment.source
+            && base64_decoded_len(value) > limits.max_inline_attachment_bytes
+        {
+            return Err(InputError::invalid(
+                format!("{field}[{index}].source.value"),
+                format!(
+                    "inline attachment data exceeds the limit of {} bytes",
+                    limits.max_inline_attachment_bytes
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The length of padded standard base64 once decoded (the parse checked that it decodes).
+fn base64_decoded_len(value: &str) -> usize {
+    let padding = value.bytes().rev().take_while(|byte| *byte == b'=').count();
+    (value.len() / 4 * 3).saturating_sub(padding)
+}
+
 /// The parts in order; more attachments than a message may hold are refused at the first one
 /// too many.
 fn parse_parts(

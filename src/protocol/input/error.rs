@@ -10,6 +10,11 @@ pub enum InputError {
     Syntax(String),
     #[error("RunAgentInput payload exceeds size limit of {limit} bytes")]
     TooLarge { limit: usize },
+    /// A body over the AG-UI routes' limit: a client that resends the whole thread every run.
+    #[error(
+        "the request body exceeds the limit of {limit} bytes. The server already holds this thread's messages: send only those it does not hold yet, after the last one it holds (README, \"Sending only new messages\")"
+    )]
+    HistoryTooLarge { limit: usize },
     #[error("{field}: {message}")]
     Invalid { field: String, message: String },
 }

@@ -1,7 +1,7 @@
 //! `RunAgentInput.messages`: each message as sent, checked into a [`Message`] (an `activity`
 //! message, UI state, is dropped), and the ids, tool names and message count the list must keep.
 
-use super::content::parse_user_content;
+use super::content::{check_user_content, parse_user_content};
 use super::error::InputError;
 use super::limits::{Limits, is_valid_tool_name};
 use crate::protocol::ids::{MAX_ID_LEN, MessageId, ToolCallId};
@@ -38,6 +38,31 @@ pub(crate) fn parse_messages(
         }
     }
     Ok(messages)
+}
+
+/// The limits the messages at `new` (indexes into `sent`, in order) keep: on the AG-UI routes,
+/// where `sent` was parsed leniently, only what the thread does not hold yet counts.
+pub(crate) fn check_new_messages(
+    sent: &[Message],
+    new: &[usize],
+    limits: &Limits,
+) -> Result<(), InputError> {
+    if new.len() > limits.max_messages {
+        return Err(InputError::invalid(
+            "messages",
+            format!(
+                "RunAgentInput.messages holds {} messages the thread does not hold yet, over the limit of {}",
+                new.len(),
+                limits.max_messages
+            ),
+        ));
+    }
+    for &index in new {
+        if let Some(Message::User { content, .. }) = sent.get(index) {
+            check_user_content(content, &format!("messages[{index}].content"), limits)?;
+        }
+    }
+    Ok(())
 }
 
 #[derive(Deserialize)]

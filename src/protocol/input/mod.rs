@@ -13,7 +13,7 @@ pub(crate) use error::InputError;
 pub(crate) use error::deserialize_at;
 pub use limits::Limits;
 pub(crate) use limits::is_valid_tool_name;
-pub(crate) use messages::{WireFunction, WireMessage, WireToolCall};
+pub(crate) use messages::{WireFunction, WireMessage, WireToolCall, check_new_messages};
 
 use super::ids::{IdError, MAX_ID_LEN, RunId, ThreadId};
 use super::interrupt::ResumeEntry;
@@ -45,6 +45,10 @@ pub struct RunInput {
     pub protocol_version: Option<String>,
     /// Answers to the interrupts that ended the thread's last run.
     pub resume: Vec<ResumeEntry>,
+    /// The AG-UI routes: `messages` were parsed without the limits on their number and
+    /// content, which the start applies to those the thread does not hold yet. `None`: every
+    /// message was held to them here.
+    pub new_message_limits: Option<Limits>,
 }
 
 impl RunInput {
@@ -119,6 +123,21 @@ pub(crate) fn parse_json(body: &[u8], limits: &Limits) -> Result<Value, InputErr
             limit: limits.max_payload_bytes,
         });
     }
+    parse_json_syntax(body)
+}
+
+/// [`parse_json`] for the AG-UI routes, whose clients may resend the whole thread: the larger
+/// limit, and a refusal that says how to send less.
+pub(crate) fn parse_agui_json(body: &[u8], limits: &Limits) -> Result<Value, InputError> {
+    if body.len() > limits.agui_max_payload_bytes {
+        return Err(InputError::HistoryTooLarge {
+            limit: limits.agui_max_payload_bytes,
+        });
+    }
+    parse_json_syntax(body)
+}
+
+fn parse_json_syntax(body: &[u8]) -> Result<Value, InputError> {
     serde_json::from_slice(body).map_err(|err| InputError::Syntax(err.to_string()))
 }
 
@@ -126,6 +145,14 @@ pub(crate) fn parse_json(body: &[u8], limits: &Limits) -> Result<Value, InputErr
 /// limits and validation apply to all alike.
 pub(crate) fn from_value(value: Value, limits: &Limits) -> Result<RunInput, InputError> {
     deserialize_at::<WireInput>(value, "")?.validate(limits)
+}
+
+/// [`from_value`] for the AG-UI routes: the messages' number and content are left for the
+/// start to check against what the thread holds ([`RunInput::new_message_limits`]).
+pub(crate) fn from_agui_value(value: Value, limits: &Limits) -> Result<RunInput, InputError> {
+    let mut input = deserialize_at::<WireInput>(value, "")?.validate(&limits.lenient())?;
+    input.new_message_limits = Some(limits.clone());
+    Ok(input)
 }
 
 /// A `RunAgentInput` as sent, before any check. A dialect that speaks another shape may build
@@ -209,6 +236,7 @@ impl WireInput {
             forwarded_props: parse_forwarded_props(self.forwarded_props)?,
             protocol_version: parse_protocol_version(self.protocol_version)?,
             resume,
+            new_message_limits: None,
         })
     }
 }

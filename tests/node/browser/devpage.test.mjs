@@ -203,3 +203,46 @@ test("Stop cancels the run: the page says so and no more text arrives", async ()
   assert.deepEqual(problems, []);
   await close();
 });
+
+test("the page sends only new messages: each request carries the last held message and the new one", async () => {
+  const { page, problems, close } = await openPage();
+  const requests = [];
+  page.on("request", (request) => {
+    if (request.method() === "POST" && new URL(request.url()).pathname.endsWith("/agent")) {
+      const body = request.postData() ?? "";
+      requests.push({ bytes: Buffer.byteLength(body), messages: JSON.parse(body).messages });
+    }
+  });
+  const paragraph = (turn) =>
+    `[long-thread] turn ${turn}. ${"Here is what happened today, and what I would like you to keep in mind. ".repeat(21)}`.slice(0, 1500);
+  const turns = 6;
+  for (let turn = 0; turn < turns; turn++) {
+    await send(page, paragraph(turn));
+    await waitStatus(page, "done");
+  }
+  assert.equal(await page.locator(".msg-assistant").count(), turns);
+  // After a reload the page restores the thread from the server and goes on the same way.
+  await page.reload();
+  await page.waitForSelector('#status[data-state="idle"]');
+  assert.equal(await page.locator(".msg-assistant").count(), turns);
+  await send(page, paragraph(turns));
+  await waitStatus(page, "done");
+  assert.equal(await page.locator(".msg-assistant").count(), turns + 1);
+
+  assert.equal(requests.length, turns + 1);
+  assert.deepEqual(requests[0].messages.map((m) => m.role), ["user"]);
+  for (const [index, request] of requests.entries()) {
+    assert.ok(request.bytes < 8 * 1024, `request ${index} carried ${request.bytes} bytes`);
+    if (index > 0) {
+      assert.deepEqual(request.messages.map((m) => m.role), ["assistant", "user"], `request ${index}`);
+    }
+  }
+  // What the page shows is what the server holds.
+  const threadId = await page.locator("#thread-id").textContent();
+  const stored = await (await fetch(`${BASE}/threads/${threadId}?limit=500`)).json();
+  assert.equal(stored.messages.length, 2 * (turns + 1));
+  assert.deepEqual(requests.at(-1).messages[0].id, stored.messages.at(-3).id);
+  await screenshot(page, "only-new-messages");
+  assert.deepEqual(problems, []);
+  await close();
+});
