@@ -589,6 +589,14 @@ function main() {
     }
   });
   $("stop").addEventListener("click", stop);
+  // The empty state's suggestions: a click sends the suggestion as if typed.
+  for (const hint of document.querySelectorAll("#hints .hint")) {
+    hint.addEventListener("click", () => {
+      if (state.running) return;
+      input.value = hint.textContent;
+      $("composer").requestSubmit();
+    });
+  }
   $("new-thread").addEventListener("click", () => {
     if (state.running) return;
     useThread(uuid());
