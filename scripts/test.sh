@@ -109,6 +109,12 @@ if grep -E '^\s+Compiling ' "$ARTIFACTS/build.log" | grep -v ' agui-lambda v'; t
   echo "these dependencies compiled a second time: a dev-dependency adds features the plain build lacks (see Cargo.toml)"
   exit 1
 fi
+# The library's public API is documented (#![warn(missing_docs)] in src/lib.rs, which holds in
+# this build: the test build's `test-utils` exposes internals that are not part of the API).
+if grep -A4 'missing documentation' "$ARTIFACTS/build.log"; then
+  echo "undocumented public items in the library (see above)"
+  exit 1
+fi
 # The example agent's binary (an example may use dev-dependencies: the test build's graph).
 cargo build --locked --example calculator
 

@@ -40,37 +40,57 @@ pub(crate) use tools::ToolsConfig;
 /// Every setting, grouped by concern.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// The model provider, its endpoint, credentials and window.
     pub model: ModelConfig,
+    /// The local server's address, CORS and SSE pings.
     pub http: HttpConfig,
     /// What serves the binary and how it stops.
     pub hosting: HostingConfig,
+    /// The thread store (DynamoDB or memory), TTLs and attachments bucket.
     pub store: StoreConfig,
+    /// Who may call the function (`AUTH_MODE` and its keys).
     pub auth: AuthConfig,
+    /// Request limits: body size, messages, text, attachments.
     pub limits: Limits,
+    /// The agent's prompt, steps, timeouts, approvals and quotas.
     pub agent: AgentSettings,
+    /// Server tools' result limit and the MCP servers.
     pub tools: ToolsConfig,
+    /// The tokio runtime's flavour.
     pub runtime: RuntimeFlavor,
     /// `AGENT_PROFILES`: named agents chosen by `forwardedProps.agent_type`; empty when unset.
     pub profiles: BTreeMap<String, ProfileConfig>,
+    /// Traces and metrics.
     pub telemetry: TelemetryConfig,
+    /// How a thread that outgrows the model's window is compacted.
     pub context: ContextConfig,
 }
 
+/// A setting the function cannot start with; the message names the variable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
+    /// A value outside the variable's bounds.
     #[error("{name} must be {expected}, got {value:?}")]
     Invalid {
+        /// The variable.
         name: &'static str,
+        /// What it accepts.
         expected: &'static str,
+        /// What it was set to.
         value: String,
     },
+    /// An auth mode without the settings it needs.
     #[error("AUTH_MODE={mode} needs {needs}")]
     Missing {
+        /// The `AUTH_MODE` value.
         mode: &'static str,
+        /// The settings it lacks.
         needs: &'static str,
     },
+    /// `MCP_SERVERS` does not parse or breaks its rules.
     #[error("MCP_SERVERS: {0}")]
     Mcp(#[from] crate::mcp::McpConfigError),
+    /// `AGENT_PROFILES` does not parse or breaks its rules.
     #[error("AGENT_PROFILES: {0}")]
     Profiles(#[from] ProfilesConfigError),
 }
@@ -119,6 +139,7 @@ pub(crate) const SETTINGS: &[&[&str]] = &[
 ];
 
 impl Config {
+    /// Every setting from the process environment; the first bad value is the error.
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_map(&std::env::vars().collect())
     }
