@@ -217,14 +217,14 @@ mod layering {
     }
 }
 
-/// The README's "Your own tools" example is the crate-level rustdoc example above, which
-/// `cargo test --doc` compiles: the two stay the same text.
+/// The example of docs/tools-and-mcp.md ("Your own tools") is the crate-level rustdoc example
+/// above, which `cargo test --doc` compiles: the two stay the same text.
 #[cfg(test)]
 mod readme {
     #[test]
     fn the_readme_tool_example_is_the_compiled_one() {
-        let readme = include_str!("../README.md");
-        let section = &readme[readme.find("## Your own tools").unwrap()..];
+        let readme = include_str!("../docs/tools-and-mcp.md");
+        let section = &readme[readme.find("# Tools and MCP servers").unwrap()..];
         let start = section.find("```rust\n").unwrap() + "```rust\n".len();
         let end = start + section[start..].find("```\n").unwrap();
         let in_readme = &section[start..end];

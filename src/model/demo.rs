@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use std::time::Duration;
 
-/// The offline demo: no API key, no network. Its rules, in order (the README documents them):
+/// The offline demo: no API key, no network. Its rules, in order (docs/dev-page.md documents them):
 /// 1. after a tool result, it says (as the demo) what the tool answered;
 /// 2. when the user's last message names one of the request's frontend tools, it calls that
 ///    tool. Names are compared on letters and digits only, ignoring case, so `confirmAction` is
