@@ -16,7 +16,7 @@
 #                               `buildah push`)
 #
 # Root (buildah's vfs storage driver, chroot). The image has the binary's architecture: AgentCore
-# Runtime needs ARM64, so build the binary for aarch64-unknown-linux-gnu first (README: Hosting).
+# Runtime needs ARM64, so build the binary for aarch64-unknown-linux-gnu first (docs/deploy-and-hosting.md).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

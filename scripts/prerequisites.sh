@@ -191,7 +191,7 @@ for component in "${rustup_components[@]:-}"; do
 done
 
 if [[ ${#missing[@]} -gt 0 ]]; then
-  log "MISSING for $COMMAND (README: Prerequisites lists one install line per platform):"
+  log "MISSING for $COMMAND (docs/testing.md: Prerequisites lists one install line per platform):"
   for item in "${missing[@]}"; do log "  - $item"; done
   if [[ "$(id -u)" != "0" ]] && command -v apt-get >/dev/null && [[ ${#apt_pkgs[@]} -gt 0 ]]; then
     log "as root this script installs the apt packages itself: sudo bash scripts/prerequisites.sh $WHAT"

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Runs the README's examples as written and checks their sample output against what happens.
+"""Runs the examples of the README and docs/*.md as written and checks their sample output.
 
     python3 scripts/readme_examples.py --binary target/debug/agui-lambda [--artifacts DIR]
 
-The README marks each example with an HTML comment right before its code block:
+The README and each docs/*.md page mark an example with an HTML comment right before its code
+block (names are unique across the documents):
 
     <!-- example: NAME -->           a ```bash block of curl commands, or the ```ts example
     <!-- example-output: NAME -->    the sample output of example NAME
@@ -25,6 +26,7 @@ Exits non-zero, saying which example and line, when an example fails or its samp
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import re
 import shutil
@@ -38,6 +40,7 @@ import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
+DOCS = os.path.join(ROOT, "docs")
 NODE_DIR = os.path.join(ROOT, "tests", "node")
 README_BASE = "http://127.0.0.1:8787"
 ELLIPSIS = "…"
@@ -57,6 +60,23 @@ def blocks(text: str) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
         else:
             examples[name] = (language, body)
     return examples, outputs
+
+
+def read_documents() -> tuple[dict[str, tuple[str, str]], dict[str, str], list[str]]:
+    """The marked examples and outputs of the README and docs/*.md, and any name used twice."""
+    examples: dict[str, tuple[str, str]] = {}
+    outputs: dict[str, str] = {}
+    problems: list[str] = []
+    paths = [README] + sorted(glob.glob(os.path.join(DOCS, "*.md")))
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            found, samples = blocks(handle.read())
+        where = os.path.relpath(path, ROOT)
+        for name in sorted(set(found) & set(examples)) + sorted(set(samples) & set(outputs)):
+            problems.append(f"{where}: example name {name!r} is used by another document too")
+        examples.update(found)
+        outputs.update(samples)
+    return examples, outputs, problems
 
 
 def line_pattern(sample: str) -> re.Pattern[str]:
@@ -141,8 +161,11 @@ def main() -> int:
     args = parser.parse_args()
     os.makedirs(args.artifacts, exist_ok=True)
 
-    with open(README, encoding="utf-8") as handle:
-        examples, outputs = blocks(handle.read())
+    examples, outputs, problems = read_documents()
+    if problems:
+        for problem in problems:
+            print(problem)
+        return 1
     if "typescript" not in examples or not any(lang == "bash" for lang, _ in examples.values()):
         print("README: the marked examples are missing (<!-- example: NAME --> before a block)")
         return 1

@@ -3,7 +3,7 @@
 # rust-cargolambda builder, a beta feature, runs `cargo lambda build --release`), then checks that
 # .aws-sam/build/AguiFunction/bootstrap is an x86_64 executable that starts and serves.
 # x86_64 because no aarch64 Rust target can be fetched here; arm64 is the template's default
-# (README: Deploy). Not part of the README's test command (a release build with fat LTO takes
+# (docs/deploy-and-hosting.md). Not part of the README's test command (a release build with fat LTO takes
 # minutes); .ci/run runs it after that command.
 #
 #   bash scripts/sam_build.sh

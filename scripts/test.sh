@@ -16,7 +16,8 @@
 #      /invocations, then its SIGTERM; every captured stream checked by ag-ui-validate
 #      then the browser tests: Playwright driving Debian's chromium through the dev page and the
 #      CopilotKit example (screenshots in .ci/artifacts/screenshots)
-#   5. the README's examples, as written, against the local server with the demo model: the
+#   5. the links and anchors of README.md, CHANGELOG.md and docs/*.md (scripts/check_links.py);
+#      the README's and docs/' examples, as written, against the local server with the demo model: the
 #      curl commands (and their sample output), the TypeScript example under `tsc --strict`
 #   6. the SAM template, transformed offline, linted by cfn-lint
 #   7. cargo deny (licenses, bans, sources; advisories when a database is at hand)
@@ -106,6 +107,12 @@ cargo test --locked --no-run --all-targets
 cargo build --locked -v --bin agui-lambda 2>&1 | tee "$ARTIFACTS/build.log" | grep -E '^\s+(Compiling|Finished)'
 if grep -E '^\s+Compiling ' "$ARTIFACTS/build.log" | grep -v ' agui-lambda v'; then
   echo "these dependencies compiled a second time: a dev-dependency adds features the plain build lacks (see Cargo.toml)"
+  exit 1
+fi
+# The library's public API is documented (#![warn(missing_docs)] in src/lib.rs, which holds in
+# this build: the test build's `test-utils` exposes internals that are not part of the API).
+if grep -A4 'missing documentation' "$ARTIFACTS/build.log"; then
+  echo "undocumented public items in the library (see above)"
   exit 1
 fi
 # The example agent's binary (an example may use dev-dependencies: the test build's graph).
@@ -226,10 +233,11 @@ else echo "the AgentCore-mode server did not exit 0 on SIGTERM"; tail -n 20 "$AR
 step "browser tests: Playwright + Debian chromium"
 # Headless chromium (apt, launched by its path) drives tests/node/browser/*.test.mjs: the dev
 # page (GET /) and the CopilotKit example, against a local server on aimock whose
-# get_current_time needs approval. Screenshots land in .ci/artifacts/screenshots.
+# get_current_time needs approval (and the dev page's first five minutes against the demo-model
+# server above, AGUI_DEMO_BASE). Screenshots land in .ci/artifacts/screenshots.
 # The same server as the AG-UI 1.0 tests above: its settings are the ones these tests need.
 (cd tests/node && AGUI_BASE="http://127.0.0.1:$APPROVAL_PORT" AIMOCK_URL="http://127.0.0.1:$AIMOCK_PORT" \
-  CHROMIUM_PATH="${CHROMIUM_PATH:-/usr/bin/chromium}" SCREENSHOT_DIR="$ARTIFACTS/screenshots" \
+  AGUI_DEMO_BASE="http://127.0.0.1:$DEMO_PORT" CHROMIUM_PATH="${CHROMIUM_PATH:-/usr/bin/chromium}" SCREENSHOT_DIR="$ARTIFACTS/screenshots" \
   node --test --test-concurrency=1 browser/) 2>&1 | tee "$SUITES/browser.log" \
   || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/approval.log"; exit 1; }
 
@@ -250,7 +258,10 @@ fi
 cleanup
 PIDS=()
 
-step "README examples, as written, against the local server (demo model)"
+step "docs: relative links and anchors of README.md, CHANGELOG.md and docs/*.md (offline)"
+python3 scripts/check_links.py 2>&1 | tee "$SUITES/links.log"
+
+step "README and docs examples, as written, against the local server (demo model)"
 python3 scripts/readme_examples.py --binary target/debug/agui-lambda --artifacts "$ARTIFACTS/readme" 2>&1 | tee "$SUITES/readme.log"
 
 step "SAM template: offline transform, then cfn-lint on source and result"

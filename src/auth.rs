@@ -15,6 +15,7 @@ use subtle::ConstantTimeEq;
 pub struct Principal(String);
 
 impl Principal {
+    /// The principal named `id`: an API key's name, a JWT's `sub`, an IAM ARN.
     pub fn new(id: impl Into<String>) -> Self {
         Self(id.into())
     }
@@ -24,6 +25,7 @@ impl Principal {
         Self("anonymous".to_owned())
     }
 
+    /// The principal's name, as threads record their owner.
     pub fn as_str(&self) -> &str {
         &self.0
     }

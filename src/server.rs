@@ -14,21 +14,30 @@ use std::sync::Arc;
 /// Why the function could not start or stopped serving.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
+    /// A setting is missing or out of its bounds.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// One of your tools could not be registered.
     #[error("your tools: {0}")]
     Tools(#[from] RegistryError),
+    /// The model, store, authenticator or MCP servers could not be set up.
     #[error(transparent)]
     Startup(#[from] StartupError),
+    /// The tokio runtime could not be built.
     #[error("could not start the tokio runtime: {0}")]
     Runtime(std::io::Error),
+    /// The local server could not bind its address.
     #[error("could not listen on {addr}: {source}")]
     Listen {
+        /// The address from `HOST` and `PORT`.
         addr: std::net::SocketAddr,
+        /// Why binding failed.
         source: std::io::Error,
     },
+    /// The Lambda runtime client failed.
     #[error("the Lambda runtime stopped: {0}")]
     Lambda(String),
+    /// `create-table` was asked of a build without DynamoDB.
     #[error("create-table needs the `aws` cargo feature, which this build leaves out")]
     NoAws,
 }

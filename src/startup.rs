@@ -393,7 +393,7 @@ fn explain_table_error(err: crate::store::dynamo::TableError, table: &str) -> St
                 .unwrap_or_default()
         ),
         TableError::Call { .. } if endpoint.is_some() => {
-            format!("{err}. Is DynamoDB Local running{at}? (README: Threads)")
+            format!("{err}. Is DynamoDB Local running{at}? (docs/threads-and-quotas.md)")
         }
         other => other.to_string(),
     })

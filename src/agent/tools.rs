@@ -82,7 +82,9 @@ pub const DEFAULT_MAX_RESULT_BYTES: usize = 100_000;
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ToolContext {
+    /// The thread the run belongs to.
     pub thread_id: ThreadId,
+    /// The run that made the call.
     pub run_id: RunId,
     /// Who started the run: the authenticated caller (`anonymous` with `AUTH_MODE=none`).
     pub principal: Principal,
@@ -108,16 +110,19 @@ impl ToolContext {
         }
     }
 
+    /// The context with the thread's state as the turn's calls began.
     pub fn with_state(mut self, state: impl Into<Arc<Value>>) -> Self {
         self.state = state.into();
         self
     }
 
+    /// The context with the client's time zone, if it sent one.
     pub fn with_device_timezone(mut self, zone: Option<chrono_tz::Tz>) -> Self {
         self.device_timezone = zone;
         self
     }
 
+    /// The context with `cancellation` as the signal that the result is no longer wanted.
     pub fn with_cancellation(mut self, cancellation: CancellationToken) -> Self {
         self.cancellation = cancellation;
         self
@@ -148,11 +153,14 @@ impl ToolContext {
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {
+    /// The result as the model and the thread get it (cut past `TOOL_RESULT_MAX_BYTES`).
     pub content: String,
+    /// A JSON Patch (RFC 6902) for the thread's state, streamed as `STATE_DELTA`.
     pub state_patch: Option<StatePatch>,
 }
 
 impl ToolOutput {
+    /// The text as the call's result.
     pub fn text(content: impl Into<String>) -> Self {
         Self {
             content: content.into(),
@@ -181,8 +189,10 @@ impl ToolOutput {
 /// `Fatal` ends the run with `RUN_ERROR` code `TOOL_EXECUTION_ERROR`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ToolError {
+    /// The call failed; the message goes back to the model as the result (`Error: …`).
     #[error("{0}")]
     Failed(String),
+    /// The run cannot go on; it ends with `RUN_ERROR` `TOOL_EXECUTION_ERROR`.
     #[error("{0}")]
     Fatal(String),
 }
@@ -232,6 +242,7 @@ pub enum ToolError {
 pub trait ServerTool: Send + Sync {
     /// The name the model calls it by: 1–64 letters, digits, `_` or `-`.
     fn name(&self) -> &str;
+    /// What the tool does, as the model reads it when choosing a tool.
     fn description(&self) -> &str;
     /// A JSON Schema object for the arguments; calls whose arguments break it never reach
     /// [`call`](Self::call) (the model gets the problems as a tool error).
@@ -251,17 +262,28 @@ pub trait ServerTool: Send + Sync {
     fn parallel(&self) -> bool {
         true
     }
+    /// Runs the call with arguments already checked against [`ServerTool::parameters`].
     async fn call(&self, arguments: Value, context: &ToolContext) -> Result<ToolOutput, ToolError>;
 }
 
+/// Why a tool could not be registered (start-up stops, naming the tool).
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
+    /// Another tool already has the name.
     #[error("tool {0} is registered twice")]
     Duplicate(String),
+    /// The parameters are not a JSON Schema object the checker accepts.
     #[error("tool {name} has an invalid schema: {reason}")]
-    BadSchema { name: String, reason: String },
+    BadSchema {
+        /// The tool's name.
+        name: String,
+        /// What is wrong with the schema.
+        reason: String,
+    },
+    /// The name is not 1–64 letters, digits, `_` or `-`.
     #[error("tool name {0:?} is not accepted by model APIs (1-64 letters, digits, _ or -)")]
     BadName(String),
+    /// A setting names a tool no one registered.
     #[error("no server tool is named {0}")]
     Unknown(String),
 }
@@ -425,10 +447,12 @@ impl ToolRegistry {
         })
     }
 
+    /// Whether a tool of that name is registered.
     pub fn contains(&self, name: &str) -> bool {
         self.tools.contains_key(name)
     }
 
+    /// The registered tools as the model is offered them (name, description, schema).
     pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
         self.tools.values().map(|registered| &registered.spec)
     }

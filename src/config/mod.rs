@@ -1,6 +1,6 @@
 //! Typed configuration, read once from the environment at cold start: one section per concern,
 //! each with the variables it reads and its own parser. Every variable, its default and meaning
-//! is listed in the README's configuration table; `SETTINGS` is the list to check it against.
+//! is listed in docs/configuration.md; a test holds that table to `SETTINGS`.
 
 mod agent;
 mod auth;
@@ -40,37 +40,57 @@ pub(crate) use tools::ToolsConfig;
 /// Every setting, grouped by concern.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// The model provider, its endpoint, credentials and window.
     pub model: ModelConfig,
+    /// The local server's address, CORS and SSE pings.
     pub http: HttpConfig,
     /// What serves the binary and how it stops.
     pub hosting: HostingConfig,
+    /// The thread store (DynamoDB or memory), TTLs and attachments bucket.
     pub store: StoreConfig,
+    /// Who may call the function (`AUTH_MODE` and its keys).
     pub auth: AuthConfig,
+    /// Request limits: body size, messages, text, attachments.
     pub limits: Limits,
+    /// The agent's prompt, steps, timeouts, approvals and quotas.
     pub agent: AgentSettings,
+    /// Server tools' result limit and the MCP servers.
     pub tools: ToolsConfig,
+    /// The tokio runtime's flavour.
     pub runtime: RuntimeFlavor,
     /// `AGENT_PROFILES`: named agents chosen by `forwardedProps.agent_type`; empty when unset.
     pub profiles: BTreeMap<String, ProfileConfig>,
+    /// Traces and metrics.
     pub telemetry: TelemetryConfig,
+    /// How a thread that outgrows the model's window is compacted.
     pub context: ContextConfig,
 }
 
+/// A setting the function cannot start with; the message names the variable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
+    /// A value outside the variable's bounds.
     #[error("{name} must be {expected}, got {value:?}")]
     Invalid {
+        /// The variable.
         name: &'static str,
+        /// What it accepts.
         expected: &'static str,
+        /// What it was set to.
         value: String,
     },
+    /// An auth mode without the settings it needs.
     #[error("AUTH_MODE={mode} needs {needs}")]
     Missing {
+        /// The `AUTH_MODE` value.
         mode: &'static str,
+        /// The settings it lacks.
         needs: &'static str,
     },
+    /// `MCP_SERVERS` does not parse or breaks its rules.
     #[error("MCP_SERVERS: {0}")]
     Mcp(#[from] crate::mcp::McpConfigError),
+    /// `AGENT_PROFILES` does not parse or breaks its rules.
     #[error("AGENT_PROFILES: {0}")]
     Profiles(#[from] ProfilesConfigError),
 }
@@ -98,7 +118,7 @@ pub(crate) const SET_BY_LAMBDA: &[&str] = &[
     not(test),
     expect(
         dead_code,
-        reason = "read by the tests now, by the documentation check later"
+        reason = "read by the tests: the sections' parsers and docs/configuration.md are held to it"
     )
 )]
 pub(crate) const SETTINGS: &[&[&str]] = &[
@@ -119,6 +139,7 @@ pub(crate) const SETTINGS: &[&[&str]] = &[
 ];
 
 impl Config {
+    /// Every setting from the process environment; the first bad value is the error.
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_map(&std::env::vars().collect())
     }
@@ -278,6 +299,75 @@ pub(crate) mod tests {
         assert!(
             unlisted.is_empty() && never_read.is_empty(),
             "read but not listed: {unlisted:?}; listed but never read: {never_read:?}"
+        );
+    }
+
+    /// The configuration reference, as shipped.
+    const REFERENCE: &str = include_str!("../../docs/configuration.md");
+    /// How the reference marks a row the code's configuration does not read (the logging
+    /// set-up, the OpenTelemetry SDK): exempt from the check unless `SETTINGS` lists it.
+    const READ_ELSEWHERE: &str = "not in `config::SETTINGS`";
+
+    /// The variables named in the first cell of the reference's table rows: (documented, of
+    /// them marked as read elsewhere).
+    fn documented(reference: &str) -> (BTreeSet<&str>, BTreeSet<&str>) {
+        let mut all = BTreeSet::new();
+        let mut elsewhere = BTreeSet::new();
+        for row in reference.lines().filter(|line| line.starts_with("| `")) {
+            let first = row.split('|').nth(1).unwrap_or_default();
+            let names = first.split('`').skip(1).step_by(2).filter(|name| {
+                name.starts_with(|c: char| c.is_ascii_uppercase())
+                    && name
+                        .chars()
+                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+            });
+            for name in names {
+                all.insert(name);
+                if row.contains(READ_ELSEWHERE) {
+                    elsewhere.insert(name);
+                }
+            }
+        }
+        (all, elsewhere)
+    }
+
+    /// What is wrong between `settings` and `reference`, as a message; `None` when they agree.
+    fn reference_problems(settings: &[&[&str]], reference: &str) -> Option<String> {
+        let code: BTreeSet<&str> = settings.iter().flat_map(|s| s.iter().copied()).collect();
+        let (documented, elsewhere) = documented(reference);
+        let undocumented: Vec<_> = code.difference(&documented).collect();
+        let unread: Vec<_> = documented
+            .difference(&code)
+            .filter(|name| !elsewhere.contains(*name))
+            .collect();
+        (!undocumented.is_empty() || !unread.is_empty()).then(|| {
+            format!(
+                "read by the code but missing from docs/configuration.md: {undocumented:?}; \
+                 documented there but not read by the code (nor marked {READ_ELSEWHERE:?}): {unread:?}"
+            )
+        })
+    }
+
+    #[test]
+    fn the_configuration_reference_documents_every_setting() {
+        assert_eq!(reference_problems(SETTINGS, REFERENCE), None);
+    }
+
+    #[test]
+    fn the_reference_check_catches_a_setting_missing_from_either_side() {
+        let table = "| variable | default | bounds | meaning |\n|---|---|---|---|\n\
+                     | `PORT` / `HOST` | `8787` | | address |\n\
+                     | `RUST_LOG` | `info` | | _read by the logging set-up, not in `config::SETTINGS`:_ filter |\n";
+        assert_eq!(reference_problems(&[&["PORT", "HOST"]], table), None);
+        let missing = reference_problems(&[&["PORT", "HOST", "NEW_SETTING"]], table).unwrap();
+        assert!(
+            missing.contains("missing from docs/configuration.md: [\"NEW_SETTING\"]"),
+            "{missing}"
+        );
+        let stale = reference_problems(&[&["PORT"]], table).unwrap();
+        assert!(
+            stale.contains("not read by the code") && stale.contains("\"HOST\""),
+            "{stale}"
         );
     }
 }

@@ -8,7 +8,7 @@ use super::{ConfigError, Section};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RuntimeFlavor {
     /// One thread: under Lambda an instance serves one invocation at a time, and a second
-    /// worker only adds cross-thread wake-ups (README: Benchmarks).
+    /// worker only adds cross-thread wake-ups (docs/benchmarks.md).
     CurrentThread,
     /// Worker threads (`TOKIO_WORKER_THREADS`, default one per core): the local or container
     /// server with many streams at once, and Lambda with `AWS_LAMBDA_MAX_CONCURRENCY` > 1.

@@ -97,7 +97,7 @@ impl<'a> Vars<'a> {
         } else {
             Err(ConfigError::Invalid {
                 name,
-                expected: "a whole number within its bounds (see the README's configuration table)",
+                expected: "a whole number within its bounds (see docs/configuration.md)",
                 value: format!("{value} (allowed {}..={})", range.start(), range.end()),
             })
         }

@@ -6,15 +6,17 @@ use super::{
 };
 use crate::protocol::{Message, UserContent};
 use async_trait::async_trait;
-use serde_json::json;
+use serde_json::{Map, Value, json};
 use std::time::Duration;
 
-/// The offline demo: no API key, no network. Its rules, in order (the README documents them):
+/// The offline demo: no API key, no network. Its rules, in order (docs/dev-page.md documents them):
 /// 1. after a tool result, it says (as the demo) what the tool answered;
 /// 2. when the user's last message names one of the request's frontend tools, it calls that
-///    tool with `{}`. Names are compared on letters and digits only, ignoring case, so
-///    `confirmAction` is named by "confirm action" and `change-background-color` by "Change
-///    background color";
+///    tool. Names are compared on letters and digits only, ignoring case, so `confirmAction` is
+///    named by "confirm action" and `change-background-color` by "Change background color".
+///    Its arguments fill each string parameter that has a closed set of values (an `enum`, or a
+///    parameter named `color`/`colour`: the basic colour names) with the value the message
+///    names, else the first; other parameters are left out;
 /// 3. when the message contains "time", it calls the server tool `get_current_time`;
 /// 4. otherwise it says what it is and repeats the message.
 #[derive(Clone, Default)]
@@ -44,7 +46,7 @@ impl DemoModel {
             tool.name != "get_current_time" && !name.is_empty() && said.contains(&name)
         });
         if let Some(tool) = frontend {
-            return Self::call(&tool.name, "{}");
+            return Self::call(&tool.name, &arguments(&tool.parameters, &lower).to_string());
         }
         let has_clock = request
             .tools
@@ -82,6 +84,62 @@ impl DemoModel {
             ModelDelta::Finish(FinishReason::ToolCalls),
         ]
     }
+}
+
+/// The colours a `color` parameter takes when its schema names none: the AG-Kit send-message
+/// protocol's `change-background-color` list, which the dev page and CopilotKit example declare.
+const COLOURS: &[&str] = &[
+    "blue",
+    "red",
+    "green",
+    "transparent",
+    "yellow",
+    "purple",
+    "orange",
+    "pink",
+    "brown",
+    "gray",
+    "black",
+    "white",
+];
+
+/// The demo's arguments for a frontend tool: each string parameter with a closed set of values
+/// gets the one `message` names as a word (else the first), so the call is one the tool accepts.
+fn arguments(parameters: &Value, message: &str) -> Value {
+    // Clients may send the schema as a JSON string (the AG-Kit protocol does).
+    let parsed;
+    let schema = match parameters {
+        Value::String(text) => {
+            parsed = serde_json::from_str::<Value>(text).unwrap_or(Value::Null);
+            &parsed
+        }
+        other => other,
+    };
+    let words: Vec<&str> = message
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .collect();
+    let mut arguments = Map::new();
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return Value::Object(arguments);
+    };
+    for (name, property) in properties {
+        if property.get("type").and_then(Value::as_str) != Some("string") {
+            continue;
+        }
+        let choices: Vec<&str> = match property.get("enum").and_then(Value::as_array) {
+            Some(values) => values.iter().filter_map(Value::as_str).collect(),
+            None if matches!(name.as_str(), "color" | "colour") => COLOURS.to_vec(),
+            None => continue,
+        };
+        let named = choices
+            .iter()
+            .find(|choice| words.iter().any(|word| word.eq_ignore_ascii_case(choice)));
+        if let Some(choice) = named.or(choices.first()) {
+            arguments.insert(name.clone(), Value::String((*choice).to_owned()));
+        }
+    }
+    Value::Object(arguments)
 }
 
 /// `"Confirm action!"` → `"confirmaction"`: how the demo compares a message with tool names.
@@ -206,5 +264,53 @@ mod tests {
         assert_eq!(called(&after_tool), None);
         assert!(text(&after_tool).starts_with("This is agui-lambda's scripted demo model"));
         assert!(text(&after_tool).ends_with("The tool answered: confirmed"));
+    }
+
+    fn arguments_of(deltas: &[ModelDelta]) -> Option<Value> {
+        deltas.iter().find_map(|delta| match delta {
+            ModelDelta::ToolCallArgs { delta, .. } => serde_json::from_str(delta).ok(),
+            _ => None,
+        })
+    }
+
+    /// The dev page's `change-background-color`, its schema a JSON string as the page sends it.
+    fn background_request(message: &str) -> ModelRequest {
+        let mut request = request(user(message), &[]);
+        request.tools.push(ToolSpec {
+            name: "change-background-color".to_owned(),
+            description: "Change the background color.".to_owned(),
+            parameters: Value::String(
+                r#"{"type":"object","properties":{"color":{"type":"string"}},"required":["color"]}"#
+                    .to_owned(),
+            ),
+        });
+        request
+    }
+
+    #[test]
+    fn the_demo_changes_the_background_to_the_colour_the_message_names() {
+        let deltas = DemoModel::answer(&background_request("Change background color to green."));
+        assert_eq!(called(&deltas), Some("change-background-color"));
+        assert_eq!(arguments_of(&deltas), Some(json!({"color": "green"})));
+    }
+
+    #[test]
+    fn the_demo_picks_a_colour_the_page_accepts_when_the_message_names_none() {
+        let deltas = DemoModel::answer(&background_request("Change background color"));
+        assert_eq!(arguments_of(&deltas), Some(json!({"color": "blue"})));
+    }
+
+    #[test]
+    fn the_demo_fills_an_enum_parameter_and_leaves_free_text_out() {
+        let mut request = request(user("set mode to Dark, please"), &[]);
+        request.tools.push(ToolSpec {
+            name: "set-mode".to_owned(),
+            description: String::new(),
+            parameters: json!({"type": "object", "properties": {
+                "mode": {"type": "string", "enum": ["light", "dark"]},
+                "note": {"type": "string"}}}),
+        });
+        let deltas = DemoModel::answer(&request);
+        assert_eq!(arguments_of(&deltas), Some(json!({"mode": "dark"})));
     }
 }

@@ -55,6 +55,7 @@ macro_rules! id_type {
                 Self(format!(concat!($prefix, "{}"), uuid::Uuid::new_v4().simple()))
             }
 
+            /// The id as text.
             pub fn as_str(&self) -> &str {
                 &self.0
             }

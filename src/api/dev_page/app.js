@@ -1,4 +1,4 @@
-// The dev page: a chat with this agent over its own HTTP API (README: The dev page).
+// The dev page: a chat with this agent over its own HTTP API (docs/dev-page.md).
 // POST agent with an AG-UI RunAgentInput, the SSE read with fetch + ReadableStream; the
 // frontend tools of the AG-Kit send-message protocol and the AG-UI HTTP Agent document run here; AG-UI 1.0 interrupts get approve/deny buttons
 // and a run with `resume`; Stop cancels the run; a reload restores the thread
@@ -589,6 +589,14 @@ function main() {
     }
   });
   $("stop").addEventListener("click", stop);
+  // The empty state's suggestions: a click sends the suggestion as if typed.
+  for (const hint of document.querySelectorAll("#hints .hint")) {
+    hint.addEventListener("click", () => {
+      if (state.running) return;
+      input.value = hint.textContent;
+      $("composer").requestSubmit();
+    });
+  }
   $("new-thread").addEventListener("click", () => {
     if (state.running) return;
     useThread(uuid());

@@ -34,7 +34,7 @@ after(async () => {
 });
 
 // A fresh browser context (so a new thread) on the page; collects what the page complains about.
-async function openPage() {
+async function openPage(base = BASE) {
   const context = await browser.newContext({ viewport: { width: 1000, height: 720 }, timezoneId: "Europe/Paris" });
   const page = await context.newPage();
   page.setDefaultTimeout(TIMEOUT);
@@ -43,7 +43,7 @@ async function openPage() {
     if (message.type() === "error") problems.push(`console: ${message.text()}`);
   });
   page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-  await page.goto(`${BASE}/`);
+  await page.goto(`${base}/`);
   await page.waitForSelector('#status[data-state="idle"]');
   return { page, problems, close: () => context.close() };
 }
@@ -103,6 +103,33 @@ test("the answer streams in as Markdown, with the model's reasoning shown", asyn
   assert.match(await answer.textContent(), /<script>alert\('no'\)<\/script> stays text/);
   assert.match(await page.locator(".msg-reasoning").first().textContent(), /a heading, a list and code/);
   await screenshot(page, "markdown");
+  assert.deepEqual(problems, []);
+  await close();
+});
+
+// What a newcomer gets from `cargo run` with nothing configured: the demo model behind the page.
+const DEMO_BASE = process.env.AGUI_DEMO_BASE;
+
+test("a new thread suggests what to try, and the demo model turns the page green as suggested", { skip: !DEMO_BASE && "AGUI_DEMO_BASE not set" }, async () => {
+  const { page, problems, close } = await openPage(DEMO_BASE);
+  const hints = page.locator("#hints");
+  assert.ok(await hints.isVisible(), "the empty state shows its suggestions");
+  assert.deepEqual(await page.locator("#hints .hint").allTextContents(), [
+    "What time is it?",
+    "Change background color to green",
+    "Please confirm action: delete the draft",
+  ]);
+  await screenshot(page, "empty");
+  await page.locator("#hints .hint", { hasText: "Change background color to green" }).click();
+  await page.locator(".tool-result-text").first().waitFor();
+  await waitStatus(page, "done");
+  assert.ok(!(await hints.isVisible()), "the suggestions go once the thread has messages");
+  const call = page.locator(".tool-call").first();
+  assert.equal(await call.locator(".tool-name").textContent(), "change-background-color");
+  assert.deepEqual(JSON.parse(await call.locator(".tool-args").textContent()), { color: "green" });
+  assert.equal(await page.evaluate(() => getComputedStyle(document.body).backgroundColor), "rgb(0, 128, 0)");
+  assert.match(await lastAnswer(page).textContent(), /scripted demo model .*The tool answered: Background color successfully changed to: green/);
+  await screenshot(page, "demo-background");
   assert.deepEqual(problems, []);
   await close();
 });
