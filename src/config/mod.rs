@@ -8,6 +8,7 @@ mod context;
 mod hosting;
 mod http_server;
 mod limits;
+mod memory;
 mod model;
 mod profiles;
 mod quotas;
@@ -54,6 +55,8 @@ pub struct Config {
     pub profiles: BTreeMap<String, ProfileConfig>,
     pub telemetry: TelemetryConfig,
     pub context: ContextConfig,
+    /// Long-term memory per principal (`MEMORY`).
+    pub memory: crate::agent::memory::MemorySettings,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -115,6 +118,7 @@ pub(crate) const SETTINGS: &[&[&str]] = &[
     Profiles::SETTINGS,
     TelemetryConfig::SETTINGS,
     ContextConfig::SETTINGS,
+    crate::agent::memory::MemorySettings::SETTINGS,
     SET_BY_LAMBDA,
 ];
 
@@ -145,6 +149,7 @@ impl Config {
             profiles: Profiles::from_vars(vars)?,
             telemetry: TelemetryConfig::from_vars(vars)?,
             context: ContextConfig::from_vars(vars)?,
+            memory: crate::agent::memory::MemorySettings::from_vars(vars)?,
         })
     }
 }
