@@ -87,7 +87,7 @@ pub mod startup {
 pub mod store {
     pub use crate::store::{
         Blobs, Checkpoint, ContextMark, ContextUpdate, Deletion, EventLog, History, HistoryQuery,
-        Lease, MemoryStore, NewThread, QuotaExceeded, QuotaLimits, RunFinish, RunLeases, RunStart,
+        Lease, Memories, Memory, MemoryEdit, MemoryId, MemorySet, MemoryStore, NewMemory, NewThread, QuotaExceeded, QuotaLimits, RunFinish, RunLeases, RunStart,
         RunTokens, Settlement, StoreError, StoredBlob, TaskFailure, TaskRecord, TaskRecords,
         TaskState, ThreadActivity, ThreadStore, Threads, TimedMessage, TimedPage, TimedQuery,
         Upload, UsageLedger, usage_day,

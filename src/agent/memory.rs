@@ -295,17 +295,20 @@ mod tests {
             enabled: true,
             ..MemorySettings::default()
         };
-        let block = block(&store, &owner, "a vegetarian dinner?", &settings)
+        let given = block(&store, &owner, "a vegetarian dinner?", &settings)
             .await
             .unwrap()
             .unwrap();
-        assert!(block.contains("Call me Sam") && block.contains("Sam is vegetarian"));
+        assert!(given.contains("Call me Sam") && given.contains("Sam is vegetarian"));
         assert!(
-            !block.contains("Lyon"),
-            "not relevant to the message: {block}"
+            !given.contains("Lyon"),
+            "not relevant to the message: {given}"
         );
         let tight = MemorySettings {
-            context_tokens: text_tokens(BLOCK_HEAD) as u32 + 12,
+            // Room for the pinned line only.
+            context_tokens: (text_tokens(BLOCK_HEAD)
+                + text_tokens("- [mem_0000000000000000000000000000] Call me Sam"))
+                as u32,
             ..settings
         };
         let small = block_of(&store, &owner, &tight).await;

@@ -35,6 +35,7 @@ mod interrupts;
 mod lambda_events;
 mod lifecycle;
 mod long_conversation;
+mod memories;
 mod mcp;
 mod multimodal;
 mod observability;

@@ -116,6 +116,15 @@ impl Memories for DynamoStore {
             // The count was read at this version: a save in between makes this one try again.
             let bump = self.version_bump(owner, Some(current.version))?;
             if self.transact_memory(vec![put, bump]).await? {
+                // The write was conditional on `current.version`: the set is now exactly this.
+                let mut memories = Vec::with_capacity(current.memories.len() + 1);
+                memories.push(saved.clone());
+                memories.extend(current.memories.iter().cloned());
+                let set = MemorySet {
+                    version: current.version + 1,
+                    memories: Arc::new(memories),
+                };
+                self.memory_cache.put(owner, set);
                 return Ok(saved);
             }
         }
@@ -309,6 +318,38 @@ impl DynamoStore {
                 ))),
             },
         }
+    }
+}
+
+#[cfg(any(test, feature = "test-utils"))]
+impl DynamoStore {
+    /// Writes `texts` as `owner`'s memories straight into the table (BatchWriteItem, 25 a
+    /// call) and moves their version on: benchmarks and tests seed thousands in seconds.
+    pub async fn seed_memories(&self, owner: &Principal, texts: &[String]) -> Result<(), StoreError> {
+        let now = now_ms();
+        let mut requests = Vec::with_capacity(texts.len());
+        for (index, text) in texts.iter().enumerate() {
+            let at = now + i64::try_from(index).unwrap_or(0);
+            let memory = Memory {
+                id: MemoryId::new(at),
+                text: text.clone(),
+                pinned: false,
+                created_at_ms: at,
+                updated_at_ms: at,
+                thread_id: None,
+                run_id: None,
+                expires_at_ms: None,
+            };
+            let put = self.memory_put(owner, &memory)?;
+            let request = aws_sdk_dynamodb::types::PutRequest::builder()
+                .set_item(Some(put.item))
+                .build()
+                .map_err(unavailable)?;
+            requests.push(aws_sdk_dynamodb::types::WriteRequest::builder().put_request(request).build());
+        }
+        self.batch_write(requests).await?;
+        self.transact_memory(vec![self.version_bump(owner, None)?]).await?;
+        Ok(())
     }
 }
 
