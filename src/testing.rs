@@ -87,10 +87,11 @@ pub mod startup {
 pub mod store {
     pub use crate::store::{
         Blobs, Checkpoint, ContextMark, ContextUpdate, Deletion, EventLog, History, HistoryQuery,
-        Lease, Memories, Memory, MemoryEdit, MemoryId, MemorySet, MemoryStore, NewMemory, NewThread, QuotaExceeded, QuotaLimits, RunFinish, RunLeases, RunStart,
-        RunTokens, Settlement, StoreError, StoredBlob, TaskFailure, TaskRecord, TaskRecords,
-        TaskState, ThreadActivity, ThreadStore, Threads, TimedMessage, TimedPage, TimedQuery,
-        Upload, UsageLedger, usage_day,
+        Lease, Memories, Memory, MemoryEdit, MemoryId, MemorySet, MemoryStore, NewMemory,
+        NewThread, QuotaExceeded, QuotaLimits, RunFinish, RunLeases, RunStart, RunTokens,
+        Settlement, StoreError, StoredBlob, TaskFailure, TaskRecord, TaskRecords, TaskState,
+        ThreadActivity, ThreadStore, Threads, TimedMessage, TimedPage, TimedQuery, Upload,
+        UsageLedger, usage_day,
     };
     #[cfg(feature = "aws")]
     pub use crate::store::{DynamoStore, StoreUsage};

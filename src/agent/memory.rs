@@ -162,6 +162,12 @@ impl ServerTool for MemoryTool {
     }
 
     async fn call(&self, arguments: Value, context: &ToolContext) -> Result<ToolOutput, ToolError> {
+        crate::store::meter::for_memory(self.run(arguments, context)).await
+    }
+}
+
+impl MemoryTool {
+    async fn run(&self, arguments: Value, context: &ToolContext) -> Result<ToolOutput, ToolError> {
         let owner = &context.principal;
         match self.kind {
             Kind::Save => self.save(&arguments, context).await,
@@ -188,9 +194,7 @@ impl ServerTool for MemoryTool {
             }
         }
     }
-}
 
-impl MemoryTool {
     async fn save(
         &self,
         arguments: &Value,

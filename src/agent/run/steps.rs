@@ -82,7 +82,8 @@ impl PreparedRun {
             agui.memory.injected_chars = tracing::field::Empty,
         );
         let store = self.agent.store.as_ref();
-        let recalled = crate::agent::memory::block(store, &self.lease.owner, &user_text, settings)
+        let block = crate::agent::memory::block(store, &self.lease.owner, &user_text, settings);
+        let recalled = crate::store::meter::for_memory(block)
             .instrument(span.clone())
             .await;
         match recalled {

@@ -325,7 +325,11 @@ impl DynamoStore {
 impl DynamoStore {
     /// Writes `texts` as `owner`'s memories straight into the table (BatchWriteItem, 25 a
     /// call) and moves their version on: benchmarks and tests seed thousands in seconds.
-    pub async fn seed_memories(&self, owner: &Principal, texts: &[String]) -> Result<(), StoreError> {
+    pub async fn seed_memories(
+        &self,
+        owner: &Principal,
+        texts: &[String],
+    ) -> Result<(), StoreError> {
         let now = now_ms();
         let mut requests = Vec::with_capacity(texts.len());
         for (index, text) in texts.iter().enumerate() {
@@ -345,10 +349,15 @@ impl DynamoStore {
                 .set_item(Some(put.item))
                 .build()
                 .map_err(unavailable)?;
-            requests.push(aws_sdk_dynamodb::types::WriteRequest::builder().put_request(request).build());
+            requests.push(
+                aws_sdk_dynamodb::types::WriteRequest::builder()
+                    .put_request(request)
+                    .build(),
+            );
         }
         self.batch_write(requests).await?;
-        self.transact_memory(vec![self.version_bump(owner, None)?]).await?;
+        self.transact_memory(vec![self.version_bump(owner, None)?])
+            .await?;
         Ok(())
     }
 }
