@@ -5,6 +5,7 @@
 pub mod agent {
     pub use crate::agent::context::summary::SUMMARY_MARKER;
     pub use crate::agent::history_day::history_day;
+    pub use crate::agent::memory::MemorySettings;
     pub use crate::agent::tools::ToolRegistry;
     pub use crate::agent::{Agent, AgentSettings, ContextSettings, ContextStrategy, Quotas};
 }
