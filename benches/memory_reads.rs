@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 fn input(text: &str) -> RunInput {
     RunInput {
         thread_id: Some(ThreadId::new_uuid()),
-        run_id: RunId::parse(&uuid::Uuid::new_v4().to_string(), 128).unwrap(),
+        run_id: RunId::parse(uuid::Uuid::new_v4().to_string(), 128).unwrap(),
         parent_run_id: None,
         state: None,
         messages: vec![Message::User {
@@ -98,17 +98,22 @@ async fn main() {
             ..AgentSettings::default()
         },
     );
-    let short = |n: usize| format!("fact number {n} about topic {}", n % 37);
-    // A memory at the default MEMORY_MAX_CHARS (500).
-    let long = |n: usize| format!("{} {}", short(n), "x".repeat(470));
-    let principals: [(&str, usize, &dyn Fn(usize) -> String); 3] = [
-        ("ten", 10, &short),
-        ("thousand", 1_000, &short),
-        ("two-thousand-long", 2_000, &long),
+    // (principal, memories, padding): the last at about the default MEMORY_MAX_CHARS (500).
+    let principals = [
+        ("ten", 10, 0),
+        ("thousand", 1_000, 0),
+        ("two-thousand-long", 2_000, 470),
     ];
+    let text = |n: usize, padding: usize| {
+        format!(
+            "fact number {n} about topic {} {}",
+            n % 37,
+            "x".repeat(padding)
+        )
+    };
     println!("store read calls per run with MEMORY=on (a new thread each run; DynamoDB Local):");
-    for (owner, count, text) in principals {
-        let texts: Vec<String> = (0..count).map(text).collect();
+    for (owner, count, padding) in principals {
+        let texts: Vec<String> = (0..count).map(|n| text(n, padding)).collect();
         let seeding = Instant::now();
         store
             .seed_memories(&Principal::new(owner), &texts)
@@ -119,7 +124,7 @@ async fn main() {
         let (warm, warm_took) = run(&agent, &store, &model, owner).await;
         println!(
             "  {count:>5} memories ({:>3} chars each, seeded in {seeded:.1?}): cold {cold} reads ({cold_took:.1?}), warm {warm} reads ({warm_took:.1?})",
-            text(0).len()
+            texts[0].len()
         );
     }
 }

@@ -324,8 +324,10 @@ async fn the_api_pages_edits_bounds_and_erases_memories() {
         (200, json!(3))
     );
     assert!(list(&app, ALICE).await.is_empty());
+}
 
-    // Off by default: the routes say so, and runs offer no memory tool.
+#[tokio::test]
+async fn memory_is_off_by_default_and_its_routes_say_so() {
     let off = spawn_app().await;
     let answer = off.get("/memories").await;
     assert_eq!(
