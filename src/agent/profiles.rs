@@ -458,4 +458,57 @@ mod tests {
             "Error: unknown tool \"get_current_time\""
         );
     }
+
+    #[test]
+    fn a_profile_can_turn_memory_on_with_its_tools_while_the_default_agent_keeps_it_off() {
+        let store = Arc::new(MemoryStore::new());
+        let mut tools = ToolRegistry::with_builtins().unwrap();
+        let settings = crate::agent::memory::MemorySettings::default();
+        for tool in crate::agent::memory::tools(store.clone(), settings) {
+            tools.add(tool).unwrap();
+        }
+        let agent = Agent::new(
+            Arc::new(ScriptedModel::default()),
+            Arc::new(tools),
+            store,
+            AgentSettings::default(),
+        )
+        .with_profiles([
+            (
+                "remembers".to_owned(),
+                AgentProfile {
+                    tools: Some(vec!["get_current_time".to_owned()]),
+                    memory: Some(true),
+                    ..profile(None, None)
+                },
+            ),
+            ("forgets".to_owned(), profile(None, None)),
+        ])
+        .unwrap();
+        let offered = |agent: &Agent| -> Vec<String> {
+            agent
+                .tool_specs(&[])
+                .into_iter()
+                .map(|spec| spec.name)
+                .collect()
+        };
+        let remembers = agent.profile("remembers").unwrap();
+        assert!(remembers.settings.memory.enabled);
+        assert_eq!(
+            offered(&remembers),
+            [
+                "delete_memory",
+                "get_current_time",
+                "save_memory",
+                "search_memories"
+            ]
+        );
+        let forgets = agent.profile("forgets").unwrap();
+        assert_eq!(offered(&forgets), ["get_current_time"]);
+        assert!(!forgets.offers("save_memory"));
+        assert!(
+            agent.memories().is_some(),
+            "the API serves a profile's memories"
+        );
+    }
 }
