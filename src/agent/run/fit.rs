@@ -124,8 +124,10 @@ impl PreparedRun {
         }
         let window = self.window(pressure);
         let fixed = Fixed {
+            // The memory block rides with the newest user message but is as fixed as the prompt.
             prompt_tokens: request.system.as_deref().map_or(0, text_tokens)
-                + tools_tokens(&request),
+                + tools_tokens(&request)
+                + self.progress.memory_block.as_deref().map_or(0, text_tokens),
             summary_tokens: 0,
             summary_allowance: summary_write(&window),
         };
