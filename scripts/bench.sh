@@ -17,7 +17,8 @@
 #    configured (scripts/mcp_bench.py: none, one, two listed concurrently, one down, one silent)
 # 3. cargo bench: chunk→frame delay (benches/chunk_to_frame.rs), a full-history request's cost
 #    (benches/full_history.rs) and the criterion hot paths
-#    (benches/hot_paths.rs)
+#    (benches/hot_paths.rs); on DynamoDB Local, store reads per run with long-term memory
+#    (benches/memory_reads.rs)
 # Everything listens on 127.0.0.1 on free ports; every process started here is stopped on exit.
 set -euo pipefail
 
@@ -113,6 +114,9 @@ AGUI_BENCH_DYNAMODB_ENDPOINT="http://127.0.0.1:$DDB_PORT" cargo bench --locked -
 
 step "cargo bench --bench long_conversation (runs on long threads, a 300-turn conversation in an 8k window)"
 AGUI_BENCH_DYNAMODB_ENDPOINT="http://127.0.0.1:$DDB_PORT" cargo bench --locked --bench long_conversation | tee "$OUT/long_conversation.txt"
+
+step "cargo bench --bench memory_reads (store reads per run with 10, 1,000 and 2,000 memories, cold and warm)"
+AGUI_BENCH_DYNAMODB_ENDPOINT="http://127.0.0.1:$DDB_PORT" cargo bench --locked --bench memory_reads | tee "$OUT/memory_reads.txt"
 
 step "run event recording on vs off: the release binary on DynamoDB Local"
 DDB_ENV=(THREADS_TABLE=bench-recording AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$DDB_PORT"

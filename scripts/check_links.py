@@ -18,9 +18,6 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Documents another branch of this round adds (issue 29: long-term memory). A link to one that
-# does not exist yet is reported, not failed; once it exists it is checked like any other.
-PENDING = {"docs/memory.md"}
 
 LINK = re.compile(r"(?<!!)\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)|!\[[^\]]*\]\(([^)\s]+)\)")
 INLINE_CODE = re.compile(r"`+[^`]*`+")
@@ -80,8 +77,8 @@ def anchors(text: str) -> set[str]:
     return found
 
 
-def check(path: str, cache: dict[str, set[str]]) -> tuple[list[str], list[str]]:
-    problems, notes = [], []
+def check(path: str, cache: dict[str, set[str]]) -> list[str]:
+    problems = []
     text = open(path, encoding="utf-8").read()
     rel = os.path.relpath(path, ROOT)
     for number, line in prose_lines(text):
@@ -94,10 +91,7 @@ def check(path: str, cache: dict[str, set[str]]) -> tuple[list[str], list[str]]:
             dest = path if not file_part else os.path.normpath(os.path.join(os.path.dirname(path), file_part))
             dest_rel = os.path.relpath(dest, ROOT)
             if not os.path.exists(dest):
-                if dest_rel in PENDING:
-                    notes.append(f"{where} (pending: {dest_rel} comes with another branch)")
-                else:
-                    problems.append(f"{where}: no such file {dest_rel}")
+                problems.append(f"{where}: no such file {dest_rel}")
                 continue
             if not anchor:
                 continue
@@ -108,19 +102,15 @@ def check(path: str, cache: dict[str, set[str]]) -> tuple[list[str], list[str]]:
                 cache[dest] = anchors(open(dest, encoding="utf-8").read())
             if anchor not in cache[dest]:
                 problems.append(f"{where}: no heading #{anchor} in {dest_rel}")
-    return problems, notes
+    return problems
 
 
 def main() -> int:
     cache: dict[str, set[str]] = {}
-    problems, notes, checked = [], [], 0
+    problems, checked = [], 0
     for path in documents():
-        found, pending = check(path, cache)
-        problems += found
-        notes += pending
+        problems += check(path, cache)
         checked += 1
-    for note in notes:
-        print(f"note {note}")
     for problem in problems:
         print(f"BROKEN {problem}")
     print(f"links: {checked} documents checked, {len(problems)} broken links")

@@ -236,8 +236,14 @@ step "browser tests: Playwright + Debian chromium"
 # get_current_time needs approval (and the dev page's first five minutes against the demo-model
 # server above, AGUI_DEMO_BASE). Screenshots land in .ci/artifacts/screenshots.
 # The same server as the AG-UI 1.0 tests above: its settings are the ones these tests need.
+# The dev page's Memories panel needs a server with MEMORY=on (the demo model is enough).
+MEMORY_PORT=$(free_port)
+PORT="$MEMORY_PORT" MEMORY=on RUST_LOG=info setsid target/debug/agui-lambda </dev/null >"$ARTIFACTS/memory.log" 2>&1 &
+PIDS+=($!)
+wait_for_function "http://127.0.0.1:$MEMORY_PORT" "the local server (MEMORY=on)" "${PIDS[-1]}"
 (cd tests/node && AGUI_BASE="http://127.0.0.1:$APPROVAL_PORT" AIMOCK_URL="http://127.0.0.1:$AIMOCK_PORT" \
-  AGUI_DEMO_BASE="http://127.0.0.1:$DEMO_PORT" CHROMIUM_PATH="${CHROMIUM_PATH:-/usr/bin/chromium}" SCREENSHOT_DIR="$ARTIFACTS/screenshots" \
+  AGUI_DEMO_BASE="http://127.0.0.1:$DEMO_PORT" AGUI_MEMORY_BASE="http://127.0.0.1:$MEMORY_PORT" \
+  CHROMIUM_PATH="${CHROMIUM_PATH:-/usr/bin/chromium}" SCREENSHOT_DIR="$ARTIFACTS/screenshots" \
   node --test --test-concurrency=1 browser/) 2>&1 | tee "$SUITES/browser.log" \
   || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/approval.log"; exit 1; }
 

@@ -534,6 +534,13 @@ pub fn build_app_with_models(
             other => other?,
         }
     }
+    // Registered once for every profile; an agent whose memory is off does not offer them.
+    if config.memory.enabled || config.profiles.values().any(|p| p.memory == Some(true)) {
+        let memories: Arc<dyn crate::store::Memories> = store.clone();
+        for tool in crate::agent::memory::tools(memories, config.memory) {
+            tools.add(tool)?;
+        }
+    }
     tools.set_max_result_bytes(config.tools.max_result_bytes);
     let profiles = agent_profiles(config, &models, &tools);
     let agent = Agent::new(
@@ -542,6 +549,7 @@ pub fn build_app_with_models(
         store,
         AgentSettings {
             context: config.context.settings(),
+            memory: config.memory,
             ..config.agent.clone()
         },
     )
@@ -603,6 +611,7 @@ fn agent_profiles(
                 model: models.profiles.get(name).cloned(),
                 tools: offered,
                 context_tokens: profile.context_tokens,
+                memory: profile.memory,
             };
             (name.clone(), profile)
         })

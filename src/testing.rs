@@ -5,6 +5,7 @@
 pub mod agent {
     pub use crate::agent::context::summary::SUMMARY_MARKER;
     pub use crate::agent::history_day::history_day;
+    pub use crate::agent::memory::MemorySettings;
     pub use crate::agent::tools::ToolRegistry;
     pub use crate::agent::{Agent, AgentSettings, ContextSettings, ContextStrategy, Quotas};
 }
@@ -87,10 +88,11 @@ pub mod startup {
 pub mod store {
     pub use crate::store::{
         Blobs, Checkpoint, ContextMark, ContextUpdate, Deletion, EventLog, History, HistoryQuery,
-        Lease, MemoryStore, NewThread, QuotaExceeded, QuotaLimits, RunFinish, RunLeases, RunStart,
-        RunTokens, Settlement, StoreError, StoredBlob, TaskFailure, TaskRecord, TaskRecords,
-        TaskState, ThreadActivity, ThreadStore, Threads, TimedMessage, TimedPage, TimedQuery,
-        Upload, UsageLedger, usage_day,
+        Lease, Memories, Memory, MemoryEdit, MemoryId, MemorySet, MemoryStore, NewMemory,
+        NewThread, QuotaExceeded, QuotaLimits, RunFinish, RunLeases, RunStart, RunTokens,
+        Settlement, StoreError, StoredBlob, TaskFailure, TaskRecord, TaskRecords, TaskState,
+        ThreadActivity, ThreadStore, Threads, TimedMessage, TimedPage, TimedQuery, Upload,
+        UsageLedger, usage_day,
     };
     #[cfg(feature = "aws")]
     pub use crate::store::{DynamoStore, StoreUsage};

@@ -9,6 +9,7 @@ pub(crate) mod context;
 pub(crate) mod detached;
 pub(crate) mod history_day;
 pub(crate) mod live;
+pub(crate) mod memory;
 mod profiles;
 mod run;
 mod spans;
@@ -70,6 +71,8 @@ pub struct AgentSettings {
     pub quotas: Quotas,
     /// How a thread that grows toward the model's window is compacted.
     pub context: ContextSettings,
+    /// Long-term memory per principal (`MEMORY`).
+    pub memory: memory::MemorySettings,
 }
 
 impl Default for AgentSettings {
@@ -90,6 +93,7 @@ impl Default for AgentSettings {
             max_output_tokens: None,
             quotas: Quotas::default(),
             context: ContextSettings::default(),
+            memory: memory::MemorySettings::default(),
         }
     }
 }
@@ -166,9 +170,9 @@ impl From<StoreError> for StartError {
             StoreError::Conflict | StoreError::LeaseLost => StartError::Busy,
             StoreError::QuotaExceeded(exceeded) => StartError::QuotaExceeded(exceeded),
             StoreError::NotFound | StoreError::BadCursor => StartError::NotFound,
-            StoreError::StateTooLarge(_) | StoreError::MessageTooLarge(_) => {
-                StartError::TooLarge(error.to_string())
-            }
+            StoreError::StateTooLarge(_)
+            | StoreError::MessageTooLarge(_)
+            | StoreError::TooManyMemories(_) => StartError::TooLarge(error.to_string()),
             StoreError::Unavailable(cause) => {
                 tracing::error!(error = %cause, "thread store unavailable");
                 StartError::StoreUnavailable
@@ -304,6 +308,13 @@ impl Agent {
         )
     }
 
+    /// Whether this agent runs the server tool `name`: the memory tools only when its memory is
+    /// on (they are registered once for every profile).
+    pub(crate) fn offers(&self, name: &str) -> bool {
+        self.tools.contains(name)
+            && (self.settings.memory.enabled || !memory::TOOL_NAMES.contains(&name))
+    }
+
     /// Frontend tools must not take a server tool's name: the model could not tell them apart.
     pub(crate) fn check_client_tools(&self, client_tools: &[ClientTool]) -> Result<(), StartError> {
         match client_tools
@@ -411,6 +422,7 @@ impl Agent {
     fn tool_specs(&self, client_tools: &[ClientTool]) -> Vec<ToolSpec> {
         self.tools
             .specs()
+            .filter(|spec| self.offers(&spec.name))
             .cloned()
             .chain(client_tools.iter().map(|tool| ToolSpec {
                 name: tool.name.clone(),

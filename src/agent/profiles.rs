@@ -36,6 +36,8 @@ pub(crate) struct AgentProfile {
     pub tools: Option<Vec<String>>,
     /// This profile's model's input window, instead of the default agent's setting.
     pub context_tokens: Option<u32>,
+    /// Whether this profile's runs keep long-term memories, instead of `MEMORY`.
+    pub memory: Option<bool>,
 }
 
 /// Why the profiles could not be set up; stops start-up.
@@ -80,6 +82,13 @@ pub(super) struct Profiles {
 }
 
 impl Profiles {
+    /// Whether any profile keeps long-term memories.
+    pub(super) fn any_memory(&self) -> bool {
+        self.by_name
+            .values()
+            .any(|profile| profile.settings.memory.enabled)
+    }
+
     /// `name (model), …` for the start-up log, or nothing without profiles.
     pub(super) fn describe(&self) -> String {
         if self.by_name.is_empty() {
@@ -109,10 +118,24 @@ impl Agent {
                 return Err(ProfileSetupError::Internal);
             }
             let tools = match &profile.tools {
-                Some(names) => Arc::new(filtered(&self.tools, names, &name)?),
+                Some(names) => {
+                    // A profile with memory offers the memory tools whatever else it lists.
+                    let mut names = names.clone();
+                    if profile.memory.unwrap_or(self.settings.memory.enabled) {
+                        for tool in super::memory::TOOL_NAMES {
+                            if self.tools.contains(tool) && !names.iter().any(|n| n == tool) {
+                                names.push(tool.to_owned());
+                            }
+                        }
+                    }
+                    Arc::new(filtered(&self.tools, &names, &name)?)
+                }
                 None => self.tools.clone(),
             };
-            let settings = if profile.system_prompt.is_none() && profile.context_tokens.is_none() {
+            let settings = if profile.system_prompt.is_none()
+                && profile.context_tokens.is_none()
+                && profile.memory.is_none()
+            {
                 self.settings.clone()
             } else {
                 let mut settings = (*self.settings).clone();
@@ -121,6 +144,9 @@ impl Agent {
                 }
                 if let Some(tokens) = profile.context_tokens {
                     settings.context.window_tokens = Some(tokens);
+                }
+                if let Some(memory) = profile.memory {
+                    settings.memory.enabled = memory;
                 }
                 Arc::new(settings)
             };
@@ -240,6 +266,7 @@ mod tests {
             model: None,
             tools: tools.map(|names| names.iter().map(|name| (*name).to_owned()).collect()),
             context_tokens: None,
+            memory: None,
         }
     }
 
@@ -429,6 +456,59 @@ mod tests {
         assert_eq!(
             result["content"],
             "Error: unknown tool \"get_current_time\""
+        );
+    }
+
+    #[test]
+    fn a_profile_can_turn_memory_on_with_its_tools_while_the_default_agent_keeps_it_off() {
+        let store = Arc::new(MemoryStore::new());
+        let mut tools = ToolRegistry::with_builtins().unwrap();
+        let settings = crate::agent::memory::MemorySettings::default();
+        for tool in crate::agent::memory::tools(store.clone(), settings) {
+            tools.add(tool).unwrap();
+        }
+        let agent = Agent::new(
+            Arc::new(ScriptedModel::default()),
+            Arc::new(tools),
+            store,
+            AgentSettings::default(),
+        )
+        .with_profiles([
+            (
+                "remembers".to_owned(),
+                AgentProfile {
+                    tools: Some(vec!["get_current_time".to_owned()]),
+                    memory: Some(true),
+                    ..profile(None, None)
+                },
+            ),
+            ("forgets".to_owned(), profile(None, None)),
+        ])
+        .unwrap();
+        let offered = |agent: &Agent| -> Vec<String> {
+            agent
+                .tool_specs(&[])
+                .into_iter()
+                .map(|spec| spec.name)
+                .collect()
+        };
+        let remembers = agent.profile("remembers").unwrap();
+        assert!(remembers.settings.memory.enabled);
+        assert_eq!(
+            offered(&remembers),
+            [
+                "delete_memory",
+                "get_current_time",
+                "save_memory",
+                "search_memories"
+            ]
+        );
+        let forgets = agent.profile("forgets").unwrap();
+        assert_eq!(offered(&forgets), ["get_current_time"]);
+        assert!(!forgets.offers("save_memory"));
+        assert!(
+            agent.memories().is_some(),
+            "the API serves a profile's memories"
         );
     }
 }

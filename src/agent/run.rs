@@ -78,6 +78,9 @@ pub(super) struct RunProgress {
     pub(super) fallback_approvals: Vec<PendingApproval>,
     /// Where `history` starts in the thread, its checkpoint and the provider's last count.
     pub(super) context: ContextState,
+    /// The caller's memories for this run, read once at its start (`MEMORY`); given to the
+    /// model with the newest user message, never stored.
+    pub(super) memory_block: Option<String>,
 }
 
 impl RunProgress {
@@ -96,6 +99,7 @@ impl RunProgress {
             interrupts,
             fallback_approvals: Vec::new(),
             context,
+            memory_block: None,
         }
     }
 

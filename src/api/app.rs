@@ -354,6 +354,17 @@ impl App {
                     .await
             }
             Route::Usage => self.usage(&principal, request.uri().query()).await,
+            Route::ListMemories => self.list_memories(&principal, request.uri().query()).await,
+            Route::SaveMemory => {
+                self.save_memory(&principal, request.headers(), request.body())
+                    .await
+            }
+            Route::EditMemory(id) => {
+                self.edit_memory(&principal, &id, request.headers(), request.body())
+                    .await
+            }
+            Route::DeleteMemory(id) => self.delete_memory(&principal, &id).await,
+            Route::DeleteMemories => self.delete_memories(&principal).await,
             Route::AcceptRun => {
                 self.accept_run(principal, request.headers(), request.body())
                     .await

@@ -44,6 +44,13 @@ pub(crate) enum ApiError {
         "the server is stopping and starts no new run; send it again (another instance takes it)"
     )]
     ShuttingDown,
+    #[error("memory is off on this server (MEMORY)")]
+    MemoryOff,
+    #[error("memory not found")]
+    MemoryNotFound,
+    /// `MEMORY_MAX_ITEMS` reached.
+    #[error("{0}")]
+    MemoryFull(String),
 }
 
 impl From<StartError> for ApiError {
@@ -110,7 +117,10 @@ impl ApiError {
             ApiError::Start(StartError::Dispatch(_)) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Start(StartError::NotFound)
             | ApiError::NotFound(_)
-            | ApiError::RunNotFound => StatusCode::NOT_FOUND,
+            | ApiError::RunNotFound
+            | ApiError::MemoryOff
+            | ApiError::MemoryNotFound => StatusCode::NOT_FOUND,
+            ApiError::MemoryFull(_) => StatusCode::CONFLICT,
             ApiError::Start(StartError::StoreUnavailable) | ApiError::ShuttingDown => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
@@ -155,6 +165,9 @@ impl ApiError {
             ApiError::RunNotFound => "run_not_found",
             ApiError::BadCursor => "invalid_cursor",
             ApiError::ShuttingDown => "shutting_down",
+            ApiError::MemoryOff => "memory_disabled",
+            ApiError::MemoryNotFound => "memory_not_found",
+            ApiError::MemoryFull(_) => "memory_full",
         }
     }
 

@@ -11,6 +11,7 @@ pub(crate) mod dispatch;
 mod error;
 pub(crate) mod lambda;
 pub(crate) mod local;
+mod memories;
 mod request;
 mod response;
 mod routes;

@@ -80,6 +80,16 @@ pub(super) enum Route {
     Invocations,
     /// `GET /ping` (AgentCore Runtime): `Healthy`, or `HealthyBusy` while runs are in flight.
     Ping,
+    /// `GET /memories`: the caller's memories, newest first, paged.
+    ListMemories,
+    /// `POST /memories`
+    SaveMemory,
+    /// `DELETE /memories`: all of the caller's memories.
+    DeleteMemories,
+    /// `PATCH /memories/{id}`
+    EditMemory(String),
+    /// `DELETE /memories/{id}`
+    DeleteMemory(String),
 }
 
 /// The routes that are there only when a setting turns them on.
@@ -106,6 +116,15 @@ impl Route {
             ["process"] => vec![(Method::POST, Route::Run(Dialect::AgentScope))],
             ["capabilities"] => vec![(Method::GET, Route::Capabilities)],
             ["usage"] => vec![(Method::GET, Route::Usage)],
+            ["memories"] => vec![
+                (Method::GET, Route::ListMemories),
+                (Method::POST, Route::SaveMemory),
+                (Method::DELETE, Route::DeleteMemories),
+            ],
+            ["memories", id] => vec![
+                (Method::PATCH, Route::EditMemory(owned(id))),
+                (Method::DELETE, Route::DeleteMemory(owned(id))),
+            ],
             ["threads"] => vec![(Method::GET, Route::ListThreads)],
             ["threads", thread] => vec![
                 (Method::GET, Route::Thread(owned(thread))),

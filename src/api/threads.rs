@@ -37,7 +37,7 @@ struct ForkBody {
     thread_id: Option<String>,
 }
 
-fn invalid(field: &str, message: impl Into<String>) -> ApiError {
+pub(super) fn invalid(field: &str, message: impl Into<String>) -> ApiError {
     ApiError::Input(InputError::Invalid {
         field: field.to_owned(),
         message: message.into(),
@@ -65,7 +65,7 @@ pub(super) fn path_thread(thread_id: &str) -> Result<ThreadId, ApiError> {
         .map_err(|_| ApiError::Start(StartError::NotFound))
 }
 
-fn iso_ms(ms: i64) -> Value {
+pub(super) fn iso_ms(ms: i64) -> Value {
     chrono::DateTime::from_timestamp_millis(ms).map_or(Value::Null, |at| {
         json!(at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
     })

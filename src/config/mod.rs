@@ -8,6 +8,7 @@ mod context;
 mod hosting;
 mod http_server;
 mod limits;
+mod memory;
 mod model;
 mod profiles;
 mod quotas;
@@ -64,6 +65,8 @@ pub struct Config {
     pub telemetry: TelemetryConfig,
     /// How a thread that outgrows the model's window is compacted.
     pub context: ContextConfig,
+    /// Long-term memory per principal (`MEMORY`).
+    pub memory: crate::agent::memory::MemorySettings,
 }
 
 /// A setting the function cannot start with; the message names the variable.
@@ -135,6 +138,7 @@ pub(crate) const SETTINGS: &[&[&str]] = &[
     Profiles::SETTINGS,
     TelemetryConfig::SETTINGS,
     ContextConfig::SETTINGS,
+    crate::agent::memory::MemorySettings::SETTINGS,
     SET_BY_LAMBDA,
 ];
 
@@ -166,6 +170,7 @@ impl Config {
             profiles: Profiles::from_vars(vars)?,
             telemetry: TelemetryConfig::from_vars(vars)?,
             context: ContextConfig::from_vars(vars)?,
+            memory: crate::agent::memory::MemorySettings::from_vars(vars)?,
         })
     }
 }

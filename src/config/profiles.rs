@@ -25,6 +25,8 @@ pub struct ProfileConfig {
     pub tools: Option<Vec<String>>,
     /// Instead of `MODEL_CONTEXT_TOKENS`: this profile's model's input window.
     pub context_tokens: Option<u32>,
+    /// Instead of `MEMORY`: whether this profile's runs keep long-term memories.
+    pub memory: Option<bool>,
 }
 
 /// What is wrong with `AGENT_PROFILES`.
@@ -197,6 +199,7 @@ mod tests {
                     "lookup_order".to_owned()
                 ]),
                 context_tokens: None,
+                memory: None,
             }
         );
         assert_eq!(profiles["chat-2"], ProfileConfig::default());

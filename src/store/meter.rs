@@ -20,6 +20,9 @@ pub(crate) struct StoreMeter {
     /// Capacity units × 1000.
     read_milli_units: AtomicU64,
     write_milli_units: AtomicU64,
+    /// Of the calls, those made for long-term memory (`for_memory`).
+    memory_read_calls: AtomicU64,
+    memory_write_calls: AtomicU64,
 }
 
 /// A meter's counts at one moment.
@@ -31,6 +34,8 @@ pub(crate) struct MeteredUsage {
     pub write_time: Duration,
     pub read_capacity_units: f64,
     pub write_capacity_units: f64,
+    pub memory_read_calls: u64,
+    pub memory_write_calls: u64,
 }
 
 /// Whether a call reads or writes (DynamoDB bills and throttles the two apart).
@@ -50,6 +55,8 @@ impl StoreMeter {
             write_time: Duration::from_micros(load(&self.write_micros)),
             read_capacity_units: load(&self.read_milli_units) as f64 / 1000.0,
             write_capacity_units: load(&self.write_milli_units) as f64 / 1000.0,
+            memory_read_calls: load(&self.memory_read_calls),
+            memory_write_calls: load(&self.memory_write_calls),
         }
     }
 
@@ -75,6 +82,26 @@ impl StoreMeter {
 /// Runs `future` with `meter` as the meter its store calls count into.
 pub(crate) async fn metered<F: Future>(meter: Arc<StoreMeter>, future: F) -> F::Output {
     METER.scope(meter, future).await
+}
+
+/// Runs `future` (a memory read or write) and counts the store calls it made into the current
+/// task's meter as memory calls too. Calls made meanwhile by other futures of the same task
+/// (parallel tool calls) would count as well; the memory tools' neighbours rarely call the store.
+pub(crate) async fn for_memory<F: Future>(future: F) -> F::Output {
+    let before = METER.try_with(|meter| meter.usage()).ok();
+    let output = future.await;
+    if let Some(before) = before {
+        let _ = METER.try_with(|meter| {
+            let now = meter.usage();
+            let reads = now.read_calls.saturating_sub(before.read_calls);
+            let writes = now.write_calls.saturating_sub(before.write_calls);
+            meter.memory_read_calls.fetch_add(reads, Ordering::Relaxed);
+            meter
+                .memory_write_calls
+                .fetch_add(writes, Ordering::Relaxed);
+        });
+    }
+    output
 }
 
 /// Counts a call that took `took` into the current task's meter, if it has one.

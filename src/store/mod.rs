@@ -1,5 +1,5 @@
 //! Thread persistence, one trait per capability: [`Threads`], [`History`], [`RunLeases`],
-//! [`EventLog`], [`UsageLedger`] and [`TaskRecords`], gathered by [`ThreadStore`] and implemented
+//! [`EventLog`], [`UsageLedger`], [`TaskRecords`] and [`Memories`], gathered by [`ThreadStore`] and implemented
 //! by [`MemoryStore`] and `DynamoStore`. Shared here: who owns a thread, the errors, the limits.
 
 mod blob_types;
@@ -17,6 +17,7 @@ pub use blobs::Blobs;
 pub(crate) mod dynamo;
 mod events;
 mod history;
+mod memories;
 pub(crate) mod memory;
 pub(crate) mod meter;
 mod page;
@@ -36,6 +37,7 @@ pub use events::EventLog;
 pub(crate) use events::{EventCursor, EventPage};
 pub(crate) use history::HistoryPage;
 pub use history::{History, HistoryQuery, TimedMessage, TimedPage, TimedQuery};
+pub use memories::{Memories, Memory, MemoryEdit, MemoryId, MemorySet, NewMemory};
 pub use memory::MemoryStore;
 pub(crate) use runs::{CancelState, Pulse, RunRef};
 pub use runs::{ContextUpdate, Lease, RunFinish, RunLeases, RunStart};
@@ -50,12 +52,12 @@ pub use usage::{QuotaExceeded, QuotaLimits, RunTokens, Settlement, UsageLedger, 
 /// Every capability of a thread store, for the places that need them all (the agent, start-up):
 /// any type with all of them is one.
 pub trait ThreadStore:
-    Threads + History + RunLeases + EventLog + UsageLedger + TaskRecords
+    Threads + History + RunLeases + EventLog + UsageLedger + TaskRecords + Memories
 {
 }
 
 impl<T> ThreadStore for T where
-    T: Threads + History + RunLeases + EventLog + UsageLedger + TaskRecords + ?Sized
+    T: Threads + History + RunLeases + EventLog + UsageLedger + TaskRecords + Memories + ?Sized
 {
 }
 
@@ -122,6 +124,9 @@ pub enum StoreError {
     /// mistake, and retrying will not help.
     #[error("a stored item is corrupt: {0}")]
     Corrupt(String),
+    /// The principal keeps as many memories as `MEMORY_MAX_ITEMS` allows.
+    #[error("no room for another memory: {0} are kept, the most allowed; delete one first")]
+    TooManyMemories(u32),
     #[error("the thread store is unavailable")]
     Unavailable(#[source] StoreCause),
 }

@@ -47,6 +47,9 @@ pub(crate) struct StoreFigures {
     pub write_ms: f64,
     pub read_capacity_units: f64,
     pub write_capacity_units: f64,
+    /// Of the calls, those for long-term memory (the injected block and the memory tools).
+    pub memory_read_calls: u64,
+    pub memory_write_calls: u64,
 }
 
 /// Where records go: stdout, or (in tests) a list of the same lines.
@@ -137,6 +140,8 @@ impl Emf {
                 COUNT,
                 json!(store.write_capacity_units),
             ),
+            ("MemoryReadCalls", COUNT, json!(store.memory_read_calls)),
+            ("MemoryWriteCalls", COUNT, json!(store.memory_write_calls)),
             ("Cancels", COUNT, json!(u8::from(run.cancelled))),
             ("Resumes", COUNT, json!(run.resumes)),
         ]);

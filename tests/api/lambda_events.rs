@@ -450,3 +450,35 @@ async fn rest_events_carry_the_iam_caller() {
     let response = answer_raw(&app, signed("rest-history-read.json", bob)).await;
     assert_eq!(response.status(), 404, "another caller's thread");
 }
+
+/// The memory routes' events: refused while memory is off (the default), answered with it on.
+#[tokio::test]
+async fn memory_events_get_their_documented_status() {
+    let app = demo_app().await;
+    for file in [
+        "memory-save.json",
+        "memories-list.json",
+        "memories-delete.json",
+    ] {
+        let (status, body) = answer(&app, file).await;
+        assert_eq!(status, 404, "{file}: {body}");
+        assert!(body.contains("memory_disabled"), "{file}: {body}");
+    }
+    let config = Config::from_map(&HashMap::from([
+        ("MODEL_PROVIDER".to_owned(), "demo".to_owned()),
+        ("MEMORY".to_owned(), "on".to_owned()),
+    ]))
+    .unwrap();
+    let app = agui_lambda::testing::startup::build(&config).await.unwrap();
+    let (status, body) = answer(&app, "memory-save.json").await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(json("memory-save.json", &body)["pinned"], true, "{body}");
+    let (status, body) = answer(&app, "memories-list.json").await;
+    assert_eq!(status, 200, "{body}");
+    let listed = json("memories-list.json", &body);
+    assert_eq!(listed["memories"][0]["text"], "Sam is vegetarian", "{body}");
+    assert_eq!(listed["next"], Value::Null, "{body}");
+    let (status, body) = answer(&app, "memories-delete.json").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(json("memories-delete.json", &body)["deleted"], 1, "{body}");
+}

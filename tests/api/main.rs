@@ -36,6 +36,7 @@ mod lambda_events;
 mod lifecycle;
 mod long_conversation;
 mod mcp;
+mod memories;
 mod multimodal;
 mod observability;
 mod store_context;

@@ -11,7 +11,7 @@ use crate::agent::context::view::{PartLimit, ThreadView};
 use crate::agent::context::{Compacted, ContextStrategy, ContextWindow};
 use crate::agent::thread::{answers_follow_calls, model_view};
 use crate::model::{ModelRequest, Refusal};
-use crate::protocol::{Event, Message, MessageId};
+use crate::protocol::{Event, Message, MessageId, UserContent, UserPart};
 use crate::store::{Checkpoint, ContextMark, ContextUpdate};
 use serde_json::json;
 use tracing::Instrument;
@@ -115,6 +115,7 @@ impl PreparedRun {
         let settings = self.agent.settings.context;
         if settings.strategy == ContextStrategy::Off {
             request.messages = model_view(&answers_follow_calls(&self.progress.history));
+            with_memories(&mut request.messages, self.progress.memory_block.as_deref());
             self.progress.context.seen = self.message_count();
             return Ok(Fitted {
                 estimated: 0,
@@ -123,8 +124,10 @@ impl PreparedRun {
         }
         let window = self.window(pressure);
         let fixed = Fixed {
+            // The memory block rides with the newest user message but is as fixed as the prompt.
             prompt_tokens: request.system.as_deref().map_or(0, text_tokens)
-                + tools_tokens(&request),
+                + tools_tokens(&request)
+                + self.progress.memory_block.as_deref().map_or(0, text_tokens),
             summary_tokens: 0,
             summary_allowance: summary_write(&window),
         };
@@ -142,6 +145,7 @@ impl PreparedRun {
         let estimated = fixed.prompt_tokens + fixed.summary_tokens + messages_tokens(&shown);
         request.summary = context.summary().map(summary_block);
         request.messages = model_view(&answers_follow_calls(&shown));
+        with_memories(&mut request.messages, self.progress.memory_block.as_deref());
         self.progress.context.seen = self.message_count();
         Ok(Fitted { request, estimated })
     }
@@ -382,4 +386,28 @@ fn newest_user_unclamped(mut shown: Vec<Message>, history: &[Message]) -> Vec<Me
         slot.clone_from(&history[newest]);
     }
     shown
+}
+
+/// The memory block given with the newest user message, in the model's view only: after the
+/// cached prefix (tools, system prompt, summary, earlier turns), so a block that changes from
+/// run to run never moves the provider's prompt cache.
+fn with_memories(messages: &mut [Message], block: Option<&str>) {
+    let Some(block) = block else { return };
+    let Some(Message::User { content, .. }) = messages
+        .iter_mut()
+        .rev()
+        .find(|message| matches!(message, Message::User { .. }))
+    else {
+        return;
+    };
+    let memory = UserPart::Text {
+        text: block.to_owned(),
+    };
+    *content = match std::mem::replace(content, UserContent::Parts(Vec::new())) {
+        UserContent::Text(text) => UserContent::Parts(vec![UserPart::Text { text }, memory]),
+        UserContent::Parts(mut parts) => {
+            parts.push(memory);
+            UserContent::Parts(parts)
+        }
+    };
 }

@@ -197,7 +197,9 @@ impl PreparedRun {
     }
 
     fn classify(&self, name: &str) -> CallKind {
-        if self.agent.tools.needs_approval(name) {
+        if !self.agent.offers(name) && self.agent.tools.contains(name) {
+            CallKind::Unknown
+        } else if self.agent.tools.needs_approval(name) {
             CallKind::NeedsApproval
         } else if self.agent.tools.contains(name) {
             CallKind::Server

@@ -231,6 +231,8 @@ impl PreparedRun {
             store_write_ms = millis(store.write_time),
             store_read_capacity = store.read_capacity_units,
             store_write_capacity = store.write_capacity_units,
+            memory_read_calls = store.memory_read_calls,
+            memory_write_calls = store.memory_write_calls,
             "run ended"
         );
         let failed = match summary.outcome {
@@ -276,6 +278,8 @@ impl PreparedRun {
                 write_ms: millis(store.write_time),
                 read_capacity_units: store.read_capacity_units,
                 write_capacity_units: store.write_capacity_units,
+                memory_read_calls: store.memory_read_calls,
+                memory_write_calls: store.memory_write_calls,
             },
             cancelled: summary.outcome == RunOutcomeKind::Cancelled,
             resumes,

@@ -14,6 +14,7 @@ use futures_util::StreamExt;
 use std::collections::HashSet;
 use tokio::time::timeout_at;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// How a model turn ended.
 enum TurnEnd {
@@ -34,6 +35,7 @@ impl PreparedRun {
             return Ok(RunEnd::finished());
         }
         self.carry_out_decisions(out, stop).await?;
+        self.recall().await;
         let max_steps = self.agent.settings.max_steps;
         let mut used_call_ids = self.progress.call_ids();
         for step in 1..=max_steps {
@@ -55,6 +57,49 @@ impl PreparedRun {
             }
         }
         Err(RunFailure::MaxSteps(max_steps))
+    }
+
+    /// The caller's memories for this run's model calls (when memory is on): one read of the
+    /// store whatever their number. Memory is an aid: if the store fails, the run goes without.
+    async fn recall(&mut self) {
+        let settings = &self.agent.settings.memory;
+        if !settings.enabled {
+            return;
+        }
+        let user_text = self
+            .progress
+            .history
+            .iter()
+            .rev()
+            .find_map(|message| match message {
+                crate::protocol::Message::User { content, .. } => Some(content.text()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        let span = crate::telemetry::trace_span!(
+            "memory.recall",
+            "internal",
+            agui.memory.injected_chars = tracing::field::Empty,
+        );
+        let store = self.agent.store.as_ref();
+        let block = crate::agent::memory::block(store, &self.lease.owner, &user_text, settings);
+        let recalled = crate::store::meter::for_memory(block)
+            .instrument(span.clone())
+            .await;
+        match recalled {
+            Ok(block) => {
+                let chars = block.as_ref().map_or(0, String::len);
+                span.record(
+                    "agui.memory.injected_chars",
+                    crate::telemetry::attribute_int(chars as u64),
+                );
+                self.progress.memory_block = block;
+            }
+            Err(error) => {
+                crate::telemetry::record_error(&span, "store");
+                tracing::warn!(%error, "memories unavailable: the run goes without them");
+            }
+        }
     }
 
     /// What the client must see before the run's own events: the state, and the history when

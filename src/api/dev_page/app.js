@@ -2,7 +2,9 @@
 // POST agent with an AG-UI RunAgentInput, the SSE read with fetch + ReadableStream; the
 // frontend tools of the AG-Kit send-message protocol and the AG-UI HTTP Agent document run here; AG-UI 1.0 interrupts get approve/deny buttons
 // and a run with `resume`; Stop cancels the run; a reload restores the thread
-// (GET threads/{id}) and rejoins a run in progress (GET threads/{t}/runs/{r}/events).
+// (GET threads/{id}) and rejoins a run in progress (GET threads/{t}/runs/{r}/events). With
+// MEMORY=on, Memories lists what the agent keeps about the caller (GET memories), each with a
+// delete button (DELETE memories/{id}), and Forget everything (DELETE memories).
 import { renderMarkdown } from "./markdown.js";
 
 // The AG-Kit send-message protocol's frontend tool, exactly as that protocol defines it (parameters as its JSON string).
@@ -426,6 +428,7 @@ async function finished(terminal) {
     .filter((call) => call && FRONTEND_TOOLS.some((tool) => tool.name === call.function.name));
   if (!calls.length) {
     setStatus("done");
+    if ($("memories").open) loadMemories(); // the run may have saved or deleted some
     return;
   }
   const results = [];
@@ -566,6 +569,57 @@ async function restore() {
   if (open?.length) showInterrupts(open);
 }
 
+// ---- memories ------------------------------------------------------------------------------
+
+// Lists the caller's memories when the panel is opened (never before: a server with memory off
+// answers 404, which the browser would log as an error on every page load).
+async function loadMemories() {
+  const memories = [];
+  let cursor = null;
+  do {
+    const response = await fetch(api(`memories?limit=200${cursor ? `&cursor=${enc(cursor)}` : ""}`), { headers: headers() });
+    if (!response.ok) {
+      const line = document.createElement("li");
+      line.className = "dim";
+      line.textContent = await refusal(response);
+      $("memory-list").replaceChildren(line);
+      return;
+    }
+    const page = await response.json();
+    memories.push(...page.memories);
+    cursor = page.next ?? null;
+  } while (cursor);
+  const items = memories.map((memory) => {
+    const item = document.createElement("li");
+    item.className = "memory";
+    item.dataset.id = memory.id;
+    const text = document.createElement("span");
+    text.className = "memory-text";
+    text.textContent = memory.pinned ? `📌 ${memory.text}` : memory.text;
+    const forget = document.createElement("button");
+    forget.type = "button";
+    forget.className = "memory-delete";
+    forget.textContent = "Delete";
+    forget.title = `Forget ${memory.id}`;
+    forget.addEventListener("click", () => forgetMemory(`memories/${enc(memory.id)}`));
+    item.append(text, forget);
+    return item;
+  });
+  if (!items.length) {
+    const none = document.createElement("li");
+    none.className = "dim";
+    none.textContent = "nothing kept";
+    items.push(none);
+  }
+  $("memory-list").replaceChildren(...items);
+}
+
+async function forgetMemory(path) {
+  const response = await fetch(api(path), { method: "DELETE", headers: headers() });
+  if (!response.ok && response.status !== 404) notice(`could not delete: ${await refusal(response)}`, "error");
+  await loadMemories();
+}
+
 function main() {
   const known = new URLSearchParams(location.hash.slice(1)).get("thread") || localStorage.getItem(THREAD_KEY);
   useThread(known || uuid());
@@ -607,6 +661,10 @@ function main() {
     renderAll();
     setStatus("idle");
   });
+  $("memories").addEventListener("toggle", () => {
+    if ($("memories").open) loadMemories();
+  });
+  $("forget-all").addEventListener("click", () => forgetMemory("memories"));
   setStatus("idle");
   if (known) restore(); // a new thread has nothing to restore
 }

@@ -14,6 +14,7 @@ mod calls;
 mod events;
 mod history;
 mod items;
+mod memories;
 mod reads;
 mod runs;
 mod table;
@@ -35,6 +36,8 @@ pub struct DynamoStore {
     /// Run event logs are deleted this long after they were written.
     events_ttl_seconds: i64,
     usage: Usage,
+    /// Each principal's memories as last read, by version (see `memories`).
+    memory_cache: memories::MemoryCache,
 }
 
 /// Calls made and capacity consumed since the store was built, for benchmarks and logs.
@@ -75,6 +78,7 @@ impl DynamoStore {
             ttl_seconds: (ttl_days > 0).then(|| i64::from(ttl_days) * 86_400),
             events_ttl_seconds: 24 * 3600,
             usage: Usage::default(),
+            memory_cache: memories::MemoryCache::default(),
         }
     }
 

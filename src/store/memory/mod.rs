@@ -3,6 +3,7 @@
 
 mod events;
 mod history;
+mod memories;
 mod runs;
 mod tasks;
 mod threads;
@@ -109,6 +110,8 @@ struct Accounts {
     run_ends: HashMap<(Principal, RunId), RunEnd>,
     /// Detached runs' task records, each with when it expires (epoch ms; DynamoDB's TTL here).
     tasks: HashMap<(Principal, RunId), (TaskRecord, i64)>,
+    /// Each caller's long-term memories; thread deletion never touches them.
+    memories: HashMap<Principal, memories::Kept>,
 }
 
 pub struct MemoryStore {

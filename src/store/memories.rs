@@ -1,0 +1,127 @@
+//! Long-term memory: short facts kept per principal, outliving the threads that wrote them
+//! ([`Memories`]). Deleting a thread leaves them; only their owner's `DELETE /memories` (or their
+//! expiry) removes them.
+
+use super::StoreError;
+use crate::auth::Principal;
+use crate::protocol::{RunId, ThreadId};
+use async_trait::async_trait;
+use std::sync::Arc;
+
+/// A memory's id: `mem_` then 13 hex digits of its creation time (ms) and 16 random ones, so
+/// ids sort by creation time.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MemoryId(String);
+
+impl MemoryId {
+    const PREFIX: &'static str = "mem_";
+    const DIGITS: usize = 29;
+
+    /// A fresh id for a memory created at `at_ms`.
+    pub fn new(at_ms: i64) -> Self {
+        let random = u64::from_le_bytes(
+            uuid::Uuid::new_v4().as_bytes()[..8]
+                .try_into()
+                .unwrap_or([0; 8]),
+        );
+        Self(format!(
+            "{}{:013x}{random:016x}",
+            Self::PREFIX,
+            at_ms.max(0)
+        ))
+    }
+
+    /// An id as a caller (or the model) wrote it; `None` unless it has the shape of ours.
+    pub fn parse(text: &str) -> Option<Self> {
+        let digits = text.strip_prefix(Self::PREFIX)?;
+        (digits.len() == Self::DIGITS && digits.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| Self(text.to_ascii_lowercase()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for MemoryId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One kept fact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Memory {
+    pub id: MemoryId,
+    pub text: String,
+    /// Given to the model in every run, whatever the user asks.
+    pub pinned: bool,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    /// The thread and run that wrote it; none when written through the API.
+    pub thread_id: Option<ThreadId>,
+    pub run_id: Option<RunId>,
+    /// When it is forgotten (epoch ms); `None`: kept until deleted.
+    pub expires_at_ms: Option<i64>,
+}
+
+impl Memory {
+    pub(crate) fn is_live(&self, now_ms: i64) -> bool {
+        self.expires_at_ms.is_none_or(|at| at > now_ms)
+    }
+}
+
+/// A memory to save: its id and times are the store's.
+#[derive(Debug, Clone)]
+pub struct NewMemory {
+    pub text: String,
+    pub pinned: bool,
+    pub thread_id: Option<ThreadId>,
+    pub run_id: Option<RunId>,
+    pub expires_at_ms: Option<i64>,
+}
+
+/// A change to a memory; `None` fields stay as they are.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryEdit {
+    pub text: Option<String>,
+    pub pinned: Option<bool>,
+}
+
+/// A principal's memories at one version: the version changes with every write, so a reader
+/// holding this can tell whether it is still current without reading the memories again.
+#[derive(Debug, Clone, Default)]
+pub struct MemorySet {
+    pub version: u64,
+    /// Live memories, newest first.
+    pub memories: Arc<Vec<Memory>>,
+}
+
+#[async_trait]
+pub trait Memories: Send + Sync {
+    /// `owner`'s live memories, newest first. A bounded number of store reads whatever their
+    /// number: one when this process already holds the current version.
+    async fn memories(&self, owner: &Principal) -> Result<MemorySet, StoreError>;
+
+    /// Saves a memory; `TooManyMemories` when `owner` already has `max_items` live ones.
+    async fn save_memory(
+        &self,
+        owner: &Principal,
+        memory: NewMemory,
+        max_items: u32,
+    ) -> Result<Memory, StoreError>;
+
+    /// Changes `owner`'s memory `id`; `NotFound` when they have no such (live) memory.
+    async fn edit_memory(
+        &self,
+        owner: &Principal,
+        id: &MemoryId,
+        edit: MemoryEdit,
+    ) -> Result<Memory, StoreError>;
+
+    /// Forgets `owner`'s memory `id`; `NotFound` when they have no such (live) memory.
+    async fn delete_memory(&self, owner: &Principal, id: &MemoryId) -> Result<(), StoreError>;
+
+    /// Forgets all of `owner`'s memories; how many there were.
+    async fn delete_memories(&self, owner: &Principal) -> Result<usize, StoreError>;
+}
