@@ -62,32 +62,9 @@ async fn serve(
     hangups: Arc<Mutex<Vec<Instant>>>,
     requests: Arc<Mutex<u32>>,
 ) {
-    // One request per connection: read the head and the body it announces.
-    let mut buffer = Vec::new();
-    let mut chunk = [0u8; 8192];
-    let body_start = loop {
-        let Ok(read) = socket.read(&mut chunk).await else {
-            return;
-        };
-        if read == 0 {
-            return;
-        }
-        buffer.extend_from_slice(&chunk[..read]);
-        if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-            break end + 4;
-        }
-    };
-    let head = String::from_utf8_lossy(&buffer[..body_start]).to_ascii_lowercase();
-    let length: usize = head
-        .lines()
-        .find_map(|line| line.strip_prefix("content-length:"))
-        .and_then(|value| value.trim().parse().ok())
-        .unwrap_or(0);
-    while buffer.len() < body_start + length {
-        match socket.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(read) => buffer.extend_from_slice(&chunk[..read]),
-        }
+    // One request per connection.
+    if super::window_model::read_request(&mut socket).await.is_none() {
+        return;
     }
     *requests.lock().unwrap() += 1;
     let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";

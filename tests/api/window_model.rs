@@ -132,7 +132,8 @@ async fn serve(
     let _ = socket.shutdown().await;
 }
 
-async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Vec<u8>> {
+/// One HTTP/1.1 request's body: the head, then the body its `content-length` announces.
+pub(crate) async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Vec<u8>> {
     let mut buffer = Vec::new();
     let mut chunk = [0u8; 65536];
     let body_start = loop {

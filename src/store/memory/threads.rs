@@ -17,11 +17,7 @@ impl Threads for MemoryStore {
         owner: &Principal,
         thread_id: &ThreadId,
     ) -> Result<Option<StoredThread>, StoreError> {
-        Ok(self
-            .threads()
-            .get(thread_id)
-            .filter(|record| &record.owner == owner)
-            .map(|record| record.stored_from(0)))
+        Ok(self.owned_from(owner, thread_id, |_| 0))
     }
 
     async fn load_recent(
@@ -29,17 +25,12 @@ impl Threads for MemoryStore {
         owner: &Principal,
         thread_id: &ThreadId,
     ) -> Result<Option<StoredThread>, StoreError> {
-        Ok(self
-            .threads()
-            .get(thread_id)
-            .filter(|record| &record.owner == owner)
-            .map(|record| {
-                let covers = record
-                    .checkpoint
-                    .as_ref()
-                    .map_or(0, |checkpoint| checkpoint.covers);
-                record.stored_from(covers)
-            }))
+        Ok(self.owned_from(owner, thread_id, |record| {
+            record
+                .checkpoint
+                .as_ref()
+                .map_or(0, |checkpoint| checkpoint.covers)
+        }))
     }
 
     async fn activity(
@@ -198,4 +189,19 @@ fn parse_list_cursor(cursor: &str) -> Result<(i64, ThreadId), StoreError> {
     let id =
         ThreadId::parse(id, crate::protocol::ids::MAX_ID_LEN).map_err(|_| StoreError::BadCursor)?;
     Ok((updated, id))
+}
+
+impl MemoryStore {
+    /// The caller's thread from the message `first(record)` names on.
+    fn owned_from(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        first: impl FnOnce(&super::Record) -> u64,
+    ) -> Option<StoredThread> {
+        self.threads()
+            .get(thread_id)
+            .filter(|record| &record.owner == owner)
+            .map(|record| record.stored_from(first(record)))
+    }
 }
