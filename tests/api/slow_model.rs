@@ -63,7 +63,10 @@ async fn serve(
     requests: Arc<Mutex<u32>>,
 ) {
     // One request per connection.
-    if super::window_model::read_request(&mut socket).await.is_none() {
+    if super::window_model::read_request(&mut socket)
+        .await
+        .is_none()
+    {
         return;
     }
     *requests.lock().unwrap() += 1;
