@@ -363,3 +363,31 @@ async fn run_figures(lines: &Arc<Mutex<Vec<String>>>, n: usize) -> (u64, f64) {
     }
     panic!("no metrics record for run {n}");
 }
+
+#[tokio::test]
+async fn with_compaction_off_the_providers_overflow_is_a_model_error_sent_once() {
+    let model = WindowModel::start(WINDOW).await;
+    let app = app_on(&model, &[("CONTEXT_STRATEGY", "off")]).await;
+    let mut client = Client::new(&app);
+    for n in 1..=80 {
+        let events = client.turn_with(n, &message_text(n)).await;
+        let end = events.last().unwrap();
+        if end["type"] == "RUN_FINISHED" {
+            continue;
+        }
+        assert_eq!(end["code"], "MODEL_ERROR", "{end}");
+        let message = end["message"].as_str().unwrap();
+        assert!(
+            message.contains("context window") && message.contains("context_length_exceeded"),
+            "{message}"
+        );
+        let overflows = model
+            .seen()
+            .iter()
+            .filter(|seen| seen.outcome == "overflow")
+            .count();
+        assert_eq!(overflows, 1, "refused once, not retried");
+        return;
+    }
+    panic!("80 turns without compaction should overflow an 8,000-token window");
+}

@@ -6,6 +6,7 @@ use super::fit::{Fitted, Pressure};
 use super::gate::{Ask, Gated};
 use super::outcome::{RunEnd, RunFailure};
 use super::{Emitter, PreparedRun};
+use crate::agent::context::ContextStrategy;
 use crate::agent::spans::{ChatEnd, ChatSpan};
 use crate::agent::turn::{TurnAssembler, TurnCall};
 use crate::model::{ModelError, ModelRequest, Usage};
@@ -262,6 +263,12 @@ impl PreparedRun {
                 Err(failure) => ChatEnd::Failed(failure.error_type()),
             });
             match streamed {
+                // Without compaction there is nothing to retry with: the provider's refusal.
+                Err(RunFailure::Overflow(refusal))
+                    if self.agent.settings.context.strategy == ContextStrategy::Off =>
+                {
+                    return Err(RunFailure::Model(ModelError::ContextOverflow(refusal)));
+                }
                 Err(RunFailure::Overflow(refusal)) if pressure.is_none() => {
                     tracing::warn!(%refusal, estimated, "the model refused the request as too long: compacting harder");
                     pressure = Some(Pressure::after(&refusal, estimated.max(1), self.reserve()));
