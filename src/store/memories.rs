@@ -8,8 +8,9 @@ use crate::protocol::{RunId, ThreadId};
 use async_trait::async_trait;
 use std::sync::Arc;
 
-/// A memory's id: `mem_` then 13 hex digits of its creation time (ms) and 16 random ones, so
-/// ids sort by creation time.
+/// A memory's id: `mem_` then 13 hex digits of its creation time (ms) and 16 more, so ids sort by
+/// creation time. Within a process they sort in creation order even within one millisecond (the
+/// lower digits then count up from the last id), which `GET /memories`' cursor relies on.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct MemoryId(String);
 
@@ -17,18 +18,10 @@ impl MemoryId {
     const PREFIX: &'static str = "mem_";
     const DIGITS: usize = 29;
 
-    /// A fresh id for a memory created at `at_ms`.
+    /// A fresh id for a memory created at `at_ms`, after every id this process made before.
     pub fn new(at_ms: i64) -> Self {
-        let random = u64::from_le_bytes(
-            uuid::Uuid::new_v4().as_bytes()[..8]
-                .try_into()
-                .unwrap_or([0; 8]),
-        );
-        Self(format!(
-            "{}{:013x}{random:016x}",
-            Self::PREFIX,
-            at_ms.max(0)
-        ))
+        let (ms, low) = next_in_order(at_ms.max(0));
+        Self(format!("{}{ms:013x}{low:016x}", Self::PREFIX))
     }
 
     /// An id as a caller (or the model) wrote it; `None` unless it has the shape of ours.
@@ -47,6 +40,22 @@ impl std::fmt::Display for MemoryId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// The time and lower digits of the next id: random (below 2^63, so counting up cannot wrap) in a
+/// new millisecond, one more than the last id's otherwise (a clock that stepped back included).
+fn next_in_order(at_ms: i64) -> (i64, u64) {
+    static LAST: std::sync::Mutex<(i64, u64)> = std::sync::Mutex::new((-1, 0));
+    let mut last = LAST
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    *last = if at_ms > last.0 {
+        let random = uuid::Uuid::new_v4().as_u64_pair().0;
+        (at_ms, random >> 1)
+    } else {
+        (last.0, last.1 + 1)
+    };
+    *last
 }
 
 /// One kept fact.
@@ -124,4 +133,29 @@ pub trait Memories: Send + Sync {
 
     /// Forgets all of `owner`'s memories; how many there were.
     async fn delete_memories(&self, owner: &Principal) -> Result<usize, StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_made_in_one_millisecond_sort_in_the_order_they_were_made() {
+        let ids: Vec<MemoryId> = (0..1_000)
+            .map(|_| MemoryId::new(1_700_000_000_000))
+            .collect();
+        assert!(ids.windows(2).all(|pair| pair[0] < pair[1]));
+        assert!(
+            ids.iter()
+                .all(|id| MemoryId::parse(id.as_str()).as_ref() == Some(id))
+        );
+    }
+
+    #[test]
+    fn an_id_keeps_its_creation_time_when_the_clock_moves_on() {
+        let earlier = MemoryId::new(1_800_000_000_000);
+        let later = MemoryId::new(1_800_000_000_001);
+        assert!(later.as_str().starts_with("mem_001a3185c5001"));
+        assert!(earlier < later);
+    }
 }

@@ -7,7 +7,7 @@ use crate::store::{Memories, Memory, MemoryEdit, MemoryId, MemorySet, NewMemory,
 use async_trait::async_trait;
 use std::sync::Arc;
 
-/// One principal's memories, oldest first.
+/// One principal's memories, in the order they were saved.
 #[derive(Default)]
 pub(super) struct Kept {
     version: u64,
@@ -30,9 +30,12 @@ impl Memories for MemoryStore {
         let mut accounts = self.accounts();
         let kept = accounts.memories.entry(owner.clone()).or_default();
         kept.forget_expired(now_ms());
+        // Newest first by id, as DynamoDB's query returns them: the list's cursor is an id.
+        let mut memories = kept.memories.clone();
+        memories.sort_by(|a, b| b.id.cmp(&a.id));
         Ok(MemorySet {
             version: kept.version,
-            memories: Arc::new(kept.memories.iter().rev().cloned().collect()),
+            memories: Arc::new(memories),
         })
     }
 
