@@ -11,7 +11,7 @@
 //
 // Run: cd tests/node && AGUI_BASE=… node --test long-thread.test.mjs
 
-import { test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { HttpAgent as HttpAgent100 } from "@ag-ui/client";
@@ -44,34 +44,32 @@ async function storedHistory(base, threadId) {
 
 const clientHistory = (messages) => messages.map((m) => [m.id, m.role, m.content ?? ""]);
 
-/** Records the size of every POST body `fetch` sends to `url` while `body` runs. */
-async function withRequestSizes(url, body) {
-  const sizes = [];
-  const realFetch = globalThis.fetch;
-  globalThis.fetch = (input, init) => {
-    const target = typeof input === "string" ? input : input.url;
-    if (target === url && init?.method === "POST") sizes.push(Buffer.byteLength(init.body ?? ""));
-    return realFetch(input, init);
+/** `HttpAgent` that records the size of every request body it sends (its own `requestInit`,
+ * so the two clients can run side by side). */
+function measured(HttpAgent) {
+  return class extends HttpAgent {
+    sizes = [];
+    requestInit(input) {
+      const init = super.requestInit(input);
+      this.sizes.push(Buffer.byteLength(init.body ?? ""));
+      return init;
+    }
   };
-  try {
-    await body();
-  } finally {
-    globalThis.fetch = realFetch;
-  }
-  return sizes;
 }
 
-for (const { version, HttpAgent } of [
-  { version: "1.0.0", HttpAgent: HttpAgent100 },
-  { version: "0.0.59", HttpAgent: HttpAgent0059 },
-]) {
-  test(`HttpAgent ${version}: ${TURNS} turns of 1,500 characters on one thread, whole history resent every turn`, async () => {
-    assert.ok(BASE, "AGUI_BASE must name the server");
-    const url = `${BASE}/agent`;
-    const threadId = randomUUID();
-    const agent = new HttpAgent({ url, threadId });
-    const started = Date.now();
-    const sizes = await withRequestSizes(url, async () => {
+// The two clients' threads run side by side: each turn is the client's work, then the
+// server's, so two threads keep two cores busy.
+describe("full-history clients", { concurrency: 2 }, () => {
+  for (const { version, HttpAgent } of [
+    { version: "1.0.0", HttpAgent: HttpAgent100 },
+    { version: "0.0.59", HttpAgent: HttpAgent0059 },
+  ]) {
+    test(`HttpAgent ${version}: ${TURNS} turns of 1,500 characters on one thread, whole history resent every turn`, async () => {
+      assert.ok(BASE, "AGUI_BASE must name the server");
+      const url = `${BASE}/agent`;
+      const threadId = randomUUID();
+      const agent = new (measured(HttpAgent))({ url, threadId });
+      const started = Date.now();
       for (let turn = 0; turn < TURNS; turn++) {
         agent.addMessage({ id: randomUUID(), role: "user", content: paragraph(turn) });
         let failure;
@@ -84,15 +82,16 @@ for (const { version, HttpAgent } of [
         assert.equal(last.role, "assistant", `turn ${turn} was answered`);
         assert.ok(last.content.length >= 1400, `turn ${turn}: a paragraph back`);
       }
+      const sizes = agent.sizes;
+      const seconds = (Date.now() - started) / 1000;
+      assert.equal(sizes.length, TURNS);
+      assert.equal(agent.messages.length, 2 * TURNS);
+      if (TURNS === 600) assert.ok(sizes.at(-1) > 1_800_000, `the last request carried ${sizes.at(-1)} bytes`);
+      assert.deepEqual(await storedHistory(BASE, threadId), clientHistory(agent.messages));
+      console.log(
+        `HttpAgent ${version}: ${TURNS} turns in ${seconds.toFixed(1)} s; last request ${sizes.at(-1)} bytes, ` +
+          `${(sizes.reduce((a, b) => a + b, 0) / 1e6).toFixed(0)} MB sent in all`,
+      );
     });
-    const seconds = (Date.now() - started) / 1000;
-    assert.equal(sizes.length, TURNS);
-    assert.equal(agent.messages.length, 2 * TURNS);
-    if (TURNS === 600) assert.ok(sizes.at(-1) > 1_800_000, `the last request carried ${sizes.at(-1)} bytes`);
-    assert.deepEqual(await storedHistory(BASE, threadId), clientHistory(agent.messages));
-    console.log(
-      `HttpAgent ${version}: ${TURNS} turns in ${seconds.toFixed(1)} s; last request ${sizes.at(-1)} bytes, ` +
-        `${(sizes.reduce((a, b) => a + b, 0) / 1e6).toFixed(0)} MB sent in all`,
-    );
-  });
-}
+  }
+});

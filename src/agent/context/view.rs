@@ -33,9 +33,15 @@ impl ThreadView<'_> {
     /// The messages the model is sent (before the provider's own view: reasoning kept or not is
     /// the provider's business).
     pub(crate) fn messages(&self, limit: PartLimit) -> Vec<Message> {
+        self.messages_from(0, limit)
+    }
+
+    /// [`Self::messages`] from index `start` on: what was added since a count covered the rest.
+    pub(crate) fn messages_from(&self, start: usize, limit: PartLimit) -> Vec<Message> {
         self.messages
             .iter()
             .enumerate()
+            .skip(start)
             .map(|(index, message)| {
                 let seq = self.first_seq + index as u64;
                 let message = if seq < self.cleared_before {
@@ -124,7 +130,9 @@ fn clamped(message: Message, limit: PartLimit) -> Message {
 }
 
 fn clamp_text(text: String, limit: PartLimit) -> String {
-    if text_tokens(&text) <= limit.max_part_tokens {
+    // Half the bytes bounds the estimate: most parts need no count at all.
+    let bound = u64::try_from(text.len().div_ceil(2)).unwrap_or(u64::MAX);
+    if bound <= limit.max_part_tokens || text_tokens(&text) <= limit.max_part_tokens {
         return text;
     }
     let keep = usize::try_from(limit.max_part_tokens * CHARS_PER_TOKEN_KEPT).unwrap_or(usize::MAX);

@@ -310,17 +310,16 @@ impl PreparedRun {
     /// The thread's size for the model: the provider's count of its last call when it saw
     /// this same view, plus an estimate of what was added since; otherwise all estimated.
     fn estimate(&self, view: &ThreadView<'_>, fixed: Fixed, limit: PartLimit) -> u64 {
-        let estimated = plan::estimate(view, fixed, limit);
         let Some(mark) = self.progress.context.mark else {
-            return estimated;
+            return plan::estimate(view, fixed, limit);
         };
         let same_view = mark.covers == view.first_seq && mark.cleared_before == view.cleared_before;
         let end = view.first_seq + view.messages.len() as u64;
         if !same_view || mark.seen < view.first_seq || mark.seen > end {
-            return estimated;
+            return plan::estimate(view, fixed, limit);
         }
         let added = usize::try_from(mark.seen - view.first_seq).unwrap_or(usize::MAX);
-        mark.input_tokens + messages_tokens(&view.messages(limit)[added..])
+        mark.input_tokens + messages_tokens(&view.messages_from(added, limit))
     }
 
     fn view(&self) -> ThreadView<'_> {
