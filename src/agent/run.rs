@@ -205,13 +205,11 @@ impl PreparedRun {
         let span = this.telemetry.span.clone();
         let trace = this.telemetry.trace.clone();
         let meter = this.telemetry.meter.clone();
-        tokio::spawn(
-            async move {
+        tokio::spawn(async move {
+            async {
                 // A bug must not leave followers waiting and the thread's lease held by a run that
                 // no longer exists: the log still ends with one terminal event.
                 let drive = AssertUnwindSafe(this.drive(driven.clone())).catch_unwind();
-                // The trace span ends with this await, before the run counts as done: Lambda
-                // flushes spans once its runs are done, and this one must be among them.
                 let ran = crate::store::meter::metered(meter, drive)
                     .instrument(trace)
                     .await;
@@ -225,10 +223,14 @@ impl PreparedRun {
                         });
                     }
                 }
-                agent.live.remove(&driven);
             }
-            .instrument(span),
-        );
+            .instrument(span)
+            .await;
+            // Every span of the run has ended (the request's too, which the run's span kept
+            // open) before the run counts as done: Lambda and a stopping server flush spans
+            // once their runs are done, and these must be among them.
+            agent.live.remove(&driven);
+        });
         live
     }
 
