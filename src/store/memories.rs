@@ -42,20 +42,25 @@ impl std::fmt::Display for MemoryId {
     }
 }
 
-/// The time and lower digits of the next id: random (below 2^63, so counting up cannot wrap) in a
-/// new millisecond, one more than the last id's otherwise (a clock that stepped back included).
+/// The time and lower digits of the next id, after every id this process made before.
 fn next_in_order(at_ms: i64) -> (i64, u64) {
     static LAST: std::sync::Mutex<(i64, u64)> = std::sync::Mutex::new((-1, 0));
     let mut last = LAST
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    *last = if at_ms > last.0 {
-        let random = uuid::Uuid::new_v4().as_u64_pair().0;
-        (at_ms, random >> 1)
+    *last = following(*last, at_ms, || uuid::Uuid::new_v4().as_u64_pair().0);
+    *last
+}
+
+/// The id parts after `last` for a memory created at `at_ms`: random lower digits (below 2^63,
+/// so counting up cannot wrap) in a new millisecond, one more than the last's otherwise (a clock
+/// that stepped back included).
+fn following(last: (i64, u64), at_ms: i64, random: impl FnOnce() -> u64) -> (i64, u64) {
+    if at_ms > last.0 {
+        (at_ms, random() >> 1)
     } else {
         (last.0, last.1 + 1)
-    };
-    *last
+    }
 }
 
 /// One kept fact.
@@ -152,10 +157,23 @@ mod tests {
     }
 
     #[test]
-    fn an_id_keeps_its_creation_time_when_the_clock_moves_on() {
-        let earlier = MemoryId::new(1_800_000_000_000);
-        let later = MemoryId::new(1_800_000_000_001);
-        assert!(later.as_str().starts_with("mem_001a3185c5001"));
-        assert!(earlier < later);
+    fn a_new_millisecond_starts_afresh_and_a_clock_that_steps_back_counts_on() {
+        let last = (1_800_000_000_000, 41);
+        assert_eq!(
+            following(last, 1_800_000_000_001, || 10),
+            (1_800_000_000_001, 5)
+        );
+        assert_eq!(
+            following(last, 1_800_000_000_000, || 10),
+            (1_800_000_000_000, 42)
+        );
+        assert_eq!(
+            following(last, 1_700_000_000_000, || 10),
+            (1_800_000_000_000, 42)
+        );
+        assert_eq!(
+            following(last, 1_800_000_000_001, || u64::MAX).1,
+            u64::MAX >> 1
+        );
     }
 }
