@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 /// A memory's id: `mem_` then 13 hex digits of its creation time (ms) and 16 more, so ids sort by
 /// creation time. Within a process they sort in creation order even within one millisecond (the
-/// lower digits then count up from the last id), which `GET /memories`' cursor relies on.
+/// lower digits then count up from the last id), so a list by id is newest first.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct MemoryId(String);
 
