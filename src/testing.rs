@@ -3,7 +3,7 @@
 //! free to change in any release.
 
 pub mod agent {
-    pub use crate::agent::context::summary::SUMMARY_MARKER;
+    pub use crate::agent::context::summary::{CONDENSE_MARKER, SUMMARY_MARKER};
     pub use crate::agent::history_day::history_day;
     pub use crate::agent::memory::MemorySettings;
     pub use crate::agent::tools::ToolRegistry;

@@ -35,6 +35,7 @@ mod interrupts;
 mod lambda_events;
 mod lifecycle;
 mod long_conversation;
+mod long_conversation_facts;
 mod mcp;
 mod memories;
 mod multimodal;
