@@ -42,7 +42,10 @@ async fn converse(turns: usize) -> Conversation {
     let store: Arc<dyn ThreadStore> = Arc::new(MemoryStore::default());
     let app = spawn_app_on_model_url(
         &model.url,
-        &[("AGENT_MODEL", "window-8k"), ("MODEL_CONTEXT_TOKENS", "8000")],
+        &[
+            ("AGENT_MODEL", "window-8k"),
+            ("MODEL_CONTEXT_TOKENS", "8000"),
+        ],
         store,
         tools(),
         None,
@@ -64,9 +67,7 @@ async fn converse(turns: usize) -> Conversation {
         "the last request is the last turn's"
     );
     Conversation {
-        kept: (1..=turns)
-            .filter(|&n| text.contains(&fact(n)))
-            .collect(),
+        kept: (1..=turns).filter(|&n| text.contains(&fact(n))).collect(),
         seen,
         compactions: compacted,
     }
@@ -80,7 +81,10 @@ impl Conversation {
             .filter(|seen| seen.outcome != "ok")
             .map(|seen| (seen.outcome, seen.tokens))
             .collect();
-        assert!(refused.is_empty(), "no request over the window: {refused:?}");
+        assert!(
+            refused.is_empty(),
+            "no request over the window: {refused:?}"
+        );
         let largest = self.seen.iter().map(|seen| seen.tokens).max().unwrap();
         assert!(largest <= WINDOW, "{largest}");
     }

@@ -298,7 +298,10 @@ fn summary_of(messages: &[Value]) -> String {
         if !line.contains("[fact]") {
             continue;
         }
-        for fact in fact_of(line).split("[fact]").flat_map(|part| part.split("; ")) {
+        for fact in fact_of(line)
+            .split("[fact]")
+            .flat_map(|part| part.split("; "))
+        {
             let fact = fact.trim().to_owned();
             if !fact.is_empty() && !facts.contains(&fact) {
                 facts.push(fact);
@@ -308,7 +311,10 @@ fn summary_of(messages: &[Value]) -> String {
     if texts.iter().any(|text| text.contains(CONDENSE_MARKER)) {
         format!("[fact] {}", facts.join("; "))
     } else {
-        let bullets: Vec<String> = facts.iter().map(|fact| format!("- [fact] {fact}")).collect();
+        let bullets: Vec<String> = facts
+            .iter()
+            .map(|fact| format!("- [fact] {fact}"))
+            .collect();
         format!("Facts:\n{}", bullets.join("\n"))
     }
 }

@@ -205,7 +205,15 @@ async fn summarize(
     while summarized.covered < older.len() {
         let rest = &older[summarized.covered..];
         let chunk = chunk_len(summarized.summary.as_deref(), rest, budget);
-        match extend(model, summarized.summary.as_deref(), &rest[..chunk], budget, usage).await {
+        match extend(
+            model,
+            summarized.summary.as_deref(),
+            &rest[..chunk],
+            budget,
+            usage,
+        )
+        .await
+        {
             Ok(summary) => {
                 summarized.summary = Some(summary);
                 summarized.covered += chunk;

@@ -83,9 +83,7 @@ const SUMMARY_MAX_TOKENS: u64 = 2_000;
 /// the prompt's share of it is what decides how much room the summary has.
 pub(crate) fn summary_allowance(window: &ContextWindow, prompt_tokens: u64) -> u64 {
     let affordable = window.target().saturating_sub(prompt_tokens) * 2 / 3;
-    affordable
-        .max(window.budget() / 8)
-        .min(SUMMARY_MAX_TOKENS)
+    affordable.max(window.budget() / 8).min(SUMMARY_MAX_TOKENS)
 }
 
 /// The largest a single part may be: a quarter of the budget.
