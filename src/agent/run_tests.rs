@@ -471,7 +471,7 @@ async fn a_second_run_on_a_busy_thread_is_refused_and_changes_nothing() {
 }
 
 #[tokio::test]
-async fn an_incremental_client_gets_a_messages_snapshot_and_state_snapshot() {
+async fn an_incremental_client_gets_the_state_snapshot_but_not_the_thread() {
     let h = harness(
         vec![ScriptedTurn::text("first"), ScriptedTurn::text("second")],
         false,
@@ -482,9 +482,33 @@ async fn an_incremental_client_gets_a_messages_snapshot_and_state_snapshot() {
     let events = run(&h, next).await;
     assert_eq!(events[1]["type"], "STATE_SNAPSHOT");
     assert_eq!(events[1]["snapshot"], json!({"count": 1}));
-    assert_eq!(events[2]["type"], "MESSAGES_SNAPSHOT");
-    assert_eq!(events[2]["messages"].as_array().unwrap().len(), 3);
-    assert_eq!(h.model.requests()[1].messages.len(), 3);
+    assert!(
+        events
+            .iter()
+            .all(|event| event["type"] != "MESSAGES_SNAPSHOT")
+    );
+    assert_eq!(
+        h.model.requests()[1].messages.len(),
+        3,
+        "the model reads it all"
+    );
+}
+
+#[tokio::test]
+async fn a_client_holding_a_stale_part_of_the_thread_gets_a_messages_snapshot() {
+    let h = harness(
+        vec![ScriptedTurn::text("first"), ScriptedTurn::text("second")],
+        false,
+    );
+    run(&h, input("t", "r1", vec![user("u1", "a")], &[])).await;
+    // It holds u1 but not the answer that followed.
+    let events = run(
+        &h,
+        input("t", "r2", vec![user("u1", "a"), user("u2", "b")], &[]),
+    )
+    .await;
+    assert_eq!(events[1]["type"], "MESSAGES_SNAPSHOT");
+    assert_eq!(events[1]["messages"].as_array().unwrap().len(), 3);
 }
 
 #[tokio::test]

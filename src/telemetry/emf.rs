@@ -50,6 +50,9 @@ pub(crate) struct StoreFigures {
     /// Of the calls, those for long-term memory (the injected block and the memory tools).
     pub memory_read_calls: u64,
     pub memory_write_calls: u64,
+    /// What the read calls brought back: their answers' bytes and the items in them.
+    pub read_bytes: u64,
+    pub read_items: u64,
 }
 
 /// Where records go: stdout, or (in tests) a list of the same lines.
@@ -114,6 +117,7 @@ impl Emf {
     pub(crate) fn record(&self, run: &RunMetrics, timestamp_ms: i64) -> String {
         const MS: &str = "Milliseconds";
         const COUNT: &str = "Count";
+        const BYTES: &str = "Bytes";
         let store = &run.store;
         let mut metrics: Vec<(&str, &str, Value)> = vec![
             ("Runs", COUNT, json!(1)),
@@ -135,6 +139,8 @@ impl Emf {
             ("StoreReadCalls", COUNT, json!(store.read_calls)),
             ("StoreWriteCalls", COUNT, json!(store.write_calls)),
             ("StoreReadCapacity", COUNT, json!(store.read_capacity_units)),
+            ("StoreReadBytes", BYTES, json!(store.read_bytes)),
+            ("StoreReadItems", COUNT, json!(store.read_items)),
             (
                 "StoreWriteCapacity",
                 COUNT,

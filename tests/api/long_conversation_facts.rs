@@ -21,7 +21,7 @@ fn fact(n: usize) -> String {
 /// seventh asks for the report.
 fn message_text(n: usize) -> String {
     let filler = "The user keeps talking about the project plan and its details. ".repeat(7);
-    let opening = if n % 7 == 0 {
+    let opening = if n.is_multiple_of(7) {
         format!("[tool] Turn {n}: fetch the weather report.")
     } else {
         format!("Turn {n}.")

@@ -30,6 +30,7 @@ mod bedrock;
 mod dev_page;
 mod example_agent;
 mod full_history;
+mod incremental_clients;
 mod input_errors;
 mod interrupts;
 mod lambda_events;
