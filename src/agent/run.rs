@@ -53,6 +53,8 @@ pub(super) struct RunRequest {
     pub(super) sampling: crate::model::Sampling,
     /// The store holds messages the client did not send: the run opens with a snapshot.
     pub(super) client_is_behind: bool,
+    /// The whole thread, when the start read it (else the run reads it to open).
+    pub(super) snapshot: Option<Vec<Message>>,
     /// Approval decisions this run carries out before its first model turn.
     pub(super) resolved: Vec<Resolved>,
     /// The input only repeats answers already acted on and adds nothing: the run streams what

@@ -29,6 +29,8 @@ struct Attempt<'a> {
     merged: Merged,
     /// The store holds messages the client lacks: the run opens with a `MESSAGES_SNAPSHOT`.
     client_is_behind: bool,
+    /// That snapshot, when the start read the whole thread to merge the input.
+    snapshot: Option<Vec<Message>>,
     resolution: Resolution,
 }
 
@@ -38,6 +40,7 @@ struct Taken {
     base_state: Option<Value>,
     merged: Merged,
     client_is_behind: bool,
+    snapshot: Option<Vec<Message>>,
     resolution: Resolution,
     lease: Lease,
     /// Where the loaded history starts, the thread's checkpoint and the provider's last count.
@@ -136,13 +139,14 @@ impl Agent {
         // Read once, however many attempts there are.
         let mut parent: Option<StoredThread> = None;
         loop {
-            let loaded = self
-                .load_idle(owner, thread_id, input, policy, give_up)
-                .await?;
+            let loaded = self.load_idle(owner, thread_id, policy, give_up).await?;
             let forked = self
                 .fork_source(owner, input, loaded.as_ref(), &mut parent)
                 .await?;
-            let attempt = self.merge(input, loaded.as_ref(), forked)?;
+            let whole = self
+                .whole_if_resent(owner, thread_id, input, loaded.as_ref())
+                .await?;
+            let attempt = self.merge(input, loaded.as_ref(), forked, whole.as_deref())?;
             if reservation.is_none() {
                 *reservation = Some(self.reserve(owner).await?);
             }
@@ -160,6 +164,7 @@ impl Agent {
                         base_state: base.and_then(|thread| thread.state.clone()),
                         merged: attempt.merged,
                         client_is_behind: attempt.client_is_behind,
+                        snapshot: attempt.snapshot,
                         resolution: attempt.resolution,
                         lease,
                         context,
@@ -182,12 +187,11 @@ impl Agent {
         &self,
         owner: &Principal,
         thread_id: &ThreadId,
-        input: &RunInput,
         policy: BusyThreadPolicy,
         give_up: Instant,
     ) -> Result<Option<StoredThread>, StartError> {
         loop {
-            let loaded = self.load_for_run(owner, thread_id, input).await?;
+            let loaded = self.load_for_run(owner, thread_id).await?;
             let Some(active) = loaded.as_ref().and_then(|thread| thread.active_run.clone()) else {
                 return Ok(loaded);
             };
@@ -198,25 +202,36 @@ impl Agent {
         }
     }
 
-    /// The thread from its latest checkpoint on, so the read does not grow with its length;
-    /// the whole thread when compaction is off, or when the input resends older messages
-    /// without any of those loaded (a client far behind), which only the whole thread can
-    /// tell apart from new ones.
+    /// The thread from its latest checkpoint on, so the read does not grow with its length (a
+    /// client that names the last message it holds and one that sends only its new message
+    /// alike); the whole thread when compaction is off.
     async fn load_for_run(
         &self,
         owner: &Principal,
         thread_id: &ThreadId,
-        input: &RunInput,
     ) -> Result<Option<StoredThread>, StoreError> {
         if self.settings.context.strategy == ContextStrategy::Off {
             return self.store.load(owner, thread_id).await;
         }
-        let recent = self.store.load_recent(owner, thread_id).await?;
-        match &recent {
+        self.store.load_recent(owner, thread_id).await
+    }
+
+    /// Every message of the thread, when the input resends older messages without any of
+    /// those `loaded` (a client far behind), which only the whole thread can tell apart from
+    /// new ones. The run itself still starts from the checkpoint.
+    async fn whole_if_resent(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        input: &RunInput,
+        loaded: Option<&StoredThread>,
+    ) -> Result<Option<Vec<Message>>, StoreError> {
+        match loaded {
             Some(thread) if thread.first_seq > 0 && resends_unloaded(thread, &input.messages) => {
-                self.store.load(owner, thread_id).await
+                let whole = self.store.load(owner, thread_id).await?;
+                Ok(whole.map(|thread| thread.messages))
             }
-            _ => Ok(recent),
+            _ => Ok(None),
         }
     }
 
@@ -267,12 +282,14 @@ impl Agent {
 
     /// Merge: the input's answers to the thread's interrupts resolved, and the messages the
     /// thread does not hold yet checked and merged into the thread's (or the fork's), the calls
-    /// waiting for approval left open.
+    /// waiting for approval left open. `whole`, when read, is every message of the thread:
+    /// what the input holds is told apart against it, the new messages merge into `loaded`.
     fn merge<'a>(
         &self,
         input: &RunInput,
         loaded: Option<&'a StoredThread>,
         forked: Option<&'a StoredThread>,
+        whole: Option<&[Message]>,
     ) -> Result<Attempt<'a>, StartError> {
         let record = InterruptRecord::parse(loaded.and_then(|thread| thread.interrupts.as_ref()))
             .map_err(|error| {
@@ -290,7 +307,7 @@ impl Agent {
         let stored = loaded
             .or(forked)
             .map_or(&[][..], |thread| &thread.messages[..]);
-        let incoming = incoming::split(stored, &input.messages);
+        let incoming = incoming::split(whole.unwrap_or(stored), &input.messages);
         if let Some(limits) = &input.new_message_limits {
             check_new_messages(&input.messages, &incoming.positions, limits)
                 .map_err(StartError::Input)?;
@@ -304,11 +321,16 @@ impl Agent {
         }
         let merged = thread::merge_keeping_open(stored, incoming.new, &waiting)?;
         self.check_parts(&input.messages, &merged.new_messages)?;
+        let snapshot = whole.filter(|_| incoming.behind).map(|whole| {
+            let stored_now = whole.iter().chain(&merged.new_messages);
+            stored_now.cloned().collect()
+        });
         Ok(Attempt {
             loaded,
             forked,
             merged,
             client_is_behind: incoming.behind,
+            snapshot,
             resolution,
         })
     }
@@ -374,6 +396,7 @@ impl Agent {
             base_state,
             merged,
             client_is_behind,
+            snapshot,
             resolution,
             lease,
             context,
@@ -390,6 +413,7 @@ impl Agent {
                 .sampling
                 .capped(self.settings.max_output_tokens),
             client_is_behind,
+            snapshot,
             resolved: resolution.resolved,
             repeat_only: resolution.only_repeats && merged.new_messages.is_empty(),
             client_tools: input.tools,

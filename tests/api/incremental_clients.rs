@@ -119,6 +119,7 @@ async fn an_incremental_client_reads_and_receives_as_much_at_turn_150_as_at_turn
     // A client that holds the thread only up to turn 100's message is behind: it gets all of it.
     let held = json!({"id": "u100", "role": "user", "content": message_text(100)});
     let next = json!({"id": "u151", "role": "user", "content": message_text(151)});
+    let asked_before = model.seen().len();
     let events = app
         .run(&run_input(&thread, "r151", json!([held, next])))
         .await
@@ -140,4 +141,11 @@ async fn an_incremental_client_reads_and_receives_as_much_at_turn_150_as_at_turn
         "every message, the new one included"
     );
     assert_eq!((ids[0], *ids.last().unwrap()), ("u1", "u151"));
+    // Its run still starts from the thread's checkpoint: the summary stands, nothing is
+    // summarised again from the start.
+    let asked = &model.seen()[asked_before..];
+    let summary_calls = asked.iter().filter(|seen| seen.is_summary()).count();
+    assert!(summary_calls <= 1, "{summary_calls} summary calls");
+    let main = asked.iter().rev().find(|seen| !seen.is_summary()).unwrap();
+    assert!(main.text().contains("Summary of the earlier part"));
 }

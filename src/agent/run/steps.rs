@@ -115,7 +115,9 @@ impl PreparedRun {
         // A run that answers approved or denied calls sends their results against calls made
         // in an earlier run: the snapshot first names those calls within this stream.
         if self.request.client_is_behind || !self.request.resolved.is_empty() {
-            let messages = if self.progress.context.first_seq > 0 {
+            let messages = if let Some(whole) = &self.request.snapshot {
+                whole.clone()
+            } else if self.progress.context.first_seq > 0 {
                 self.whole_thread().await?
             } else {
                 self.progress.history.clone()
