@@ -22,6 +22,13 @@ pub(crate) enum ApiError {
     NotFound(String),
     #[error("method not allowed")]
     MethodNotAllowed,
+    /// `GET /` with the dev page off (under Lambda, `cargo lambda watch` included, unless
+    /// `DEV_UI=true`): the 405 it always was, saying how to get the page.
+    #[error(
+        "GET / serves the dev chat page only with DEV_UI=true (off under Lambda and cargo lambda \
+         watch unless set); the agent itself answers POST / and POST /agent"
+    )]
+    DevPageOff,
     #[error("{0}")]
     BadQuery(String),
     #[error(transparent)]
@@ -126,7 +133,7 @@ impl ApiError {
             }
             ApiError::Start(StartError::StoreCorrupt) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::MethodNotAllowed | ApiError::DevPageOff => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
         }
     }
@@ -158,7 +165,7 @@ impl ApiError {
             ApiError::Start(StartError::StoreCorrupt) => "store_corrupt",
             ApiError::UnsupportedMediaType => "unsupported_media_type",
             ApiError::NotFound(_) => "not_found",
-            ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::MethodNotAllowed | ApiError::DevPageOff => "method_not_allowed",
             ApiError::BadQuery(_) => "invalid_query",
             ApiError::Unauthorized(_) => "unauthorized",
             ApiError::UnreadableBody(_) => "invalid_body",

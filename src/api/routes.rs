@@ -166,11 +166,16 @@ impl Route {
         if routes.is_empty() {
             return Err(ApiError::NotFound(path));
         }
+        let dev_page_off = path == "/" && method == Method::GET && !optional.dev_ui;
         routes
             .into_iter()
             .find(|(allowed, _)| allowed == method)
             .map(|(_, route)| route)
-            .ok_or(ApiError::MethodNotAllowed)
+            .ok_or(if dev_page_off {
+                ApiError::DevPageOff
+            } else {
+                ApiError::MethodNotAllowed
+            })
     }
 
     pub(super) fn is_agentscope(&self) -> bool {
@@ -249,7 +254,7 @@ mod tests {
             get("/agent", true),
             Err(ApiError::MethodNotAllowed)
         ));
-        assert!(matches!(get("/", false), Err(ApiError::MethodNotAllowed)));
+        assert!(matches!(get("/", false), Err(ApiError::DevPageOff)));
         assert!(matches!(
             get("/dev/app.js", false),
             Err(ApiError::NotFound(_))
