@@ -112,7 +112,7 @@ setsid java -Djava.library.path="$DDB_DIR/DynamoDBLocal_lib" -jar "$DDB_DIR/Dyna
 PIDS+=($!)
 AGUI_BENCH_DYNAMODB_ENDPOINT="http://127.0.0.1:$DDB_PORT" cargo bench --locked --bench dynamo_store | tee "$OUT/dynamo_store.txt"
 
-step "cargo bench --bench long_conversation (runs on long threads, a 300-turn conversation in an 8k window)"
+step "cargo bench --bench long_conversation (runs on long threads by kind of client: reads, bytes, response size; a 300-turn conversation in an 8k window)"
 AGUI_BENCH_DYNAMODB_ENDPOINT="http://127.0.0.1:$DDB_PORT" cargo bench --locked --bench long_conversation | tee "$OUT/long_conversation.txt"
 
 step "cargo bench --bench memory_reads (store reads per run with 10, 1,000 and 2,000 memories, cold and warm)"
