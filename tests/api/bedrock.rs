@@ -210,7 +210,6 @@ async fn spawn_bedrock_app_with(
     let mut client_config = bedrock::client_config(
         &sdk,
         &ClientSettings {
-            max_retries: config.model.max_retries,
             connect_timeout: config.model.connect_timeout,
         },
     )
@@ -224,7 +223,6 @@ async fn spawn_bedrock_app_with(
             model_id: config.model.name.clone(),
             max_tokens: config.model.bedrock_max_tokens,
             reasoning_budget_tokens: config.model.bedrock_reasoning_budget_tokens,
-            max_retries: config.model.max_retries,
             cache_points: match config.context.prompt_cache {
                 agui_lambda::testing::config::PromptCache::Auto => {
                     CachePoints::for_model(&config.model.name)
@@ -235,7 +233,7 @@ async fn spawn_bedrock_app_with(
     ));
     let app = startup::build_app(
         &config,
-        model,
+        startup::with_retry_policy(&config, model),
         Arc::new(MemoryStore::new()),
         startup::authenticator(&config.auth).await.unwrap(),
     )
