@@ -137,7 +137,8 @@ impl ModelError {
             ModelError::Stream | ModelError::Incomplete | ModelError::Malformed => {
                 FailureKind::Broken
             }
-            ModelError::Api(_) => FailureKind::Refused,
+            // An unusable answer (a guardrail, malformed output): the model's, not the request's.
+            ModelError::Api(_) => FailureKind::Broken,
             ModelError::Exhausted { last, .. } => last.kind(),
             #[cfg(any(test, feature = "test-utils"))]
             ModelError::ScriptExhausted => FailureKind::Refused,
@@ -164,7 +165,7 @@ impl ModelError {
         }
         match self.kind() {
             FailureKind::RateLimited | FailureKind::Unavailable | FailureKind::TimedOut => true,
-            FailureKind::Broken => !matches!(self, ModelError::Malformed),
+            FailureKind::Broken => !matches!(self, ModelError::Malformed | ModelError::Api(_)),
             FailureKind::QuotaExhausted | FailureKind::Refused | FailureKind::Overflow => false,
         }
     }
