@@ -47,6 +47,15 @@ pub mod model {
 
     pub mod openai {
         pub use crate::model::openai::{ChunkParser, delta_stream};
+
+        /// The Responses API's receive path, for the parser bench.
+        pub fn responses_delta_stream<S, E>(bytes: S, model: &str) -> super::DeltaStream
+        where
+            S: futures_util::Stream<Item = Result<bytes::Bytes, E>> + Send + 'static,
+            E: std::fmt::Display + Send + 'static,
+        {
+            crate::model::openai::responses::delta_stream(bytes, model)
+        }
     }
 
     pub mod scripted {

@@ -227,10 +227,13 @@ def stream_responses(handler, body, steps, marker_text):
         index += 1
     if reasoning_id:
         ISSUED_REASONING[reasoning_id] = (reasoning_item, first_item_id)
+    # About four characters a token, as a tokenizer would count the request.
+    input_tokens = 64 + len(json.dumps(body)) // 4
     send({"type": "response.completed", "response": {
         "id": response_id, "status": "completed", "model": model,
-        "usage": {"input_tokens": 120, "input_tokens_details": {"cached_tokens": 64, "cache_write_tokens": 0},
-                  "output_tokens": 40, "output_tokens_details": {"reasoning_tokens": 16 if reasoning_id else 0}, "total_tokens": 160}}})
+        "usage": {"input_tokens": input_tokens, "input_tokens_details": {"cached_tokens": 64, "cache_write_tokens": 0},
+                  "output_tokens": 40, "output_tokens_details": {"reasoning_tokens": 16 if reasoning_id else 0},
+                  "total_tokens": input_tokens + 40}}})
 
 
 # ---------------------------------------------------------------------- Gemini (OpenAI-compatible)
@@ -283,7 +286,8 @@ def stream_gemini(handler, body, steps, marker_text):
             chunk({"tool_calls": [call]})
             calls += 1
     chunk({}, "tool_calls" if calls else "stop")
-    chunk({}, None, {"prompt_tokens": 80, "completion_tokens": 20, "total_tokens": 100})
+    prompt_tokens = len(json.dumps(body)) // 4
+    chunk({}, None, {"prompt_tokens": prompt_tokens, "completion_tokens": 20, "total_tokens": prompt_tokens + 20})
     handler.wfile.write(b"data: [DONE]\n\n")
     handler.wfile.flush()
 

@@ -3,7 +3,7 @@
 
 mod chunk;
 mod content;
-mod responses;
+pub(crate) mod responses;
 
 pub use chunk::ChunkParser;
 pub(crate) use responses::{ResponsesProvider, ResponsesSettings};
