@@ -58,6 +58,17 @@ pub mod model {
         }
     }
 
+    pub mod anthropic {
+        /// The Messages API's receive path, for the parser bench.
+        pub fn delta_stream<S, E>(bytes: S) -> super::DeltaStream
+        where
+            S: futures_util::Stream<Item = Result<bytes::Bytes, E>> + Send + 'static,
+            E: std::fmt::Display + Send + 'static,
+        {
+            crate::model::anthropic::delta_stream(bytes)
+        }
+    }
+
     pub mod scripted {
         pub use crate::model::scripted::{ScriptedModel, ScriptedTurn};
     }
