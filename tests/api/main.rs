@@ -19,12 +19,14 @@ mod hostile;
 mod hosting;
 mod s3_local;
 mod slow_model;
+mod strict_messages;
 mod strict_models;
 mod window_model;
 
 mod agent_runs;
 mod agentscope;
 mod agkit;
+mod anthropic;
 mod attachments_store;
 mod auth;
 mod bedrock;

@@ -33,10 +33,12 @@ fn media_block(part: &UserPart) -> Result<Value, String> {
 }
 
 fn image_block(attachment: &Attachment) -> Result<Value, String> {
-    let media_type = attachment.media_type().map(|media_type| match media_type.as_str() {
-        "image/jpg" => "image/jpeg".to_owned(),
-        _ => media_type,
-    });
+    let media_type = attachment
+        .media_type()
+        .map(|media_type| match media_type.as_str() {
+            "image/jpg" => "image/jpeg".to_owned(),
+            _ => media_type,
+        });
     if let Some(media_type) = &media_type
         && !IMAGE_TYPES.contains(&media_type.as_str())
     {
@@ -170,10 +172,19 @@ mod tests {
     fn what_the_api_cannot_take_is_refused_by_name_and_noted_if_stored() {
         for (part, says) in [
             (UserPart::Image(data("image/tiff", "AAEC")), "JPEG, PNG"),
-            (UserPart::Image(url("https://e.com/a.bmp", Some("image/bmp"))), "JPEG, PNG"),
-            (UserPart::Document(data("application/zip", "AAEC")), "PDF or plain text"),
+            (
+                UserPart::Image(url("https://e.com/a.bmp", Some("image/bmp"))),
+                "JPEG, PNG",
+            ),
+            (
+                UserPart::Document(data("application/zip", "AAEC")),
+                "PDF or plain text",
+            ),
             (UserPart::Document(data("text/plain", "/w==")), "not UTF-8"),
-            (UserPart::Document(url("https://e.com/a.docx", None)), "only PDF"),
+            (
+                UserPart::Document(url("https://e.com/a.docx", None)),
+                "only PDF",
+            ),
             (UserPart::Audio(data("audio/wav", "AAEC")), "no audio"),
             (UserPart::Video(data("video/mp4", "AAEC")), "no video"),
         ] {

@@ -57,7 +57,10 @@ pub(super) fn body(request: &ModelRequest, settings: &AnthropicSettings) -> Mess
         body.insert("system".into(), Value::Array(system));
     }
     let tools = tools(&request.tools, &conversation.history_tools, cache);
-    body.insert("messages".into(), Value::Array(conversation.into_messages()));
+    body.insert(
+        "messages".into(),
+        Value::Array(conversation.into_messages()),
+    );
     if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools));
     }
@@ -86,10 +89,7 @@ fn sampling(sampling: &Sampling, thinking: bool, body: &mut Map<String, Value>) 
         .map(|temperature| temperature.min(1.0));
     if let Some(temperature) = temperature {
         body.insert("temperature".into(), json!(temperature));
-    } else if let Some(top_p) = sampling
-        .top_p
-        .filter(|top_p| !thinking || *top_p >= 0.95)
-    {
+    } else if let Some(top_p) = sampling.top_p.filter(|top_p| !thinking || *top_p >= 0.95) {
         // With thinking, only 0.95 to 1 is accepted.
         body.insert("top_p".into(), json!(top_p));
     }
@@ -112,7 +112,10 @@ fn system_blocks(
     cache: bool,
 ) -> Vec<Value> {
     let mut blocks = Vec::new();
-    let system = request.system.as_deref().filter(|text| !text.trim().is_empty());
+    let system = request
+        .system
+        .as_deref()
+        .filter(|text| !text.trim().is_empty());
     let summary = request
         .summary
         .as_deref()
@@ -295,9 +298,7 @@ impl Conversation {
         let turn_start = self
             .turns
             .iter()
-            .rposition(|(role, blocks)| {
-                *role == Role::User && !blocks.iter().all(is_tool_result)
-            })
+            .rposition(|(role, blocks)| *role == Role::User && !blocks.iter().all(is_tool_result))
             .map_or(0, |at| at + 1);
         let turn = &self.turns[turn_start..];
         let in_tool_loop = turn.iter().any(|(role, blocks)| {

@@ -162,7 +162,10 @@ fn roles_alternate_from_a_user_turn_with_tool_results_first() {
     let mut request = request(messages);
     request.tools = vec![spec("get_current_time")];
     let built = body(&request, &settings()).body;
-    assert_eq!(roles(&built), ["user", "assistant", "user", "assistant", "user"]);
+    assert_eq!(
+        roles(&built),
+        ["user", "assistant", "user", "assistant", "user"]
+    );
     assert_eq!(
         built["messages"][0]["content"],
         json!([{"type": "text", "text": "(The conversation continues.)"}])

@@ -79,7 +79,13 @@ fn deltas(stream: &str) -> Vec<ModelDelta> {
 /// What a turn assembles from the deltas: text, reasoning, signatures, redacted data, calls.
 fn assembled(
     deltas: &[ModelDelta],
-) -> (String, String, Vec<String>, Vec<Vec<u8>>, Vec<AssembledCall>) {
+) -> (
+    String,
+    String,
+    Vec<String>,
+    Vec<Vec<u8>>,
+    Vec<AssembledCall>,
+) {
     let (mut text, mut reasoning, mut signatures, mut redacted) =
         (String::new(), String::new(), Vec::new(), Vec::new());
     let mut calls = ToolCallAccumulator::default();
@@ -194,7 +200,9 @@ fn stop_reasons_map_to_finish_reasons() {
         ("pause_turn", FinishReason::Other("pause_turn".into())),
     ] {
         let stream = message(&[
-            &format!("{{\"type\":\"message_delta\",\"delta\":{{\"stop_reason\":\"{reason}\"}},\"usage\":{{\"output_tokens\":3}}}}"),
+            &format!(
+                "{{\"type\":\"message_delta\",\"delta\":{{\"stop_reason\":\"{reason}\"}},\"usage\":{{\"output_tokens\":3}}}}"
+            ),
             "{\"type\":\"message_stop\"}",
         ]);
         let deltas = deltas(&stream);
@@ -227,10 +235,7 @@ fn an_overload_inside_the_stream_is_a_529_the_retry_layer_retries() {
         error,
         ModelError::Status {
             status: 529,
-            refusal: Some(Refusal::new(
-                Some("overloaded_error".into()),
-                "Overloaded"
-            )),
+            refusal: Some(Refusal::new(Some("overloaded_error".into()), "Overloaded")),
             retry: RetryHint::default(),
         }
     );

@@ -220,7 +220,9 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 /// `eventsource-stream` 0.2.3 panics on a body that starts with a UTF-8 byte-order mark (it
 /// slices one byte off the three-byte character; found by the `model_stream` fuzz target). The
 /// marks are dropped here, however the first bytes are split into chunks.
-pub(crate) fn without_leading_bom<S, E>(bytes: S) -> impl Stream<Item = Result<Bytes, E>> + Send + 'static
+pub(crate) fn without_leading_bom<S, E>(
+    bytes: S,
+) -> impl Stream<Item = Result<Bytes, E>> + Send + 'static
 where
     S: Stream<Item = Result<Bytes, E>> + Send + 'static,
     E: Send + 'static,
