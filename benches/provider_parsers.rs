@@ -86,7 +86,7 @@ fn drain(runtime: &tokio::runtime::Runtime, stream: DeltaStream) -> usize {
 fn source(
     chunks: &[Bytes],
 ) -> impl futures_util::Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
-    futures_util::stream::iter(chunks.iter().cloned().map(Ok))
+    futures_util::stream::iter(chunks.iter().cloned().map(Ok).collect::<Vec<_>>())
 }
 
 fn parsers(c: &mut Criterion) {
