@@ -1,7 +1,7 @@
 //! CPU per streamed answer of each provider's receive path: the same 500-token answer (500 text
 //! deltas, then usage and the end) as OpenAI Chat Completions, the OpenAI Responses API,
-//! Gemini's OpenAI-compatible endpoint and Anthropic's Messages API send it, from raw bytes through SSE parsing to
-//! `ModelDelta`s, on one thread. A 500-token answer a second is a fast model: the figures say
+//! Gemini's OpenAI-compatible endpoint and Anthropic's Messages API send it, from raw bytes
+//! through SSE parsing to `ModelDelta`s, on one thread. A 500-token answer a second is a fast model: the figures say
 //! what share of a core its parsing takes.
 //!
 //! `cargo bench --bench provider_parsers` (about 10 s). Without `--bench` (as under

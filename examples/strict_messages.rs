@@ -1,7 +1,8 @@
 //! The strict stand-in of Anthropic's Messages API (tests/api/strict_messages.rs) as a program,
 //! for the Node suites of scripts/test.sh: `strict_messages --port PORT --key KEY` serves it on
 //! 127.0.0.1 until killed (`GET /health` answers once it listens).
-#![allow(dead_code)]
+// Test tooling: the tests' helpers (unused here) panic where a test should fail.
+#![allow(dead_code, clippy::panic)]
 
 #[path = "../tests/api/strict_messages.rs"]
 mod strict_messages;
