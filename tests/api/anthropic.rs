@@ -275,6 +275,98 @@ async fn anthropic_a_frontend_tool_ends_the_run_and_the_resumption_carries_the_t
 }
 
 #[tokio::test]
+async fn anthropic_a_client_that_kept_the_thinking_continues_on_another_server() {
+    let strict = StrictMessages::start(KEY).await;
+    let first_app = anthropic_app(&strict, &[]).await;
+    let thread = new_thread();
+    let user = json!({"id": "u1", "role": "user", "content": "[color] make it blue"});
+    let first = first_app
+        .run(&input(&thread, "r1", json!([user.clone()])))
+        .await
+        .events();
+    // The messages as an AG-UI client keeps them: each reasoning message with its text and
+    // the encrypted value it was given, then the call.
+    let starts: Vec<Value> = first
+        .iter()
+        .filter(|e| e["type"] == "REASONING_MESSAGE_START")
+        .map(|e| e["messageId"].clone())
+        .collect();
+    let values = reasoning_values(&first);
+    let texts = ["Thinking about what the user asked.", ""];
+    let reasoning: Vec<Value> = (0..2)
+        .map(|i| json!({"id": starts[i], "role": "reasoning", "content": texts[i], "encryptedValue": values[i]}))
+        .collect();
+    let assistant = assistant_from(&first);
+    let call_id = assistant["toolCalls"][0]["id"].clone();
+    let result = json!({"id": "t1", "role": "tool", "toolCallId": call_id, "content": "blue"});
+    // A server that has never seen the thread: only what the client sends back.
+    let second_app = anthropic_app(&strict, &[]).await;
+    let second = second_app
+        .run(&input(
+            &thread,
+            "r2",
+            json!([user, reasoning[0], reasoning[1], assistant, result]),
+        ))
+        .await
+        .events();
+    assert_eq!(text_of(&second), "Done: blue");
+    let sent = strict.requests_about("[color] make it blue");
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[1].status, 200);
+    assert_eq!(
+        thinking_blocks(&sent[1]),
+        [as_block(&values[0], texts[0]), as_block(&values[1], "")]
+    );
+    // Thinking altered on the way is what the API refuses; the run says so.
+    let mut altered = reasoning[0].clone();
+    altered["content"] = json!("Thinking about something else.");
+    let third_app = anthropic_app(&strict, &[]).await;
+    let third = third_app
+        .run(&input(
+            &new_thread(),
+            "r3",
+            json!([{"id": "u1", "role": "user", "content": "[color] make it blue"}, altered,
+                   reasoning[1], assistant_from(&first),
+                   {"id": "t1", "role": "tool", "toolCallId": call_id, "content": "blue"}]),
+        ))
+        .await
+        .events();
+    let end = third.last().unwrap();
+    assert_eq!(end["code"], "MODEL_REFUSED", "{end}");
+    assert!(
+        end["message"]
+            .as_str()
+            .unwrap()
+            .contains("Invalid `signature`"),
+        "{end}"
+    );
+}
+
+#[tokio::test]
+async fn anthropic_an_approval_interrupts_and_the_resume_still_sends_the_thinking_first() {
+    let strict = StrictMessages::start(KEY).await;
+    let app = anthropic_app(&strict, &[("APPROVAL_REQUIRED_TOOLS", "get_current_time")]).await;
+    let thread = new_thread();
+    let user = json!({"id": "u1", "role": "user", "content": "[time] with approval"});
+    let first = app
+        .run(&input(&thread, "r1", json!([user.clone()])))
+        .await
+        .events();
+    let outcome = &first.last().unwrap()["outcome"];
+    assert_eq!(outcome["type"], "interrupt", "{outcome}");
+    let mut resumed = input(&thread, "r2", json!([user, assistant_from(&first)]));
+    resumed["resume"] = json!([{"interruptId": outcome["interrupts"][0]["id"], "status": "resolved",
+                                "payload": {"approved": true}}]);
+    let second = app.run(&resumed).await.events();
+    assert!(second.iter().any(|e| e["type"] == "TOOL_CALL_RESULT"));
+    assert!(text_of(&second).starts_with("Done: "), "{second:#?}");
+    let sent = strict.requests_about("[time] with approval");
+    assert_eq!(sent.len(), 2);
+    assert!(sent[1].body["thinking"].is_object());
+    assert_eq!(thinking_blocks(&sent[1]).len(), 2);
+}
+
+#[tokio::test]
 async fn anthropic_usage_counts_cache_reads_and_writes_in_the_input_total() {
     let strict = StrictMessages::start(KEY).await;
     let app = anthropic_app(&strict, &[]).await;

@@ -71,8 +71,14 @@ impl AnthropicProvider {
             // older SDKs (LiteLLM, Portkey, Cloudflare's) read `x-api-key`; the current
             // official SDKs (Python 2.x) send the key as a bearer token, and gateways written
             // for them read `Authorization`. The same key in both is accepted by each.
+            // Marked sensitive, as `bearer_auth` marks its header: never in a Debug print.
+            let mut value =
+                reqwest::header::HeaderValue::from_str(key.expose_secret()).map_err(|_| {
+                    ModelError::Api("the Anthropic API key is not a valid header value".to_owned())
+                })?;
+            value.set_sensitive(true);
             builder = builder
-                .header("x-api-key", key.expose_secret())
+                .header("x-api-key", value)
                 .bearer_auth(key.expose_secret());
         }
         let response = builder.send().await.map_err(|error| {
