@@ -5,3 +5,5 @@
 
 pub(crate) mod errors;
 pub(crate) mod types;
+pub(crate) mod inbound;
+pub(crate) mod task;

@@ -406,6 +406,7 @@ impl Agent {
                 context,
             ),
             telemetry,
+            end_hook: None,
         }
     }
 
