@@ -110,7 +110,7 @@ mod tests {
     }
 }
 
-const BOM: &[u8] = b"\xEF\xBB\xBF";
+pub(crate) const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// `eventsource-stream` 0.2.3 panics on a body that starts with a UTF-8 byte-order mark (it
 /// slices one byte off the three-byte character; found by the `model_stream` fuzz target). The

@@ -35,7 +35,7 @@ pub use dynamo::DynamoStore;
 #[cfg(all(feature = "aws", any(test, feature = "test-utils")))]
 pub use dynamo::StoreUsage;
 pub(crate) use a2a_tasks::MAX_TASK_ID_LEN;
-pub use a2a_tasks::{A2aTaskCursor, A2aTaskPage, A2aTaskQuery, A2aTaskRecord, A2aTasks};
+pub(crate) use a2a_tasks::{A2aTaskCursor, A2aTaskPage, A2aTaskQuery, A2aTaskRecord, A2aTasks};
 pub use events::EventLog;
 pub(crate) use events::{EventCursor, EventPage};
 pub(crate) use history::HistoryPage;

@@ -363,7 +363,7 @@ mod tests {
             cuts in proptest::collection::vec(0usize..STREAM.len() + 3, 0..40),
             bom in proptest::bool::ANY,
         ) {
-            let owned = if bom { [BOM, STREAM.as_bytes()].concat() } else { STREAM.as_bytes().to_vec() };
+            let owned = if bom { [crate::protocol::sse::BOM, STREAM.as_bytes()].concat() } else { STREAM.as_bytes().to_vec() };
             let bytes = owned.as_slice();
             let mut cuts: Vec<usize> = cuts.into_iter().filter(|cut| *cut <= bytes.len()).collect();
             cuts.sort_unstable();
