@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 /// One A2A error kind (the spec's `…Error` names, without the suffix).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ErrorKind {
+pub enum ErrorKind {
     TaskNotFound,
     TaskNotCancelable,
     PushNotificationNotSupported,

@@ -23,7 +23,7 @@ fn is_false(value: &bool) -> bool {
 /// `TaskState`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub(crate) enum TaskState {
+pub enum TaskState {
     #[default]
     #[serde(rename = "TASK_STATE_UNSPECIFIED")]
     Unspecified,

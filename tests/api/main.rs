@@ -21,6 +21,7 @@ mod s3_local;
 mod slow_model;
 mod window_model;
 
+mod a2a_client;
 mod agent_runs;
 mod agentscope;
 mod agkit;

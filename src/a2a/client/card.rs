@@ -45,7 +45,11 @@ pub(crate) fn choose_interface(card: &AgentCard) -> Result<Endpoint, ClientError
             (interface.protocol_version.trim().split('.').next() == Some("1")
                 && (interface.url.starts_with("https://") || interface.url.starts_with("http://")))
             .then(|| Endpoint {
-                url: interface.url.trim_end_matches('/').to_owned(),
+                // HTTP+JSON appends its paths; a JSON-RPC URL is used exactly as given.
+                url: match binding {
+                    Binding::HttpJson => interface.url.trim_end_matches('/').to_owned(),
+                    Binding::JsonRpc => interface.url.clone(),
+                },
                 binding,
                 tenant: interface.tenant.clone(),
             })

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 /// One thing the remote agent did, for the child's event stream.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum ChildEvent {
+pub enum ChildEvent {
     /// The remote task's ids: kept for a resume, a cancel, and the next delegation's context.
     Task { task_id: String, context_id: String },
     TextStart { message_id: String },

@@ -9,7 +9,7 @@ mod card;
 mod events;
 mod transport;
 
-pub(crate) use events::ChildEvent;
+pub use events::ChildEvent;
 
 use crate::a2a::errors::ErrorKind;
 use crate::a2a::types::{
@@ -33,7 +33,7 @@ const LONGEST_POLL: Duration = Duration::from_secs(3);
 /// Why a delegation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
-pub(crate) struct ClientError {
+pub struct ClientError {
     /// The A2A error the agent answered with, when it named one.
     pub kind: Option<ErrorKind>,
     /// Its `ErrorInfo.reason`, when it gave one.
@@ -83,7 +83,7 @@ impl ClientError {
 /// JSON object `{"bearer": "…"}` / `{"apiKey": "…"}` (or both), or a plain string used for
 /// whichever the card asks. Never printed.
 #[derive(Default, Clone)]
-pub(crate) struct Credentials {
+pub struct Credentials {
     bearer: Option<SecretString>,
     api_key: Option<SecretString>,
 }
@@ -99,7 +99,7 @@ impl std::fmt::Debug for Credentials {
 
 impl Credentials {
     /// A secret's string: `{"bearer"|"token": …, "apiKey": …}`, or one value for either.
-    pub(crate) fn from_secret(secret: &str) -> Self {
+    pub fn from_secret(secret: &str) -> Self {
         let field = |value: &Value, keys: &[&str]| {
             keys.iter()
                 .find_map(|key| value.get(*key).and_then(Value::as_str))
@@ -190,7 +190,7 @@ impl Credentials {
 
 /// One delegation: what to send to the agent of `card_url`.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Delegation {
+pub struct Delegation {
     pub card_url: String,
     pub credentials: Credentials,
     pub text: String,
@@ -203,16 +203,16 @@ pub(crate) struct Delegation {
 }
 
 /// The child events of a delegation, as they come.
-pub(crate) type ChildStream = Pin<Box<dyn Stream<Item = Result<ChildEvent, ClientError>> + Send>>;
+pub type ChildStream = Pin<Box<dyn Stream<Item = Result<ChildEvent, ClientError>> + Send>>;
 
 /// The client of a warm instance: its HTTP client and the cards it read.
-pub(crate) struct A2aClient {
+pub struct A2aClient {
     http: reqwest::Client,
     cards: CardCache,
 }
 
 impl A2aClient {
-    pub(crate) fn new(http: reqwest::Client) -> Self {
+    pub fn new(http: reqwest::Client) -> Self {
         Self {
             http,
             cards: CardCache::default(),
@@ -240,7 +240,7 @@ impl A2aClient {
     }
 
     /// Sends `delegation`'s message and follows the task it starts (or resumes) until it stops.
-    pub(crate) async fn delegate(&self, delegation: Delegation) -> Result<ChildStream, ClientError> {
+    pub async fn delegate(&self, delegation: Delegation) -> Result<ChildStream, ClientError> {
         let (transport, card) = self
             .transport(&delegation.card_url, &delegation.credentials)
             .await?;
@@ -271,7 +271,7 @@ impl A2aClient {
     }
 
     /// Asks the agent of `card_url` to cancel `task_id`; the state the task is in after.
-    pub(crate) async fn cancel(
+    pub async fn cancel(
         &self,
         card_url: &str,
         credentials: &Credentials,

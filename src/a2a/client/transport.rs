@@ -229,10 +229,10 @@ impl Transport {
                     yield Err(answer_error(&value, 200));
                     return;
                 }
-                let frame = match binding {
+                let frame = lenient_frame(match binding {
                     Binding::JsonRpc => value.get("result").cloned().unwrap_or(Value::Null),
                     Binding::HttpJson => value,
-                };
+                });
                 match serde_json::from_value::<StreamResponse>(frame) {
                     Ok(frame) => yield Ok(frame),
                     Err(error) => {
@@ -243,6 +243,25 @@ impl Transport {
             }
         })
     }
+}
+
+/// A frame as A2A 1.0 shapes it. aimock's A2A mock (1.43) streams an artifact as the task with
+/// an `artifact` beside it (`{"task": {…}, "artifact": {parts, append, lastChunk}}`); that is
+/// read as the artifact update it stands for.
+fn lenient_frame(frame: Value) -> Value {
+    let (Some(task), Some(artifact)) = (frame.get("task"), frame.get("artifact")) else {
+        return frame;
+    };
+    let id = artifact["artifactId"]
+        .as_str()
+        .or_else(|| artifact["name"].as_str())
+        .unwrap_or("artifact");
+    json!({"artifactUpdate": {
+        "taskId": task["id"], "contextId": task["contextId"],
+        "artifact": {"artifactId": id, "parts": artifact["parts"]},
+        "append": artifact["append"].as_bool().unwrap_or(false),
+        "lastChunk": artifact["lastChunk"].as_bool().unwrap_or(false),
+    }})
 }
 
 /// What a path segment keeps as it is: RFC 3986's unreserved characters.
