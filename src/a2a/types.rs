@@ -424,7 +424,7 @@ pub(crate) struct SecurityScheme {
 /// `StringList`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub(crate) struct StringList {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub list: Vec<String>,
 }
 

@@ -218,3 +218,45 @@ async fn credentials_are_required_when_the_card_asks_and_checked_by_the_peer() {
     anonymous.credentials = Credentials::default();
     assert_eq!(text(&events(&client, anonymous).await), "Hello from the peer.");
 }
+
+/// aimock serving `config` (its A2A mock at `/a2a`); killed when dropped.
+async fn aimock_a2a(config: &str) -> (tokio::process::Child, String) {
+    let bin = repo_path("tests/node/node_modules/.bin/aimock");
+    assert!(bin.exists(), "aimock is not installed: run `npm ci` in tests/node");
+    let port = free_port();
+    let child = tokio::process::Command::new(bin)
+        .arg("-c")
+        .arg(repo_path(config))
+        .args(["-p", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("aimock starts");
+    let card = format!("http://127.0.0.1:{port}/a2a/.well-known/agent-card.json");
+    for _ in 0..200 {
+        if reqwest::get(&card).await.is_ok_and(|r| r.status().is_success()) {
+            return (child, card);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("aimock's A2A mock did not start on port {port}");
+}
+
+#[tokio::test]
+async fn wire_aimocks_a2a_mock_streamed_and_polled() {
+    let client = A2aClient::new(http());
+    let (_streaming, card) = aimock_a2a("tests/fixtures/aimock-a2a.json").await;
+    let got = events(&client, delegation(&card, "research this")).await;
+    assert_eq!(text(&got), "Found three papers.");
+    assert_eq!(got.last(), Some(&ChildEvent::Completed), "{got:?}");
+
+    let (_polled, card) = aimock_a2a("tests/fixtures/aimock-a2a-polled.json").await;
+    let got = events(&client, delegation(&card, "summarise it")).await;
+    assert_eq!(text(&got), "A short summary.");
+    assert!(
+        got.iter().any(|e| matches!(e, ChildEvent::Data { data, .. } if data["words"] == 3)),
+        "{got:?}"
+    );
+    assert_eq!(got.last(), Some(&ChildEvent::Completed));
+}

@@ -22,6 +22,7 @@ mod slow_model;
 mod window_model;
 
 mod a2a_client;
+mod a2a_server;
 mod agent_runs;
 mod agentscope;
 mod agkit;
