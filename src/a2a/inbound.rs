@@ -22,9 +22,7 @@ pub(crate) enum Turn<'a> {
 /// Checks what every message must have: the user's role, an id, at least one part.
 pub(crate) fn check_message(message: &Message) -> Result<(), A2aError> {
     if message.role != Role::User {
-        return Err(A2aError::invalid_params(
-            "message.role must be ROLE_USER",
-        ));
+        return Err(A2aError::invalid_params("message.role must be ROLE_USER"));
     }
     if message.message_id.trim().is_empty() {
         return Err(A2aError::invalid_params("message.messageId is required"));
@@ -68,9 +66,10 @@ pub(crate) fn run_input(
         "resume": resume,
     });
     from_value(input, limits).map_err(|error| match error {
-        InputError::Invalid { field, message } if field.contains("content") => {
-            A2aError::new(ErrorKind::ContentTypeNotSupported, format!("{field}: {message}"))
-        }
+        InputError::Invalid { field, message } if field.contains("content") => A2aError::new(
+            ErrorKind::ContentTypeNotSupported,
+            format!("{field}: {message}"),
+        ),
         other => A2aError::invalid_params(other.to_string()),
     })
 }
@@ -123,8 +122,18 @@ fn content_part(part: &Part, index: usize) -> Result<Value, A2aError> {
 
 /// Words that approve, in an answer given as text.
 const YES: [&str; 12] = [
-    "yes", "y", "approve", "approved", "ok", "okay", "confirm", "confirmed", "true", "allow",
-    "allowed", "go ahead",
+    "yes",
+    "y",
+    "approve",
+    "approved",
+    "ok",
+    "okay",
+    "confirm",
+    "confirmed",
+    "true",
+    "allow",
+    "allowed",
+    "go ahead",
 ];
 
 /// The `resume` entries a message stands for: a data part `{"resume": [...]}` as AG-UI entries;
@@ -196,9 +205,14 @@ mod tests {
         assert_eq!(yes.len(), 2);
         assert_eq!(yes[1]["payload"], json!({"approved": true}));
         let no = answers(&message(vec![Part::text("not today")]), &open[..1]);
-        assert_eq!(no[0]["payload"], json!({"approved": false, "reason": "not today"}));
+        assert_eq!(
+            no[0]["payload"],
+            json!({"approved": false, "reason": "not today"})
+        );
         let data = answers(
-            &message(vec![Part::data(json!({"approved": true, "editedArgs": {"x": 1}}))]),
+            &message(vec![Part::data(
+                json!({"approved": true, "editedArgs": {"x": 1}}),
+            )]),
             &open[..1],
         );
         assert_eq!(data[0]["payload"]["editedArgs"]["x"], 1);
@@ -208,7 +222,10 @@ mod tests {
     fn a_message_missing_what_it_needs_is_refused() {
         let mut agent = message(vec![Part::text("x")]);
         agent.role = Role::Agent;
-        assert_eq!(check_message(&agent).unwrap_err().kind, ErrorKind::InvalidParams);
+        assert_eq!(
+            check_message(&agent).unwrap_err().kind,
+            ErrorKind::InvalidParams
+        );
         assert!(check_message(&message(vec![])).is_err());
         let file = Part {
             raw: Some("aGk=".into()),

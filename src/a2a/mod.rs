@@ -4,9 +4,9 @@
 //! routes that serve it are `api`'s.
 
 pub(crate) mod errors;
-pub(crate) mod types;
 pub(crate) mod inbound;
 pub(crate) mod task;
+pub(crate) mod types;
 // The sub-agent wiring (profiles naming an A2A card) calls the client; until it lands, its
 // tests (and tests/api's peers) do.
 #[allow(

@@ -170,7 +170,13 @@ impl RunFrames {
         &self.artifacts
     }
 
-    fn artifact_update(&self, artifact_id: &str, text: &str, append: bool, last: bool) -> StreamResponse {
+    fn artifact_update(
+        &self,
+        artifact_id: &str,
+        text: &str,
+        append: bool,
+        last: bool,
+    ) -> StreamResponse {
         StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
             task_id: self.task_id.clone(),
             context_id: self.context_id.clone(),
@@ -359,26 +365,37 @@ mod tests {
             out[3]["statusUpdate"]["status"]["state"],
             "TASK_STATE_COMPLETED"
         );
-        assert_eq!(frames.artifacts()[0].parts[0].text.as_deref(), Some("Hello"));
+        assert_eq!(
+            frames.artifacts()[0].parts[0].text.as_deref(),
+            Some("Hello")
+        );
     }
 
     #[test]
     fn an_interrupt_asks_for_input_and_a_run_error_fails_the_task() {
-        let (frames, out) = frames_of(&[json!({"type": "RUN_FINISHED", "outcome": {"type": "interrupt",
-            "interrupts": [{"id": "int-1", "reason": "tool_call", "message": "Allow x?"}]}})]);
+        let (frames, out) = frames_of(&[
+            json!({"type": "RUN_FINISHED", "outcome": {"type": "interrupt",
+            "interrupts": [{"id": "int-1", "reason": "tool_call", "message": "Allow x?"}]}}),
+        ]);
         let end = frames.end().unwrap();
         assert_eq!(end.status.state, TaskState::InputRequired);
         assert_eq!(end.open_interrupts, ["int-1"]);
         let message = &out[0]["statusUpdate"]["status"]["message"];
         assert_eq!(message["role"], "ROLE_AGENT");
-        assert!(message["parts"][0]["text"].as_str().unwrap().starts_with("Allow x?"));
+        assert!(
+            message["parts"][0]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("Allow x?")
+        );
         assert_eq!(message["parts"][1]["data"]["interrupts"][0]["id"], "int-1");
         let (frames, _) = frames_of(&[
             json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "x"}),
             json!({"type": "RUN_ERROR", "code": "MODEL_ERROR", "message": "boom"}),
         ]);
         assert_eq!(frames.end().unwrap().status.state, TaskState::Failed);
-        let (frames, _) = frames_of(&[json!({"type": "RUN_FINISHED", "outcome": {"type": "cancelled"}})]);
+        let (frames, _) =
+            frames_of(&[json!({"type": "RUN_FINISHED", "outcome": {"type": "cancelled"}})]);
         assert_eq!(frames.end().unwrap().status.state, TaskState::Canceled);
     }
 
@@ -391,18 +408,34 @@ mod tests {
                 ..Artifact::default()
             }],
             history: (0..400)
-                .map(|i| Message::agent(vec![Part::text(format!("{i}{}", "x".repeat(500)))], "c", "t"))
+                .map(|i| {
+                    Message::agent(
+                        vec![Part::text(format!("{i}{}", "x".repeat(500)))],
+                        "c",
+                        "t",
+                    )
+                })
                 .collect(),
             ..TaskBody::default()
         };
         body.fit();
         assert!(serde_json::to_vec(&body.history).unwrap().len() <= MAX_HISTORY_BYTES);
         assert!(body.history.last().unwrap().text().starts_with("399"));
-        assert_eq!(body.artifacts[0].parts[0].text.as_ref().unwrap().len(), MAX_ARTIFACT_BYTES);
-        assert_eq!(body.artifacts[0].metadata.as_ref().unwrap()["truncated"], true);
+        assert_eq!(
+            body.artifacts[0].parts[0].text.as_ref().unwrap().len(),
+            MAX_ARTIFACT_BYTES
+        );
+        assert_eq!(
+            body.artifacts[0].metadata.as_ref().unwrap()["truncated"],
+            true
+        );
         let view = view("t", "c", &body, Some(2), false);
         assert_eq!(view.history.unwrap().len(), 2);
         assert!(view.artifacts.is_none());
-        assert!(super::view("t", "c", &body, Some(0), true).history.is_none());
+        assert!(
+            super::view("t", "c", &body, Some(0), true)
+                .history
+                .is_none()
+        );
     }
 }

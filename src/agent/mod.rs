@@ -32,9 +32,9 @@ use std::time::Duration;
 
 pub(crate) use crate::store::QuotaLimits;
 pub(crate) use approval::InterruptError;
-pub(crate) use run::PreparedRun;
 pub use context::{ContextSettings, ContextStrategy};
 pub(crate) use profiles::{AgentProfile, INTERNAL_AGENT_TYPE, ProfileSetupError};
+pub(crate) use run::PreparedRun;
 pub(crate) use thread::MergeError;
 pub use threads::Quotas;
 pub(crate) use threads::{ForkError, QuotaOverride};

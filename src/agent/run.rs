@@ -242,7 +242,11 @@ impl PreparedRun {
             .await;
             if let Some(hook) = end_hook {
                 // A bug in the hook must not keep the run from counting as done.
-                if AssertUnwindSafe(hook(driven.clone())).catch_unwind().await.is_err() {
+                if AssertUnwindSafe(hook(driven.clone()))
+                    .catch_unwind()
+                    .await
+                    .is_err()
+                {
                     tracing::error!(run_id = %driven.run_id, "a run's end hook panicked");
                 }
             }

@@ -93,13 +93,20 @@ pub(crate) fn page_of(mut records: Vec<A2aTaskRecord>, query: &A2aTaskQuery) -> 
         None => 0,
     };
     let page_size = query.page_size.max(1);
-    let tasks: Vec<A2aTaskRecord> = records.into_iter().skip(start).take(page_size + 1).collect();
+    let tasks: Vec<A2aTaskRecord> = records
+        .into_iter()
+        .skip(start)
+        .take(page_size + 1)
+        .collect();
     let more = tasks.len() > page_size;
     let tasks: Vec<A2aTaskRecord> = tasks.into_iter().take(page_size).collect();
-    let next = more.then(|| tasks.last()).flatten().map(|last| A2aTaskCursor {
-        updated_at_ms: last.updated_at_ms,
-        task_id: last.task_id.clone(),
-    });
+    let next = more
+        .then(|| tasks.last())
+        .flatten()
+        .map(|last| A2aTaskCursor {
+            updated_at_ms: last.updated_at_ms,
+            task_id: last.task_id.clone(),
+        });
     A2aTaskPage { tasks, next, total }
 }
 

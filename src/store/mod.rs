@@ -30,12 +30,12 @@ mod usage;
 use crate::protocol::Message;
 use serde_json::Value;
 
+pub(crate) use a2a_tasks::MAX_TASK_ID_LEN;
+pub(crate) use a2a_tasks::{A2aTaskCursor, A2aTaskPage, A2aTaskQuery, A2aTaskRecord, A2aTasks};
 #[cfg(feature = "aws")]
 pub use dynamo::DynamoStore;
 #[cfg(all(feature = "aws", any(test, feature = "test-utils")))]
 pub use dynamo::StoreUsage;
-pub(crate) use a2a_tasks::MAX_TASK_ID_LEN;
-pub(crate) use a2a_tasks::{A2aTaskCursor, A2aTaskPage, A2aTaskQuery, A2aTaskRecord, A2aTasks};
 pub use events::EventLog;
 pub(crate) use events::{EventCursor, EventPage};
 pub(crate) use history::HistoryPage;

@@ -40,7 +40,9 @@ fn send(text: &str, extra: Value) -> Value {
 }
 
 fn code(answer: &Value) -> i64 {
-    answer["error"]["code"].as_i64().unwrap_or_else(|| panic!("an error: {answer}"))
+    answer["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("an error: {answer}"))
 }
 
 async fn tasks_are_owner_only_and_gone_with_their_thread(subject: Subject) {
@@ -52,21 +54,54 @@ async fn tasks_are_owner_only_and_gone_with_their_thread(subject: Subject) {
     let sent = rpc(&app, ALICE, "SendMessage", send("hello", json!({}))).await;
     let task = &sent["result"]["task"];
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{sent}");
-    let (id, context) = (task["id"].as_str().unwrap(), task["contextId"].as_str().unwrap());
-    let second = rpc(&app, ALICE, "SendMessage", send("hello", json!({"contextId": context}))).await;
+    let (id, context) = (
+        task["id"].as_str().unwrap(),
+        task["contextId"].as_str().unwrap(),
+    );
+    let second = rpc(
+        &app,
+        ALICE,
+        "SendMessage",
+        send("hello", json!({"contextId": context})),
+    )
+    .await;
     assert_eq!(second["result"]["task"]["contextId"], context);
 
     let listed = rpc(&app, ALICE, "ListTasks", json!({"contextId": context})).await;
-    assert_eq!(listed["result"]["tasks"].as_array().unwrap().len(), 2, "{listed}");
+    assert_eq!(
+        listed["result"]["tasks"].as_array().unwrap().len(),
+        2,
+        "{listed}"
+    );
     assert_eq!(listed["result"]["totalSize"], 2);
 
     // Bob sees none of it, and cannot reach it by id or by context.
-    assert_eq!(code(&rpc(&app, BOB, "GetTask", json!({"id": id})).await), -32001);
-    assert_eq!(code(&rpc(&app, BOB, "CancelTask", json!({"id": id})).await), -32001);
-    assert_eq!(code(&rpc(&app, BOB, "SubscribeToTask", json!({"id": id})).await), -32001);
-    assert_eq!(code(&rpc(&app, BOB, "SendMessage", send("hi", json!({"taskId": id}))).await), -32001);
     assert_eq!(
-        code(&rpc(&app, BOB, "SendMessage", send("hello", json!({"contextId": context}))).await),
+        code(&rpc(&app, BOB, "GetTask", json!({"id": id})).await),
+        -32001
+    );
+    assert_eq!(
+        code(&rpc(&app, BOB, "CancelTask", json!({"id": id})).await),
+        -32001
+    );
+    assert_eq!(
+        code(&rpc(&app, BOB, "SubscribeToTask", json!({"id": id})).await),
+        -32001
+    );
+    assert_eq!(
+        code(&rpc(&app, BOB, "SendMessage", send("hi", json!({"taskId": id}))).await),
+        -32001
+    );
+    assert_eq!(
+        code(
+            &rpc(
+                &app,
+                BOB,
+                "SendMessage",
+                send("hello", json!({"contextId": context}))
+            )
+            .await
+        ),
         -32602
     );
     let bobs = rpc(&app, BOB, "ListTasks", json!({})).await;
@@ -82,7 +117,10 @@ async fn tasks_are_owner_only_and_gone_with_their_thread(subject: Subject) {
         .await
         .unwrap();
     assert_eq!(deleted.status(), 204);
-    assert_eq!(code(&rpc(&app, ALICE, "GetTask", json!({"id": id})).await), -32001);
+    assert_eq!(
+        code(&rpc(&app, ALICE, "GetTask", json!({"id": id})).await),
+        -32001
+    );
     let listed = rpc(&app, ALICE, "ListTasks", json!({})).await;
     assert_eq!(listed["result"]["totalSize"], 0, "{listed}");
     if let Some((client, table)) = &subject.table {
@@ -93,7 +131,10 @@ async fn tasks_are_owner_only_and_gone_with_their_thread(subject: Subject) {
             .filter_map(|item| item.get("sk")?.as_s().ok().cloned())
             .filter(|sk| sk.starts_with("A2A#"))
             .collect();
-        assert!(left.is_empty(), "task items left after the thread was deleted: {left:?}");
+        assert!(
+            left.is_empty(),
+            "task items left after the thread was deleted: {left:?}"
+        );
     }
 }
 
@@ -103,8 +144,14 @@ on_both_stores!(tasks_are_owner_only_and_gone_with_their_thread);
 async fn the_card_is_public_and_every_operation_authenticates() {
     let app = spawn_app_with(&[("AUTH_MODE", "api-key"), ("API_KEYS", &keys())]).await;
     let card = app.get("/.well-known/agent-card.json").await.json();
-    assert_eq!(card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"], "Bearer");
-    assert_eq!(card["securityRequirements"][0]["schemes"]["bearer"], json!({}));
+    assert_eq!(
+        card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"],
+        "Bearer"
+    );
+    assert_eq!(
+        card["securityRequirements"][0]["schemes"]["bearer"],
+        json!({})
+    );
     assert_eq!(card["capabilities"]["streaming"], true);
     let refused = app
         .http
@@ -117,7 +164,10 @@ async fn the_card_is_public_and_every_operation_authenticates() {
     assert_eq!(refused.status(), 401);
     assert_eq!(refused.headers()["www-authenticate"], "Bearer");
     let body: Value = refused.json().await.unwrap();
-    assert_eq!(body["jsonrpc"], "2.0", "refused in the binding's shape: {body}");
+    assert_eq!(
+        body["jsonrpc"], "2.0",
+        "refused in the binding's shape: {body}"
+    );
     let rest = app
         .http
         .get(app.url("/a2a/tasks"))
@@ -136,9 +186,17 @@ async fn a_profile_is_a_tenant_with_a_card_of_its_own() {
     let app = spawn_app_with(&[("AGENT_PROFILES", profiles)]).await;
     let card = app.get("/.well-known/agent-card.json").await.json();
     assert_eq!(card["skills"][0]["id"], "researcher");
-    let own = app.get("/a2a/researcher/.well-known/agent-card.json").await.json();
+    let own = app
+        .get("/a2a/researcher/.well-known/agent-card.json")
+        .await
+        .json();
     assert_eq!(own["supportedInterfaces"][0]["tenant"], "researcher");
-    assert_eq!(app.get("/a2a/nobody/.well-known/agent-card.json").await.status, 404);
+    assert_eq!(
+        app.get("/a2a/nobody/.well-known/agent-card.json")
+            .await
+            .status,
+        404
+    );
     let answer = app
         .http
         .post(app.url("/a2a/researcher/message:send"))
@@ -149,7 +207,10 @@ async fn a_profile_is_a_tenant_with_a_card_of_its_own() {
         .unwrap();
     assert_eq!(answer.status(), 200);
     let body: Value = answer.json().await.unwrap();
-    assert_eq!(body["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{body}");
+    assert_eq!(
+        body["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{body}"
+    );
     let unknown = app
         .http
         .post(app.url("/a2a/nobody/message:send"))

@@ -141,7 +141,9 @@ impl CardCache {
                 cached.fresh_until = fresh_until(fresh);
                 return Ok(cached.card.clone());
             }
-            return Err(ClientError::card(format!("{url} answered 304 to a card never read")));
+            return Err(ClientError::card(format!(
+                "{url} answered 304 to a card never read"
+            )));
         }
         if !response.status().is_success() {
             return Err(ClientError::card(format!(
@@ -159,10 +161,13 @@ impl CardCache {
             .await
             .map_err(|error| ClientError::card(format!("reading the card {url}: {error}")))?;
         if bytes.len() > MAX_CARD_BYTES {
-            return Err(ClientError::card(format!("the card {url} is larger than 256 KB")));
+            return Err(ClientError::card(format!(
+                "the card {url} is larger than 256 KB"
+            )));
         }
-        let card: AgentCard = serde_json::from_slice(&bytes)
-            .map_err(|error| ClientError::card(format!("the card {url} does not parse: {error}")))?;
+        let card: AgentCard = serde_json::from_slice(&bytes).map_err(|error| {
+            ClientError::card(format!("the card {url} does not parse: {error}"))
+        })?;
         let mut cards = self.lock();
         match fresh {
             Some(_) => {
@@ -231,9 +236,15 @@ mod tests {
             map.insert(reqwest::header::CACHE_CONTROL, value.parse().unwrap());
             map
         };
-        assert_eq!(freshness(&headers("public, max-age=60")), Some(Duration::from_secs(60)));
+        assert_eq!(
+            freshness(&headers("public, max-age=60")),
+            Some(Duration::from_secs(60))
+        );
         assert_eq!(freshness(&headers("no-store")), None);
         assert_eq!(freshness(&headers("no-cache")), Some(Duration::ZERO));
-        assert_eq!(freshness(&reqwest::header::HeaderMap::new()), Some(DEFAULT_TTL));
+        assert_eq!(
+            freshness(&reqwest::header::HeaderMap::new()),
+            Some(DEFAULT_TTL)
+        );
     }
 }

@@ -15,12 +15,25 @@ use std::collections::HashMap;
 #[derive(Debug, Clone, PartialEq)]
 pub enum ChildEvent {
     /// The remote task's ids: kept for a resume, a cancel, and the next delegation's context.
-    Task { task_id: String, context_id: String },
-    TextStart { message_id: String },
-    TextDelta { message_id: String, delta: String },
-    TextEnd { message_id: String },
+    Task {
+        task_id: String,
+        context_id: String,
+    },
+    TextStart {
+        message_id: String,
+    },
+    TextDelta {
+        message_id: String,
+        delta: String,
+    },
+    TextEnd {
+        message_id: String,
+    },
     /// A data part (an artifact's or a status message's): an activity snapshot's content.
-    Data { message_id: String, data: Value },
+    Data {
+        message_id: String,
+        data: Value,
+    },
     /// The task waits for the user: `TASK_STATE_INPUT_REQUIRED` or `TASK_STATE_AUTH_REQUIRED`.
     /// The answer goes back with the same task and context ids.
     Interrupted {
@@ -35,7 +48,10 @@ pub enum ChildEvent {
     Completed,
     /// `FAILED`, `REJECTED` or `CANCELED`: `code` is the state's (`A2A_TASK_FAILED`, …), or the
     /// remote's own code when its status message carries one.
-    Failed { code: String, message: String },
+    Failed {
+        code: String,
+        message: String,
+    },
 }
 
 /// The stream's state: which artifacts are open, and the text each has shown.
@@ -105,7 +121,8 @@ impl ChildFrames {
             fresh = &chunk[common..];
         } else {
             // From here on, this artifact's chunks are new unless a resubscription says not.
-            self.replayed.insert(id.to_owned(), shown.len() + chunk.len());
+            self.replayed
+                .insert(id.to_owned(), shown.len() + chunk.len());
         }
         if fresh.is_empty() {
             return;
@@ -164,12 +181,12 @@ impl ChildFrames {
             .filter_map(|part| part.text.as_deref())
             .collect();
         let shown = self.shown.get(id).map_or("", String::as_str);
-        if let Some(rest) = text.strip_prefix(shown) {
-            if !rest.is_empty() {
-                let rest = rest.to_owned();
-                self.replayed.remove(id);
-                self.text(id, &rest, out);
-            }
+        if let Some(rest) = text.strip_prefix(shown)
+            && !rest.is_empty()
+        {
+            let rest = rest.to_owned();
+            self.replayed.remove(id);
+            self.text(id, &rest, out);
         }
         for part in &artifact.parts {
             if let Some(data) = &part.data {
@@ -350,10 +367,26 @@ mod tests {
         ] {
             events.extend(frames.push(&frame));
         }
-        assert_eq!(events[0], ChildEvent::Task { task_id: "t".into(), context_id: "c".into() });
-        assert_eq!(events[1], ChildEvent::TextStart { message_id: "a1".into() });
+        assert_eq!(
+            events[0],
+            ChildEvent::Task {
+                task_id: "t".into(),
+                context_id: "c".into()
+            }
+        );
+        assert_eq!(
+            events[1],
+            ChildEvent::TextStart {
+                message_id: "a1".into()
+            }
+        );
         assert_eq!(texts(&events), "Hello");
-        assert_eq!(events[events.len() - 2], ChildEvent::TextEnd { message_id: "a1".into() });
+        assert_eq!(
+            events[events.len() - 2],
+            ChildEvent::TextEnd {
+                message_id: "a1".into()
+            }
+        );
         assert_eq!(events.last(), Some(&ChildEvent::Completed));
     }
 
@@ -391,12 +424,21 @@ mod tests {
     fn input_required_interrupts_and_failures_carry_a_code() {
         let mut frames = ChildFrames::default();
         let question = Message::agent(
-            vec![Part::text("Which city?"), Part::data(serde_json::json!({"type": "object"}))],
+            vec![
+                Part::text("Which city?"),
+                Part::data(serde_json::json!({"type": "object"})),
+            ],
             "c",
             "t",
         );
         let events = frames.push(&status(TaskState::InputRequired, Some(question)));
-        let ChildEvent::Interrupted { state, message, data, .. } = events.last().unwrap() else {
+        let ChildEvent::Interrupted {
+            state,
+            message,
+            data,
+            ..
+        } = events.last().unwrap()
+        else {
             panic!("an interrupt")
         };
         assert_eq!(*state, TaskState::InputRequired);
@@ -405,7 +447,14 @@ mod tests {
         let mut frames = ChildFrames::default();
         frames.push(&chunk("a1", "partial", false, false));
         let events = frames.push(&status(TaskState::Rejected, None));
-        assert_eq!(events[0], ChildEvent::TextEnd { message_id: "a1".into() });
-        assert!(matches!(&events[1], ChildEvent::Failed { code, .. } if code == "A2A_TASK_REJECTED"));
+        assert_eq!(
+            events[0],
+            ChildEvent::TextEnd {
+                message_id: "a1".into()
+            }
+        );
+        assert!(
+            matches!(&events[1], ChildEvent::Failed { code, .. } if code == "A2A_TASK_REJECTED")
+        );
     }
 }

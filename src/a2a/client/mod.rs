@@ -58,7 +58,10 @@ impl ClientError {
     }
 
     fn protocol(message: impl Into<String>) -> Self {
-        Self::new(format!("the agent's answer breaks A2A 1.0: {}", message.into()))
+        Self::new(format!(
+            "the agent's answer breaks A2A 1.0: {}",
+            message.into()
+        ))
     }
 
     fn transport(error: reqwest::Error) -> Self {
@@ -69,7 +72,12 @@ impl ClientError {
         Self::new(message)
     }
 
-    fn remote(kind: Option<ErrorKind>, reason: Option<String>, status: u16, message: String) -> Self {
+    fn remote(
+        kind: Option<ErrorKind>,
+        reason: Option<String>,
+        status: u16,
+        message: String,
+    ) -> Self {
         Self {
             kind,
             reason,
@@ -120,9 +128,12 @@ impl Credentials {
     /// The headers and query parameters `card` asks for: its first security requirement whose
     /// schemes all have a credential here (bearer, API key in a header, query or cookie). A
     /// card that asks for nothing gets nothing.
-    fn apply(&self, card: &AgentCard) -> Result<(Vec<(String, String)>, Vec<(String, String)>), ClientError> {
+    fn apply(&self, card: &AgentCard) -> Result<(Pairs, Pairs), ClientError> {
         let requirements: Vec<Vec<&String>> = if card.security_requirements.is_empty() {
-            card.security_schemes.keys().map(|name| vec![name]).collect()
+            card.security_schemes
+                .keys()
+                .map(|name| vec![name])
+                .collect()
         } else {
             card.security_requirements
                 .iter()
@@ -187,6 +198,9 @@ impl Credentials {
         false
     }
 }
+
+/// Header or query parameter names and values.
+type Pairs = Vec<(String, String)>;
 
 /// One delegation: what to send to the agent of `card_url`.
 #[derive(Debug, Clone, Default)]
@@ -431,11 +445,20 @@ mod tests {
             ..SecurityScheme::default()
         };
         let credentials = Credentials::from_secret(r#"{"bearer": "tok", "apiKey": "k1"}"#);
-        let (headers, _) = credentials.apply(&card(vec![("b", bearer.clone())])).unwrap();
-        assert_eq!(headers, [("authorization".to_owned(), "Bearer tok".to_owned())]);
+        let (headers, _) = credentials
+            .apply(&card(vec![("b", bearer.clone())]))
+            .unwrap();
+        assert_eq!(
+            headers,
+            [("authorization".to_owned(), "Bearer tok".to_owned())]
+        );
         let (headers, _) = credentials.apply(&card(vec![("k", api_key)])).unwrap();
         assert_eq!(headers, [("X-API-Key".to_owned(), "k1".to_owned())]);
-        assert!(Credentials::default().apply(&card(vec![("b", bearer)])).is_err());
+        assert!(
+            Credentials::default()
+                .apply(&card(vec![("b", bearer)]))
+                .is_err()
+        );
         assert_eq!(Credentials::default().apply(&card(vec![])).unwrap().0, []);
         assert!(!format!("{credentials:?}").contains("tok"));
     }

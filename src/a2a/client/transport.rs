@@ -83,11 +83,18 @@ impl Transport {
         let id = uuid::Uuid::new_v4().to_string();
         self.request(reqwest::Method::POST, "")
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string())
+            .body(
+                json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
+            )
     }
 
     /// The request of `operation`, its JSON-RPC method and HTTP+JSON path.
-    fn call(&self, method: &str, rest: (reqwest::Method, String), params: Value) -> reqwest::RequestBuilder {
+    fn call(
+        &self,
+        method: &str,
+        rest: (reqwest::Method, String),
+        params: Value,
+    ) -> reqwest::RequestBuilder {
         match self.endpoint.binding {
             Binding::JsonRpc => self.rpc(method, params),
             Binding::HttpJson => {
@@ -109,10 +116,7 @@ impl Transport {
     async fn answer(&self, request: reqwest::RequestBuilder) -> Result<Value, ClientError> {
         let response = request.send().await.map_err(ClientError::transport)?;
         let status = response.status().as_u16();
-        let body: Value = response
-            .json()
-            .await
-            .unwrap_or_else(|_| Value::Null);
+        let body: Value = response.json().await.unwrap_or_else(|_| Value::Null);
         if status >= 400 || body.get("error").is_some() {
             return Err(answer_error(&body, status));
         }
@@ -129,10 +133,17 @@ impl Transport {
         params
     }
 
-    pub(crate) async fn send(&self, request: &SendMessageRequest) -> Result<SendResponse, ClientError> {
+    pub(crate) async fn send(
+        &self,
+        request: &SendMessageRequest,
+    ) -> Result<SendResponse, ClientError> {
         let params = self.with_tenant(serde_json::to_value(request).unwrap_or_default());
         let answer = self
-            .answer(self.call("SendMessage", (reqwest::Method::POST, "/message:send".into()), params))
+            .answer(self.call(
+                "SendMessage",
+                (reqwest::Method::POST, "/message:send".into()),
+                params,
+            ))
             .await?;
         serde_json::from_value(answer)
             .map_err(|error| ClientError::protocol(format!("SendMessage's answer: {error}")))
@@ -161,7 +172,8 @@ impl Transport {
     pub(crate) async fn stream(
         &self,
         request: &SendMessageRequest,
-    ) -> Result<impl Stream<Item = Result<StreamResponse, ClientError>> + Send + 'static, ClientError> {
+    ) -> Result<impl Stream<Item = Result<StreamResponse, ClientError>> + Send + 'static, ClientError>
+    {
         let params = self.with_tenant(serde_json::to_value(request).unwrap_or_default());
         let call = self.call(
             "SendStreamingMessage",
@@ -174,7 +186,8 @@ impl Transport {
     pub(crate) async fn subscribe(
         &self,
         id: &str,
-    ) -> Result<impl Stream<Item = Result<StreamResponse, ClientError>> + Send + 'static, ClientError> {
+    ) -> Result<impl Stream<Item = Result<StreamResponse, ClientError>> + Send + 'static, ClientError>
+    {
         let request = TaskIdRequest {
             id: id.to_owned(),
             ..TaskIdRequest::default()
@@ -189,7 +202,8 @@ impl Transport {
     async fn frames(
         &self,
         request: reqwest::RequestBuilder,
-    ) -> Result<impl Stream<Item = Result<StreamResponse, ClientError>> + Send + 'static, ClientError> {
+    ) -> Result<impl Stream<Item = Result<StreamResponse, ClientError>> + Send + 'static, ClientError>
+    {
         let response = request
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .send()

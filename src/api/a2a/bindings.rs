@@ -85,14 +85,15 @@ impl App {
     ) -> Result<Response<ResponseBody>, ApiError> {
         check_content_type(request.headers())?;
         let null = Value::Null;
-        let body = crate::protocol::input::parse_json(request.body(), &self.limits).map_err(
-            |error| match error {
-                crate::protocol::InputError::Syntax(_) => refuse(Binding::JsonRpc, &null)(
-                    A2aError::new(ErrorKind::JsonParse, "Invalid JSON payload"),
-                ),
-                other => ApiError::Input(other),
-            },
-        )?;
+        let body =
+            crate::protocol::input::parse_json(request.body(), &self.limits).map_err(|error| {
+                match error {
+                    crate::protocol::InputError::Syntax(_) => refuse(Binding::JsonRpc, &null)(
+                        A2aError::new(ErrorKind::JsonParse, "Invalid JSON payload"),
+                    ),
+                    other => ApiError::Input(other),
+                }
+            })?;
         let id = match body.get("id") {
             Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
             _ => Value::Null,
@@ -104,7 +105,11 @@ impl App {
                 "a JSON-RPC 2.0 request needs \"jsonrpc\": \"2.0\", an id and a method",
             )));
         }
-        let method = match body.get("method").and_then(Value::as_str).unwrap_or_default() {
+        let method = match body
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+        {
             "SendMessage" => Method::Send,
             "SendStreamingMessage" => Method::Stream,
             "GetTask" => Method::Get,
@@ -191,15 +196,14 @@ impl App {
         let tenant = tenant.unwrap_or_default();
         let body = || -> Result<Value, ApiError> {
             check_content_type(request.headers())?;
-            crate::protocol::input::parse_json(request.body(), &self.limits).map_err(
-                |error| match error {
-                    crate::protocol::InputError::Syntax(_) => fail(A2aError::new(
-                        ErrorKind::JsonParse,
-                        "the body is not JSON",
-                    )),
+            crate::protocol::input::parse_json(request.body(), &self.limits).map_err(|error| {
+                match error {
+                    crate::protocol::InputError::Syntax(_) => {
+                        fail(A2aError::new(ErrorKind::JsonParse, "the body is not JSON"))
+                    }
                     other => ApiError::Input(other),
-                },
-            )
+                }
+            })
         };
         let to_json = |value: Value| json_answer(Binding::Rest, &value);
         match op {
@@ -280,7 +284,9 @@ impl App {
 
     fn sse(
         &self,
-        frames: std::pin::Pin<Box<dyn futures_util::Stream<Item = crate::a2a::types::StreamResponse> + Send>>,
+        frames: std::pin::Pin<
+            Box<dyn futures_util::Stream<Item = crate::a2a::types::StreamResponse> + Send>,
+        >,
         binding: Binding,
         id: &Value,
         invocation_deadline: Option<Instant>,
@@ -332,7 +338,11 @@ fn list_query(request: &Request<Bytes>, tenant: String) -> Result<ListTasksReque
                 list.include_artifacts = Some(match value.as_ref() {
                     "true" => true,
                     "false" => false,
-                    _ => return Err(A2aError::invalid_params("includeArtifacts must be true or false")),
+                    _ => {
+                        return Err(A2aError::invalid_params(
+                            "includeArtifacts must be true or false",
+                        ));
+                    }
                 });
             }
             _ => {}

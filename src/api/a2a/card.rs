@@ -59,8 +59,7 @@ impl App {
         if let Ok(value) = HeaderValue::from_str(&etag) {
             headers.insert(header::ETAG, value);
         }
-        if let Ok(value) = HeaderValue::from_str(&format!("public, max-age={CARD_MAX_AGE_SECS}"))
-        {
+        if let Ok(value) = HeaderValue::from_str(&format!("public, max-age={CARD_MAX_AGE_SECS}")) {
             headers.insert(header::CACHE_CONTROL, value);
         }
         Ok(response)
@@ -82,8 +81,9 @@ impl App {
             vec![AgentSkill {
                 id: "chat".to_owned(),
                 name: "Chat".to_owned(),
-                description: "Answers in conversation, with the server tools this deployment offers."
-                    .to_owned(),
+                description:
+                    "Answers in conversation, with the server tools this deployment offers."
+                        .to_owned(),
                 tags: vec!["chat".to_owned()],
                 examples: Vec::new(),
             }]
@@ -125,8 +125,16 @@ impl App {
     /// (an `Authorization` scheme of its own); `none` asks for nothing.
     fn security(&self) -> (BTreeMap<String, SecurityScheme>, Vec<SecurityRequirement>) {
         let (scheme, format, description) = match self.auth_mode() {
-            "api-key" => ("Bearer", "", "An API key of this deployment, as a bearer token."),
-            "jwt" => ("Bearer", "JWT", "A JWT from this deployment's identity provider."),
+            "api-key" => (
+                "Bearer",
+                "",
+                "An API key of this deployment, as a bearer token.",
+            ),
+            "jwt" => (
+                "Bearer",
+                "JWT",
+                "A JWT from this deployment's identity provider.",
+            ),
             "iam" => (
                 "AWS4-HMAC-SHA256",
                 "",
@@ -134,7 +142,11 @@ impl App {
             ),
             _ => return (BTreeMap::new(), Vec::new()),
         };
-        let name = if scheme == "Bearer" { "bearer" } else { "sigv4" };
+        let name = if scheme == "Bearer" {
+            "bearer"
+        } else {
+            "sigv4"
+        };
         let schemes = BTreeMap::from([(
             name.to_owned(),
             SecurityScheme {

@@ -41,10 +41,7 @@ pub(super) enum A2aRoute {
     /// `POST /a2a`.
     JsonRpc,
     /// `/a2a[/{tenant}]/…`.
-    Rest {
-        tenant: Option<String>,
-        op: RestOp,
-    },
+    Rest { tenant: Option<String>, op: RestOp },
 }
 
 impl A2aRoute {

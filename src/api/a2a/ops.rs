@@ -201,7 +201,8 @@ impl App {
         let deadline = self.run_deadline(invocation_deadline);
         let run_id = RunId::generate();
         let (record, body, mut prepared) = if request.message.task_id.is_empty() {
-            self.new_task(&agent, owner, &request, &run_id, deadline).await?
+            self.new_task(&agent, owner, &request, &run_id, deadline)
+                .await?
         } else {
             self.resume_task(&agent, owner, &request, &run_id, deadline)
                 .await?
@@ -296,7 +297,11 @@ impl App {
             if body.status.state.is_interrupted() {
                 body.status = task::status(TaskState::Canceled, None);
             }
-            if let Err(error) = self.agent.save_a2a_task(&next_version(&record, &body)).await {
+            if let Err(error) = self
+                .agent
+                .save_a2a_task(&next_version(&record, &body))
+                .await
+            {
                 tracing::warn!(%error, task = %record.task_id, "A2A: an earlier task was not closed");
             }
         }
@@ -304,7 +309,9 @@ impl App {
             Ok(crate::store::ThreadActivity::Running { created_at_ms, .. })
             | Ok(crate::store::ThreadActivity::Idle { created_at_ms }) => created_at_ms,
             Ok(crate::store::ThreadActivity::Missing) => {
-                return Err(A2aError::invalid_params("contextId names no conversation of yours"));
+                return Err(A2aError::invalid_params(
+                    "contextId names no conversation of yours",
+                ));
             }
             Err(error) => return Err(internal(error)),
         };
@@ -334,7 +341,10 @@ impl App {
         let mut body = body;
         body.fit();
         record.body = serde_json::to_value(&body).unwrap_or_default();
-        self.agent.create_a2a_task(&record).await.map_err(internal)?;
+        self.agent
+            .create_a2a_task(&record)
+            .await
+            .map_err(internal)?;
         Ok((record, body, prepared))
     }
 
@@ -391,14 +401,17 @@ impl App {
         body.status = task::status(TaskState::Working, None);
         body.fit();
         let next = next_version(&record, &body);
-        self.agent.save_a2a_task(&next).await.map_err(|error| match error {
-            StoreError::Conflict => A2aError::new(
-                ErrorKind::UnsupportedOperation,
-                "the task changed meanwhile (answered or cancelled by another request)",
-            ),
-            StoreError::NotFound => A2aError::task_not_found(&record.task_id),
-            other => internal(other),
-        })?;
+        self.agent
+            .save_a2a_task(&next)
+            .await
+            .map_err(|error| match error {
+                StoreError::Conflict => A2aError::new(
+                    ErrorKind::UnsupportedOperation,
+                    "the task changed meanwhile (answered or cancelled by another request)",
+                ),
+                StoreError::NotFound => A2aError::task_not_found(&record.task_id),
+                other => internal(other),
+            })?;
         Ok((next, body, prepared))
     }
 
@@ -546,7 +559,10 @@ impl App {
         if state.is_terminal() {
             return Err(A2aError::new(
                 ErrorKind::UnsupportedOperation,
-                format!("the task is {}: there is nothing to subscribe to", state.as_str()),
+                format!(
+                    "the task is {}: there is nothing to subscribe to",
+                    state.as_str()
+                ),
             ));
         }
         let first = StreamResponse::Task(view(&record, &body, request.history_length, true));
@@ -567,11 +583,7 @@ impl App {
         {
             Some(RunSource::Live(live)) => live.follow(0).boxed(),
             Some(RunSource::Stored { run, .. }) => {
-                let first_page = self
-                    .agent
-                    .run_events(&run, None)
-                    .await
-                    .map_err(internal)?;
+                let first_page = self.agent.run_events(&run, None).await.map_err(internal)?;
                 super::super::stream::follow_stored(
                     self.agent.clone(),
                     owner.clone(),

@@ -225,7 +225,6 @@ where
     })
 }
 
-
 /// A message as Chat Completions takes it; `None` for reasoning, which compatible servers
 /// (DeepSeek, Qwen) refuse when sent back and OpenAI never needs.
 /// The system prompt, then the summary of the thread's older messages: one system message,

@@ -264,7 +264,9 @@ impl A2aTasks for DynamoStore {
             .table_name(&self.table)
             .set_item(Some(put.build().map_err(unavailable)?.item))
             // The version read, on a task that has not expired (a deleted thread's are gone).
-            .condition_expression("v = :read AND (attribute_not_exists(expiresAt) OR expiresAt > :now_s)")
+            .condition_expression(
+                "v = :read AND (attribute_not_exists(expiresAt) OR expiresAt > :now_s)",
+            )
             .expression_attribute_values(":read", num(record.version.saturating_sub(1)))
             .expression_attribute_values(":now_s", n(now / 1000))
             .return_values_on_condition_check_failure(

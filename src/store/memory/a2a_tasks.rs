@@ -9,7 +9,10 @@ use async_trait::async_trait;
 use std::collections::HashMap;
 
 /// Whether `record`'s thread is still the one it was created on, and its owner's.
-fn thread_holds(threads: &HashMap<crate::protocol::ThreadId, Record>, task: &A2aTaskRecord) -> bool {
+fn thread_holds(
+    threads: &HashMap<crate::protocol::ThreadId, Record>,
+    task: &A2aTaskRecord,
+) -> bool {
     threads.get(&task.thread_id).is_some_and(|thread| {
         thread.owner == task.owner && thread.created_at_ms == task.thread_created_at_ms
     })

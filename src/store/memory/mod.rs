@@ -11,7 +11,8 @@ mod threads;
 mod usage;
 
 use super::{
-    A2aTaskRecord, Checkpoint, ContextMark, ModelUsage, RunEnd, StoreError, StoredThread, TaskRecord,
+    A2aTaskRecord, Checkpoint, ContextMark, ModelUsage, RunEnd, StoreError, StoredThread,
+    TaskRecord,
 };
 use crate::auth::Principal;
 use crate::protocol::{Message, RunId, ThreadId};
