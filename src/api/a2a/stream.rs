@@ -41,3 +41,41 @@ pub(super) fn sse(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stream_pings_while_silent_and_ends_quietly_by_the_deadline() {
+        // A task that never ends within the invocation: the client subscribes again later.
+        let frames: std::pin::Pin<Box<dyn Stream<Item = StreamResponse> + Send>> =
+            Box::pin(futures_util::stream::pending());
+        let deadline = Instant::now() + Duration::from_secs(25);
+        let out: Vec<Bytes> = sse(
+            frames,
+            Binding::Rest,
+            Value::Null,
+            Duration::from_secs(10),
+            deadline,
+        )
+        .collect()
+        .await;
+        assert_eq!(
+            out,
+            [
+                Bytes::from_static(PING_FRAME),
+                Bytes::from_static(PING_FRAME)
+            ]
+        );
+        assert!(Instant::now() >= deadline);
+    }
+
+    #[test]
+    fn json_rpc_frames_are_wrapped_in_the_response_envelope() {
+        let task = StreamResponse::Task(crate::a2a::types::Task::default());
+        let framed = frame(Binding::JsonRpc, &json!("req-1"), &task);
+        assert!(framed.starts_with(br#"data: {"jsonrpc":"2.0","id":"req-1","result":{"task":"#));
+        assert!(frame(Binding::Rest, &Value::Null, &task).starts_with(br#"data: {"task":"#));
+    }
+}
