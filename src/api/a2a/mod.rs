@@ -5,6 +5,7 @@
 
 mod bindings;
 mod card;
+mod keeper;
 mod ops;
 mod stream;
 
