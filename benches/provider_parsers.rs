@@ -11,9 +11,10 @@
 use agui_lambda::testing::model::openai::{delta_stream, responses_delta_stream};
 use agui_lambda::testing::model::{DeltaStream, ModelDelta};
 use bytes::Bytes;
-use criterion::{Criterion, Throughput, black_box, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures_util::StreamExt;
 use std::convert::Infallible;
+use std::hint::black_box;
 use std::time::Duration;
 
 mod support;
@@ -82,8 +83,10 @@ fn drain(runtime: &tokio::runtime::Runtime, stream: DeltaStream) -> usize {
     })
 }
 
-fn source(chunks: &[Bytes]) -> impl futures_util::Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
-    futures_util::stream::iter(chunks.to_vec().into_iter().map(Ok))
+fn source(
+    chunks: &[Bytes],
+) -> impl futures_util::Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
+    futures_util::stream::iter(chunks.iter().cloned().map(Ok).collect::<Vec<_>>())
 }
 
 fn parsers(c: &mut Criterion) {

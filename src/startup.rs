@@ -988,6 +988,63 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn profiles_and_the_summariser_name_models_of_any_configured_provider() {
+        let configured = config(&[
+            ("OPENAI_API_KEY", "sk-test"),
+            ("AGENT_MODEL", "gpt-5"),
+            ("ANTHROPIC_API_KEY", "sk-ant-test"),
+            ("GEMINI_API_KEY", "gemini-test"),
+            ("CONTEXT_SUMMARY_MODEL", "gemini:gemini-2.5-flash-lite"),
+            ("MODEL_FALLBACKS", "anthropic:claude-haiku-4-5"),
+            (
+                "AGENT_PROFILES",
+                r#"{"research": {"model": "anthropic:claude-sonnet-4-5", "reasoningEffort": "high"},
+                    "fast": {"reasoningEffort": "minimal"}, "plain": {}}"#,
+            ),
+        ]);
+        let models = models_from_config(&configured).await.unwrap();
+        let named = |model: &Arc<dyn ModelProvider>| {
+            let identity = model.identity();
+            format!("{}:{}", identity.provider, identity.model)
+        };
+        assert_eq!(named(&models.default), "openai:gpt-5");
+        assert_eq!(
+            named(&models.profiles["research"]),
+            "anthropic:claude-sonnet-4-5"
+        );
+        // Another effort is another provider of the same model.
+        assert_eq!(named(&models.profiles["fast"]), "openai:gpt-5");
+        assert!(!Arc::ptr_eq(&models.profiles["fast"], &models.default));
+        assert!(!models.profiles.contains_key("plain"));
+        assert_eq!(
+            named(models.summarizer.as_ref().unwrap()),
+            "gemini:gemini-2.5-flash-lite"
+        );
+        assert!(
+            models
+                .default
+                .describe()
+                .ends_with("falling back to anthropic:claude-haiku-4-5"),
+            "{}",
+            models.default.describe()
+        );
+        let unconfigured = config(&[
+            ("OPENAI_API_KEY", "sk-test"),
+            (
+                "AGENT_PROFILES",
+                r#"{"x": {"model": "gemini:gemini-2.5-flash"}}"#,
+            ),
+        ]);
+        let error = models_from_config(&unconfigured).await.err().unwrap();
+        assert!(
+            error
+                .to_string()
+                .starts_with("AGENT_PROFILES: profile x: model names gemini:gemini-2.5-flash, but the gemini provider is not configured"),
+            "{error}"
+        );
+    }
+
+    #[tokio::test]
     async fn a_profile_tool_no_server_tool_has_stops_start_up() {
         let config = config(&[(
             "AGENT_PROFILES",

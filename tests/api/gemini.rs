@@ -45,7 +45,10 @@ async fn gemini_a_server_tool_round_trip_sends_the_thought_signature_back() {
         .iter()
         .find(|e| e["type"] == "REASONING_ENCRYPTED_VALUE" && e["subtype"] == "tool-call")
         .unwrap();
-    assert_eq!(signature_event["encryptedValueType"], "gemini-thought-signature");
+    assert_eq!(
+        signature_event["encryptedValueType"],
+        "gemini-thought-signature"
+    );
     assert_eq!(events.last().unwrap()["usage"][0]["provider"], "gemini");
 
     let sent = strict.requests_about("[time]").await;
@@ -151,4 +154,57 @@ async fn gemini_the_stand_in_refuses_a_call_replayed_without_its_signature() {
             .starts_with("Function call is missing a thought_signature in functionCall parts."),
         "{body}"
     );
+}
+
+#[tokio::test]
+async fn the_summariser_runs_on_another_provider_than_the_default() {
+    let strict = StrictModels::start().await;
+    let gemini = strict.gemini_base();
+    let app = crate::responses::responses_app(
+        &strict,
+        &[
+            ("GEMINI_BASE_URL", &gemini),
+            ("GEMINI_API_KEY", "gemini-test-key"),
+            ("CONTEXT_SUMMARY_MODEL", "gemini:gemini-2.5-flash-lite"),
+            ("MODEL_CONTEXT_TOKENS", "2000"),
+            ("MAX_OUTPUT_TOKENS", "200"),
+        ],
+    )
+    .await;
+    // The default agent on OpenAI, its long thread summarised by Gemini.
+    let thread = new_thread();
+    let padding = "words to fill the window ".repeat(30);
+    let mut by_model = std::collections::BTreeSet::new();
+    for turn in 0..10 {
+        let body = input(
+            &thread,
+            &format!("r{turn}"),
+            json!([{"id": format!("m{turn}"), "role": "user", "content": format!("turn {turn}: {padding}")}]),
+        );
+        let events = app.run(&body).await.events();
+        for entry in events.last().unwrap()["usage"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            by_model.insert(format!(
+                "{}:{}",
+                entry["provider"].as_str().unwrap(),
+                entry["model"].as_str().unwrap()
+            ));
+        }
+    }
+    // Each model's tokens under its own name, in the runs' usage.
+    assert!(by_model.contains("openai:gpt-5-mini"), "{by_model:?}");
+    assert!(
+        by_model.contains("gemini:gemini-2.5-flash-lite"),
+        "{by_model:?}"
+    );
+    let summaries = strict
+        .journal()
+        .await
+        .into_iter()
+        .filter(|entry| entry["body"]["model"] == "gemini-2.5-flash-lite")
+        .count();
+    assert!(summaries > 0);
 }

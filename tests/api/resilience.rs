@@ -61,7 +61,10 @@ async fn out_of_quota_is_not_retried_and_says_so() {
     assert_eq!(end["type"], "RUN_ERROR");
     assert_eq!(end["code"], "MODEL_RATE_LIMITED");
     let said = end["message"].as_str().unwrap();
-    assert!(said.contains("insufficient_quota") && said.contains("exceeded your current quota"), "{said}");
+    assert!(
+        said.contains("insufficient_quota") && said.contains("exceeded your current quota"),
+        "{said}"
+    );
     assert_eq!(strict.requests_about(&text).await.len(), 1);
 }
 
@@ -85,7 +88,10 @@ async fn a_stall_ends_in_the_idle_timeout_and_the_fallback_answers_in_the_same_r
     assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED");
     assert_eq!(text_of(&events), "Hello from the strict model.");
     // The turn's tokens are the model's that served it.
-    assert_eq!(events.last().unwrap()["usage"][0]["model"], "fallback-model");
+    assert_eq!(
+        events.last().unwrap()["usage"][0]["model"],
+        "fallback-model"
+    );
     let models: Vec<Value> = strict
         .requests_about(&text)
         .await
@@ -135,7 +141,10 @@ async fn a_model_that_keeps_failing_is_skipped_during_its_cooldown() {
         .run(&input(&new_thread(), "r1", message(&first)))
         .await
         .events();
-    assert_eq!(events.last().unwrap()["usage"][0]["model"], "fallback-model");
+    assert_eq!(
+        events.last().unwrap()["usage"][0]["model"],
+        "fallback-model"
+    );
     assert_eq!(strict.requests_about(&first).await.len(), 2);
     // Within the cooldown the failing model is not asked at all.
     let second = unique("[down]");

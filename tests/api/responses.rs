@@ -63,7 +63,10 @@ async fn responses_plain_chat_streams_the_reasoning_summary_then_the_answer_and_
         .events();
     let kinds = types(&events);
     let reasoning_at = kinds.iter().position(|k| *k == "REASONING_START").unwrap();
-    let text_at = kinds.iter().position(|k| *k == "TEXT_MESSAGE_START").unwrap();
+    let text_at = kinds
+        .iter()
+        .position(|k| *k == "TEXT_MESSAGE_START")
+        .unwrap();
     assert!(reasoning_at < text_at, "{kinds:?}");
     let summary: String = events
         .iter()
@@ -87,19 +90,28 @@ async fn responses_plain_chat_streams_the_reasoning_summary_then_the_answer_and_
     let finished = events.last().unwrap();
     assert_eq!(finished["type"], "RUN_FINISHED");
     let usage = &finished["usage"][0];
-    assert_eq!((&usage["provider"], &usage["model"]), (&json!("openai"), &json!("gpt-5-mini")));
+    assert_eq!(
+        (&usage["provider"], &usage["model"]),
+        (&json!("openai"), &json!("gpt-5-mini"))
+    );
     let input_tokens = usage["inputTokens"].as_u64().unwrap();
     // The cached tokens and the reasoning tokens are parts of the totals.
     assert!(input_tokens > 64, "{usage}");
     assert_eq!(usage["cachedInputTokens"], 64);
-    assert_eq!((&usage["outputTokens"], &usage["reasoningTokens"]), (&json!(40), &json!(16)));
+    assert_eq!(
+        (&usage["outputTokens"], &usage["reasoningTokens"]),
+        (&json!(40), &json!(16))
+    );
     assert_eq!(usage["totalTokens"], input_tokens + 40);
     assert_eq!(finished["usage"].as_array().unwrap().len(), 1);
     let sent = strict.requests_about("hello there").await;
     let body = &sent[0]["body"];
     assert_eq!(body["store"], false);
     assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
-    assert_eq!(body["reasoning"], json!({"summary": "auto", "effort": "low"}));
+    assert_eq!(
+        body["reasoning"],
+        json!({"summary": "auto", "effort": "low"})
+    );
     assert!(body["instructions"].as_str().unwrap().contains("helpful"));
     // Tools are flat: `name` at the top, no nested `function`.
     let tools = body["tools"].as_array().unwrap();
@@ -128,11 +140,19 @@ async fn responses_a_server_tool_round_trip_sends_the_reasoning_back_unaltered_b
         .find(|e| e["type"] == "TOOL_CALL_RESULT")
         .unwrap();
     assert!(result["content"].as_str().unwrap().contains("Europe/Paris"));
-    assert!(text_of(&events).starts_with("Done: "), "{}", text_of(&events));
+    assert!(
+        text_of(&events).starts_with("Done: "),
+        "{}",
+        text_of(&events)
+    );
     // The call's item id reaches the client as the call's encrypted value.
-    assert!(events.iter().any(|e| e["type"] == "REASONING_ENCRYPTED_VALUE"
-        && e["subtype"] == "tool-call"
-        && e["encryptedValueType"] == "openai-item-id"));
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "REASONING_ENCRYPTED_VALUE"
+                && e["subtype"] == "tool-call"
+                && e["encryptedValueType"] == "openai-item-id")
+    );
 
     let sent = strict.requests_about("[time]").await;
     assert_eq!(sent.len(), 2, "one call, then the answer after the tool");
@@ -294,19 +314,27 @@ async fn responses_the_stand_in_refuses_reasoning_altered_or_without_its_followi
 
     let mut without_follower = good.clone();
     let mut parted = items.clone();
-    parted.insert(at + 1, json!({"role": "user", "content": "an item between"}));
+    parted.insert(
+        at + 1,
+        json!({"role": "user", "content": "an item between"}),
+    );
     without_follower["input"] = json!(parted);
     let (status, body) = strict.post("/v1/responses", &without_follower).await;
     assert_eq!(status, 400);
     assert_eq!(
         body["error"]["message"],
-        format!("Item '{rs_id}' of type 'reasoning' was provided without its required following item.")
+        format!(
+            "Item '{rs_id}' of type 'reasoning' was provided without its required following item."
+        )
     );
 
     let mut altered = good.clone();
     altered["input"][at]["encrypted_content"] = json!("AAAA");
     let (status, body) = strict.post("/v1/responses", &altered).await;
-    assert_eq!((status, &body["error"]["code"]), (400, &json!("invalid_encrypted_content")));
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (400, &json!("invalid_encrypted_content"))
+    );
 
     let mut no_reasoning = good.clone();
     let mut dropped = items.clone();
@@ -316,7 +344,9 @@ async fn responses_the_stand_in_refuses_reasoning_altered_or_without_its_followi
     assert_eq!(status, 400);
     assert_eq!(
         body["error"]["message"],
-        format!("Item '{fc_id}' of type 'function_call' was provided without its required 'reasoning' item: '{rs_id}'.")
+        format!(
+            "Item '{fc_id}' of type 'function_call' was provided without its required 'reasoning' item: '{rs_id}'."
+        )
     );
 }
 
@@ -353,7 +383,10 @@ async fn wire_responses_server_tool_round_trip_on_aimock() {
         .await
         .events();
     assert!(events.iter().any(|e| e["type"] == "TOOL_CALL_RESULT"));
-    assert_eq!(text_of(&events), "Let me check the time.It is now the time shown in Paris.");
+    assert_eq!(
+        text_of(&events),
+        "Let me check the time.It is now the time shown in Paris."
+    );
     let finished = events.last().unwrap();
     assert_eq!(finished["usage"][0]["provider"], "openai");
 }
@@ -405,7 +438,10 @@ async fn responses_an_approval_interrupts_and_the_resume_still_sends_the_reasoni
     let app = responses_app(&strict, &[("APPROVAL_REQUIRED_TOOLS", "get_current_time")]).await;
     let thread = new_thread();
     let user = json!({"id": "u1", "role": "user", "content": "[time] with approval"});
-    let first = app.run(&input(&thread, "r1", json!([user.clone()]))).await.events();
+    let first = app
+        .run(&input(&thread, "r1", json!([user.clone()])))
+        .await
+        .events();
     let outcome = &first.last().unwrap()["outcome"];
     assert_eq!(outcome["type"], "interrupt", "{outcome}");
     let interrupt = outcome["interrupts"][0].clone();
@@ -424,7 +460,10 @@ async fn responses_a_thread_compacted_under_a_small_window_keeps_passing_the_str
     let strict = StrictModels::start().await;
     let app = responses_app(
         &strict,
-        &[("MODEL_CONTEXT_TOKENS", "2000"), ("MAX_OUTPUT_TOKENS", "200")],
+        &[
+            ("MODEL_CONTEXT_TOKENS", "2000"),
+            ("MAX_OUTPUT_TOKENS", "200"),
+        ],
     )
     .await;
     let thread = new_thread();
@@ -435,13 +474,23 @@ async fn responses_a_thread_compacted_under_a_small_window_keeps_passing_the_str
         messages.push(json!({"id": format!("u{turn}"), "role": "user",
                              "content": format!("[time] turn {turn}: {padding}")}));
         let events = app
-            .run(&input(&thread, &format!("r{turn}"), json!([messages.last().unwrap()])))
+            .run(&input(
+                &thread,
+                &format!("r{turn}"),
+                json!([messages.last().unwrap()]),
+            ))
             .await
             .events();
-        assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED", "turn {turn}: {events:#?}");
+        assert_eq!(
+            events.last().unwrap()["type"],
+            "RUN_FINISHED",
+            "turn {turn}: {events:#?}"
+        );
         compacted += events
             .iter()
-            .filter(|e| e["type"] == "ACTIVITY_SNAPSHOT" && e["activityType"] == "context-compaction")
+            .filter(|e| {
+                e["type"] == "ACTIVITY_SNAPSHOT" && e["activityType"] == "context-compaction"
+            })
             .count();
     }
     assert!(compacted > 0, "the thread was compacted");

@@ -10,6 +10,15 @@ use crate::model::failure::status_of_error_type;
 use crate::model::{FinishReason, ModelDelta, ModelError, Refusal, RetryHint, Usage};
 use serde_json::Value;
 
+/// An event read only for its type and its text delta.
+#[derive(serde::Deserialize)]
+struct DeltaEvent {
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    delta: Option<String>,
+}
+
 /// Turns one response's events into deltas.
 pub(crate) struct EventParser {
     /// The model whose reasoning items these are (they go back only to it).
@@ -52,26 +61,30 @@ impl EventParser {
         if data.is_empty() || data == "[DONE]" {
             return Ok(());
         }
+        // Text deltas, nearly every event of a stream, parse into this small struct; the rarer
+        // events that carry whole items are read as JSON values.
+        let head: DeltaEvent = serde_json::from_str(data).map_err(|_| ModelError::Malformed)?;
+        match head.kind.as_str() {
+            "response.output_text.delta" | "response.refusal.delta" => {
+                out.extend(head.delta.filter(|d| !d.is_empty()).map(ModelDelta::Text));
+                return Ok(());
+            }
+            "response.reasoning_text.delta" => {
+                out.extend(
+                    head.delta
+                        .filter(|d| !d.is_empty())
+                        .map(ModelDelta::Reasoning),
+                );
+                return Ok(());
+            }
+            _ => {}
+        }
         let event: Value = serde_json::from_str(data).map_err(|_| ModelError::Malformed)?;
-        let kind = event
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        match kind {
+        match head.kind.as_str() {
             "response.created" | "response.in_progress" => self.identify(&event, out),
             "response.output_item.added" => self.item_added(&event, out)?,
             "response.output_item.done" => self.item_done(&event, out)?,
-            "response.output_text.delta" | "response.refusal.delta" => {
-                if let Some(delta) = text(&event, "delta") {
-                    out.push(ModelDelta::Text(delta));
-                }
-            }
             "response.reasoning_summary_text.delta" => self.summary_delta(&event, out),
-            "response.reasoning_text.delta" => {
-                if let Some(delta) = text(&event, "delta") {
-                    out.push(ModelDelta::Reasoning(delta));
-                }
-            }
             "response.function_call_arguments.delta" => {
                 let index = output_index(&event)?;
                 if let Some(delta) = text(&event, "delta")
