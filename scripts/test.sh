@@ -190,6 +190,12 @@ PIDS+=($!)
 wait_for_function "http://127.0.0.1:$APPROVAL_PORT" "the local server (approvals)" "${PIDS[-1]}"
 (cd tests/node && AGUI_BASE="http://127.0.0.1:$APPROVAL_PORT" CAPTURE_DIR="$ARTIFACTS/captures" node --test agui10.test.mjs) 2>&1 | tee "$SUITES/agui10.log" \
   || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/approval.log"; exit 1; }
+# A2A 1.0 on the same server, driven by both official SDKs over JSON-RPC and HTTP+JSON: the
+# approval is the input-required round trip.
+(cd tests/node && A2A_BASE="http://127.0.0.1:$APPROVAL_PORT" node --test a2a.test.mjs) 2>&1 | tee "$SUITES/a2a-js.log" \
+  || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/approval.log"; exit 1; }
+python tests/python/a2a_server_check.py "http://127.0.0.1:$APPROVAL_PORT" 2>&1 | tee "$SUITES/a2a-python.log" \
+  || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/approval.log"; exit 1; }
 # A conversation that outgrows a 1,000-token window, through both real clients: compaction
 # streamed as ACTIVITY_SNAPSHOT (the captures go to ag-ui-validate below).
 COMPACT_PORT=$(free_port)

@@ -762,6 +762,7 @@ pub fn build_app_with_models(
             cors_allowed_origins: config.http.cors_allowed_origins.clone(),
             dev_ui: config.http.dev_ui,
             agentcore: config.hosting.mode == crate::config::Hosting::AgentCore,
+            a2a_public_url: config.http.a2a_public_url.clone(),
         },
     ))
 }

@@ -2,6 +2,14 @@
 //! module it lives in. Behind the `test-utils` feature and hidden from the docs: not API, and
 //! free to change in any release.
 
+pub mod a2a {
+    pub use crate::a2a::client::{
+        A2aClient, ChildEvent, ChildStream, ClientError, Credentials, Delegation,
+    };
+    pub use crate::a2a::errors::ErrorKind;
+    pub use crate::a2a::types::TaskState;
+}
+
 pub mod agent {
     pub use crate::agent::context::summary::SUMMARY_MARKER;
     pub use crate::agent::history_day::history_day;

@@ -408,6 +408,7 @@ impl Agent {
                 context,
             ),
             telemetry,
+            end_hook: None,
         }
     }
 

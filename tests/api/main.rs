@@ -23,6 +23,8 @@ mod strict_messages;
 mod strict_models;
 mod window_model;
 
+mod a2a_client;
+mod a2a_server;
 mod agent_runs;
 mod agentscope;
 mod agkit;
