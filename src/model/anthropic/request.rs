@@ -6,9 +6,9 @@
 //!
 //! Reasoning: a reasoning message's signed text or redacted data opens the next assistant
 //! message, exactly as the model sent it; reasoning without a signature or redacted data this
-//! server kept (a client's, or another provider's reasoning item) is dropped. Claude's
-//! signatures are valid across Anthropic's API, Bedrock and Vertex, so a thread that moved from
-//! Bedrock keeps its reasoning.
+//! server kept (a client's, or another provider's reasoning item) is dropped. Anthropic
+//! documents Claude's signatures as valid across its API, Bedrock and Vertex, so a thread that
+//! moved from Bedrock keeps its reasoning.
 
 use super::AnthropicSettings;
 use super::media;
