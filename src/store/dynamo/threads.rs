@@ -384,7 +384,7 @@ impl DynamoStore {
         thread_id: &ThreadId,
         created_at_ms: i64,
     ) -> Result<(), StoreError> {
-        let (messages, events) = futures_util::future::try_join(
+        let (messages, events, tasks) = futures_util::future::try_join3(
             self.query_range(
                 thread_id,
                 SortKeys::Prefix(message_prefix(created_at_ms)),
@@ -393,6 +393,12 @@ impl DynamoStore {
             self.query_range(
                 thread_id,
                 SortKeys::Prefix(runs_prefix(created_at_ms)),
+                Some("sk, #run"),
+            ),
+            // A2A task markers are not per incarnation: an expired one's tasks are swept too.
+            self.query_range(
+                thread_id,
+                SortKeys::Prefix(super::a2a_tasks::A2A_PREFIX.to_owned()),
                 Some("sk, #run"),
             ),
         )
@@ -411,6 +417,13 @@ impl DynamoStore {
         keys.extend(
             runs.into_iter()
                 .map(|run| (owner_pk(owner.as_str()), run_end_sk(run))),
+        );
+        keys.extend(Self::a2a_task_keys(owner, &tasks));
+        keys.extend(
+            tasks
+                .iter()
+                .filter_map(|item| item.get("sk").cloned())
+                .map(|sk| (pk(thread_id), sk)),
         );
         keys.push((pk(thread_id), checkpoint_sk(created_at_ms)));
         self.batch_write(delete_requests(keys)?).await

@@ -135,11 +135,15 @@ impl Threads for MemoryStore {
         let created_at_ms = record.created_at_ms;
         threads.remove(thread_id);
         drop(threads);
-        self.accounts().run_ends.retain(|(run_owner, _), end| {
+        let mut accounts = self.accounts();
+        accounts.run_ends.retain(|(run_owner, _), end| {
             !(run_owner == owner
                 && &end.thread_id == thread_id
                 && end.created_at_ms == created_at_ms)
         });
+        accounts
+            .a2a_tasks
+            .retain(|_, task| !(&task.owner == owner && &task.thread_id == thread_id));
         Ok(Deletion::Deleted)
     }
 
