@@ -231,10 +231,10 @@ impl PreparedRun {
             ContextStrategy::Summarize => Some(self.summarizer()),
             ContextStrategy::Window | ContextStrategy::Off => None,
         };
-        // The summariser's own request and answer are bounded by the model's window (or what
-        // the provider's refusal left of it), not by what the compacted request may take.
+        // The summariser's own request and answer are bounded by the model's window, not by
+        // what the compacted request may take (nor by a refusal's guess at it).
         let budget = SummaryBudget {
-            read: u64::from(window.tokens),
+            read: u64::from(self.window(None).tokens),
             write: fixed.summary_allowance,
         };
         let span = crate::agent::spans::compaction(&decision);
