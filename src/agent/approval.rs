@@ -396,6 +396,7 @@ pub(crate) fn tool_interrupt(
         response_schema: Some(crate::protocol::interrupt::approval_schema(tool_schema)),
         expires_at: chrono::DateTime::from_timestamp_millis(expires_at_ms)
             .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
+        subagent_run_id: None,
     }
 }
 

@@ -196,6 +196,7 @@ fn a_legacy_client_answers_the_confirm_tool() {
         tool_call_id: call("confirm-1"),
         content: content.into(),
         error: None,
+        metadata: None,
     };
     for (content, approved) in [
         ("confirmed", true),

@@ -72,6 +72,7 @@ impl PreparedRun {
                     tool_call_id: resolved.tool_call_id,
                     content: reason,
                     error: Some("denied".to_owned()),
+                    metadata: None,
                 },
             };
             self.record_result(out, result);
@@ -185,6 +186,7 @@ impl PreparedRun {
             tool_call_id,
             content,
             error: Some("approval unavailable".to_owned()),
+            metadata: None,
         })
     }
 

@@ -34,6 +34,10 @@ struct Record {
     /// The latest compaction's checkpoint and the provider's count of the last model call.
     checkpoint: Option<Checkpoint>,
     context: Option<ContextMark>,
+    /// A sub-agent's thread: where it was delegated from.
+    parent: Option<super::ThreadLink>,
+    /// The threads of this thread's sub-agents, deleted with it.
+    children: Vec<ThreadId>,
 }
 
 struct HeldLease {
@@ -59,6 +63,8 @@ impl Record {
             runs: HashMap::new(),
             checkpoint: None,
             context: None,
+            parent: None,
+            children: Vec::new(),
         }
     }
 
