@@ -26,6 +26,7 @@ fn record(expires_at_ms: i64, confirm: Option<&str>) -> InterruptRecord {
             confirm_call_id: confirm.map(call),
         }],
         answered: Vec::new(),
+        delegated: Vec::new(),
     }
 }
 

@@ -272,8 +272,8 @@ fn is_terminal_json(json: &[u8]) -> bool {
 
 /// Tokens one provider and model used in a run, in AG-UI's `TokenUsage` shape. The optional
 /// counts are parts of the totals and appear only where the provider reports them.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct TokenUsage {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,

@@ -109,6 +109,9 @@ impl PreparedRun {
         interrupts
             .open
             .extend(std::mem::take(&mut progress.fallback_approvals));
+        interrupts
+            .delegated
+            .extend(std::mem::take(&mut progress.delegated));
         let saved = self
             .agent
             .store

@@ -92,6 +92,21 @@ impl RunFailure {
     }
 }
 
+/// Adds `more` to `entry`, its optional parts where either has them.
+fn add_usage(entry: &mut TokenUsage, more: &TokenUsage) {
+    let sum = |a: Option<u64>, b: Option<u64>| match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
+    };
+    entry.input_tokens = entry.input_tokens.saturating_add(more.input_tokens);
+    entry.output_tokens = entry.output_tokens.saturating_add(more.output_tokens);
+    entry.total_tokens = entry.total_tokens.saturating_add(more.total_tokens);
+    entry.reasoning_tokens = sum(entry.reasoning_tokens, more.reasoning_tokens);
+    entry.cached_input_tokens = sum(entry.cached_input_tokens, more.cached_input_tokens);
+    entry.cache_write_input_tokens =
+        sum(entry.cache_write_input_tokens, more.cache_write_input_tokens);
+}
+
 /// How a run that did not fail ended.
 pub(super) enum RunEnd {
     /// Done; the frontend tool calls it left for the client, if it stopped at some.
@@ -147,6 +162,10 @@ pub(crate) struct RunSummary {
     pub steps: u32,
     pub tool_calls: u32,
     pub usage: Usage,
+    /// What the run's sub-agents used, as they reported it.
+    pub child_usage: Vec<TokenUsage>,
+    /// Sub-agent runs this run started (or continued).
+    pub subagent_runs: u32,
     /// The model reported usage at least once.
     pub usage_reported: bool,
     pub outcome: RunOutcomeKind,
@@ -175,6 +194,13 @@ impl PreparedRun {
                 interrupts: pending
                     .iter()
                     .map(|pending| pending.interrupt.clone())
+                    .chain(
+                        self.progress
+                            .delegated
+                            .iter()
+                            .flat_map(|child| &child.interrupts)
+                            .map(|relayed| relayed.interrupt.clone()),
+                    )
                     .collect(),
             })),
             Ok(RunEnd::Finished { .. }) => finished(None),
@@ -188,16 +214,37 @@ impl PreparedRun {
         }
     }
 
-    /// The run's usage in AG-UI's shape, one entry for its model; empty when the model
-    /// reported none.
+    /// The run's usage in AG-UI's shape, one entry per provider and model: its own model's
+    /// (when it reported any) and its sub-agents', summed by model.
     fn run_usage(&self) -> RunUsage {
         let summary = &self.progress.summary;
+        let mut entries = self.own_usage();
+        for child in &summary.child_usage {
+            let same = |entry: &&mut TokenUsage| {
+                entry.provider == child.provider && entry.model == child.model
+            };
+            match entries.iter_mut().find(same) {
+                Some(entry) => add_usage(entry, child),
+                None => entries.push(TokenUsage {
+                    cache_write_input_tokens: child
+                        .cache_write_input_tokens
+                        .filter(|_| self.request.speaks_v1),
+                    ..child.clone()
+                }),
+            }
+        }
+        RunUsage(entries)
+    }
+
+    /// The run's own model's usage; none when the model reported none.
+    fn own_usage(&self) -> Vec<TokenUsage> {
+        let summary = &self.progress.summary;
         if !summary.usage_reported {
-            return RunUsage::default();
+            return Vec::new();
         }
         let identity = self.agent.model.identity();
         let usage = summary.usage;
-        RunUsage(vec![TokenUsage {
+        vec![TokenUsage {
             provider: Some(identity.provider),
             model: Some(identity.model),
             input_tokens: usage.input_tokens,
@@ -208,7 +255,7 @@ impl PreparedRun {
             cache_write_input_tokens: usage
                 .cache_write_input_tokens
                 .filter(|_| self.request.speaks_v1),
-        }])
+        }]
     }
 
     /// The per-run log line, the run's EMF metrics record, and its trace span's outcome.
