@@ -3,8 +3,8 @@
 //! and the thread keeps an [`InterruptRecord`] until the next run brings the answer. This module
 //! turns that record and the answers into decisions; the run loop carries them out.
 
-use crate::protocol::interrupt::{Interrupt, ResumeEntry, ResumeStatus, TOOL_CALL_REASON};
 use super::subagents::{ResumedChild, SuspendedChild};
+use crate::protocol::interrupt::{Interrupt, ResumeEntry, ResumeStatus, TOOL_CALL_REASON};
 use crate::protocol::{Message, RunErrorCode, ToolCallId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -135,7 +135,11 @@ impl InterruptRecord {
         self.open
             .iter()
             .filter_map(|pending| pending.interrupt.tool_call_id.clone())
-            .chain(self.delegated.iter().map(|child| child.tool_call_id.clone()))
+            .chain(
+                self.delegated
+                    .iter()
+                    .map(|child| child.tool_call_id.clone()),
+            )
             .collect()
     }
 
@@ -166,19 +170,23 @@ impl InterruptRecord {
         // Answers for sub-agents go to them, in their own ids; all of a child's must come.
         let delegated = std::mem::take(&mut self.delegated);
         if strict
-            && let Some(unanswered) = delegated
-                .iter()
-                .flat_map(|child| &child.interrupts)
-                .find(|relayed| {
-                    !resume
-                        .iter()
-                        .any(|entry| entry.interrupt_id == relayed.interrupt.id)
-                })
+            && let Some(unanswered) =
+                delegated
+                    .iter()
+                    .flat_map(|child| &child.interrupts)
+                    .find(|relayed| {
+                        !resume
+                            .iter()
+                            .any(|entry| entry.interrupt_id == relayed.interrupt.id)
+                    })
         {
             return Err(InterruptError::Pending(unanswered.interrupt.id.clone()));
         }
         for entry in resume {
-            if delegated.iter().any(|child| child.asked(&entry.interrupt_id)) {
+            if delegated
+                .iter()
+                .any(|child| child.asked(&entry.interrupt_id))
+            {
                 self.remember(&entry.interrupt_id, digest(entry));
             }
         }

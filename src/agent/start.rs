@@ -120,8 +120,16 @@ impl Agent {
         let telemetry = RunTelemetry::new(span.clone(), trace.clone(), meter.clone(), began);
         let prepared = crate::store::meter::metered(
             meter,
-            self.start_in_span(owner, input, thread_id, deadline, reservation, telemetry, child)
-                .instrument(trace.clone()),
+            self.start_in_span(
+                owner,
+                input,
+                thread_id,
+                deadline,
+                reservation,
+                telemetry,
+                child,
+            )
+            .instrument(trace.clone()),
         )
         .instrument(span)
         .await;
@@ -271,7 +279,10 @@ impl Agent {
         match &recent {
             Some(thread)
                 if thread.first_seq > 0
-                    && resends_unloaded(thread, &super::subagents::child_messages(&input.messages)) =>
+                    && resends_unloaded(
+                        thread,
+                        &super::subagents::child_messages(&input.messages),
+                    ) =>
             {
                 self.store.load(owner, thread_id).await
             }
@@ -402,21 +413,21 @@ impl Agent {
             .and_then(|parent| parent.title.clone())
             .or_else(|| thread::derive_title(&merged.history));
         let start = RunStart {
-                owner,
-                thread_id,
-                run_id: &input.run_id,
-                loaded,
-                lease_expires_at_ms: lease_expiry(self.settings.lease),
-                new_messages,
-                state: input
-                    .state
-                    .as_ref()
-                    .or(forked.and_then(|parent| parent.state.as_ref())),
-                title: title.as_deref(),
-                at_ms: chrono::Utc::now().timestamp_millis(),
-                // A fork from `parentRunId` keeps the copied messages' times.
-                copied_at_ms: forked.map_or(&[], |parent| &parent.message_at_ms[..]),
-            };
+            owner,
+            thread_id,
+            run_id: &input.run_id,
+            loaded,
+            lease_expires_at_ms: lease_expiry(self.settings.lease),
+            new_messages,
+            state: input
+                .state
+                .as_ref()
+                .or(forked.and_then(|parent| parent.state.as_ref())),
+            title: title.as_deref(),
+            at_ms: chrono::Utc::now().timestamp_millis(),
+            // A fork from `parentRunId` keeps the copied messages' times.
+            copied_at_ms: forked.map_or(&[], |parent| &parent.message_at_ms[..]),
+        };
         match link {
             Some(parent) => self.store.begin_linked_run(start, parent).await,
             None => self.store.begin_run(start).await,
@@ -456,11 +467,7 @@ impl Agent {
             resolved: resolution.resolved,
             delegated: resolution.delegated,
             depth: 0,
-            visibility: self
-                .settings
-                .subagents
-                .visibility
-                .for_client(speaks_v1),
+            visibility: self.settings.subagents.visibility.for_client(speaks_v1),
             repeat_only: resolution.only_repeats && merged.new_messages.is_empty(),
             client_tools: input.tools,
         };

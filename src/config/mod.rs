@@ -35,10 +35,10 @@ pub(crate) use model::ModelConfig;
 pub(crate) use profiles::{
     ProfileConfig, ProfilesConfigError, SubagentConfig, SubagentTargetConfig,
 };
-pub(crate) use subagents::SubagentsConfig;
 pub(crate) use runtime::RuntimeFlavor;
 pub(crate) use secrecy::{ExposeSecret, SecretString};
 pub(crate) use store::StoreConfig;
+pub(crate) use subagents::SubagentsConfig;
 pub(crate) use telemetry::TelemetryConfig;
 pub(crate) use tools::ToolsConfig;
 

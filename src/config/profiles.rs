@@ -209,10 +209,16 @@ fn subagent(
         ms => ms.map(Duration::from_millis),
     };
     let target = match (raw.profile, raw.url) {
-        (Some(target), None) if raw.headers.is_empty() && raw.headers_secret_id.is_none() && raw.cancel_url.is_none() => {
+        (Some(target), None)
+            if raw.headers.is_empty()
+                && raw.headers_secret_id.is_none()
+                && raw.cancel_url.is_none() =>
+        {
             SubagentTargetConfig::Profile(target)
         }
-        (None, Some(url)) => SubagentTargetConfig::Remote(remote(url, raw.headers, raw.headers_secret_id, raw.cancel_url).map_err(bad)?),
+        (None, Some(url)) => SubagentTargetConfig::Remote(
+            remote(url, raw.headers, raw.headers_secret_id, raw.cancel_url).map_err(bad)?,
+        ),
         _ => {
             return Err(bad(
                 "names a profile, or a remote agent's url with its headers, not both".to_owned(),
@@ -260,7 +266,8 @@ fn remote(
         return Err(format!("cancelUrl {cancel:?} is not an http(s) URL"));
     }
     for (header, value) in &headers {
-        crate::mcp::check_header_pair(header, value).map_err(|reason| format!("header {header:?}: {reason}"))?;
+        crate::mcp::check_header_pair(header, value)
+            .map_err(|reason| format!("header {header:?}: {reason}"))?;
         if crate::mcp::looks_like_a_credential(header) {
             return Err(format!(
                 "header {header:?}: credentials go in the secret named by headersSecretId, never in the environment"

@@ -260,7 +260,9 @@ impl Open {
                 && !self.subagents.contains(parent)
                 && !self.closed_subagents.contains(parent)
             {
-                return Err(format!("sub-agent {subagent} names {parent}, never started"));
+                return Err(format!(
+                    "sub-agent {subagent} names {parent}, never started"
+                ));
             }
             self.subagents.insert(subagent);
             return Ok(());
@@ -270,9 +272,10 @@ impl Open {
         }
         if let Some(outcome) = event.get("outcome") {
             let ok = matches!(outcome["type"].as_str(), Some("success" | "suspended"))
-                && outcome
-                    .get("interruptIds")
-                    .is_none_or(|ids| ids.as_array().is_some_and(|ids| ids.iter().all(Value::is_string)));
+                && outcome.get("interruptIds").is_none_or(|ids| {
+                    ids.as_array()
+                        .is_some_and(|ids| ids.iter().all(Value::is_string))
+                });
             if !ok {
                 return Err(format!("{kind} with outcome {outcome}"));
             }
@@ -388,7 +391,8 @@ mod tests {
             verify_run(&events)
         };
         let text = |kind: &str, id: &str, tag: Option<&str>| {
-            let mut event = json!({"type": kind, "messageId": id, "role": "assistant", "delta": "x"});
+            let mut event =
+                json!({"type": kind, "messageId": id, "role": "assistant", "delta": "x"});
             if let Some(tag) = tag {
                 event["subagentRunId"] = json!(tag);
             }
@@ -402,11 +406,21 @@ mod tests {
             event
         };
         assert!(run(&[started.clone(), done.clone()]).is_ok());
-        assert!(run(&[started.clone()]).unwrap_err().contains("still open"));
+        assert!(
+            run(std::slice::from_ref(&started))
+                .unwrap_err()
+                .contains("still open")
+        );
         assert!(run(&[started.clone(), done.clone(), started.clone(), done.clone()]).is_err());
-        assert!(run(&[done.clone()]).is_err());
+        assert!(run(std::slice::from_ref(&done)).is_err());
         let nested = json!({"type":"SUBAGENT_STARTED","subagentRunId":"s2","name":"n","parentSubagentRunId":"s9"});
-        assert!(run(&[nested, json!({"type":"SUBAGENT_FINISHED","subagentRunId":"s2"})]).is_err());
+        assert!(
+            run(&[
+                nested,
+                json!({"type":"SUBAGENT_FINISHED","subagentRunId":"s2"})
+            ])
+            .is_err()
+        );
         // A sub-agent continuing the parent's message, and the parent's steps kept apart.
         let continued = [
             started.clone(),
@@ -428,7 +442,12 @@ mod tests {
             done.clone(),
         ];
         assert!(run(&own).is_ok());
-        let wrong_step = [started.clone(), step("STEP_STARTED", None), step("STEP_FINISHED", Some("s1")), done.clone()];
+        let wrong_step = [
+            started.clone(),
+            step("STEP_STARTED", None),
+            step("STEP_FINISHED", Some("s1")),
+            done.clone(),
+        ];
         assert!(run(&wrong_step).is_err());
         let null_outcome = json!({"type":"SUBAGENT_FINISHED","subagentRunId":"s1","outcome":{"type":"suspended","interruptIds":null}});
         assert!(run(&[started, null_outcome]).is_err());

@@ -103,8 +103,10 @@ fn add_usage(entry: &mut TokenUsage, more: &TokenUsage) {
     entry.total_tokens = entry.total_tokens.saturating_add(more.total_tokens);
     entry.reasoning_tokens = sum(entry.reasoning_tokens, more.reasoning_tokens);
     entry.cached_input_tokens = sum(entry.cached_input_tokens, more.cached_input_tokens);
-    entry.cache_write_input_tokens =
-        sum(entry.cache_write_input_tokens, more.cache_write_input_tokens);
+    entry.cache_write_input_tokens = sum(
+        entry.cache_write_input_tokens,
+        more.cache_write_input_tokens,
+    );
 }
 
 /// How a run that did not fail ended.

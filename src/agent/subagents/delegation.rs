@@ -37,7 +37,10 @@ pub(crate) struct Delegation {
 pub(crate) enum DelegationEnd {
     /// The child's answer, for the parent's model.
     Answered(String),
-    Failed { code: String, message: String },
+    Failed {
+        code: String,
+        message: String,
+    },
     /// Waiting for the client to answer what the child asked.
     Suspended(SuspendedChild),
 }
@@ -74,57 +77,22 @@ pub(crate) async fn delegate(delegation: Delegation, emit: &(dyn Fn(Event) + Syn
     ) {
         emit(event);
     }
-    // The child's own deadline comes first: its own timeout error, rather than ours, says why.
-    let mut until = call.deadline + STOP_GRACE;
-    let mut timed_out = false;
-    let started = tokio::select! {
-        biased;
-        () = stop.cancelled() => None,
-        started = timeout_at(until, child.run(call)) => Some(started),
-    };
-    let ended = match started {
-        None => None,
-        Some(Err(_)) => {
-            timed_out = true;
-            None
-        }
-        Some(Ok(Err(error))) => Some(ChildEnd::Failed {
-            code: error.code.to_owned(),
-            message: error.message,
-            usage: Vec::new(),
-        }),
-        Some(Ok(Ok(mut events))) => {
-            let mut stopping = false;
-            loop {
-                let next = tokio::select! {
-                    biased;
-                    () = stop.cancelled(), if !stopping => {
-                        stopping = true;
-                        until = until.min(Instant::now() + STOP_GRACE);
-                        continue;
-                    }
-                    next = timeout_at(until, events.next()) => next,
-                };
-                match next {
-                    Err(_) if !stopping => {
-                        (timed_out, stopping) = (true, true);
-                        stop.cancel();
-                        until = Instant::now() + STOP_GRACE;
-                    }
-                    Err(_) | Ok(None) => break None,
-                    Ok(Some(ChildEvent::Content(event))) => {
-                        if let Some(event) = retagger.forward(event) {
-                            emit(event);
-                        }
-                    }
-                    Ok(Some(ChildEvent::End(end))) => break Some(end),
-                }
-            }
-        }
-    };
-    let usage = ended.as_ref().map(|end| end.usage().to_vec()).unwrap_or_default();
+    let (ended, timed_out) = follow(child.as_ref(), call, &mut retagger, emit).await;
+    let usage = ended
+        .as_ref()
+        .map(|end| end.usage().to_vec())
+        .unwrap_or_default();
     let metadata = json!({VENDOR_KEY: {"usage": usage, "threadId": thread_id, "kind": kind}});
-    let end = match ended {
+    let waiting = |interrupts, confirms| SuspendedChild {
+        tool_call_id: tool_call_id.clone(),
+        parent_message_id: parent_message_id.clone(),
+        subagent: name.clone(),
+        subagent_run_id: retagger.id().to_owned(),
+        thread_id: thread_id.clone(),
+        interrupts,
+        confirms,
+    };
+    let (end, events) = match ended {
         Some(ChildEnd::Finished { .. }) => {
             let confirms = retagger.unanswered_confirms();
             if confirms.is_empty() {
@@ -132,23 +100,12 @@ pub(crate) async fn delegate(delegation: Delegation, emit: &(dyn Fn(Event) + Syn
                     .answer()
                     .unwrap_or("(the agent finished without an answer)")
                     .to_owned();
-                for event in retagger.finished(Some(answer.clone()), None, metadata) {
-                    emit(event);
-                }
-                DelegationEnd::Answered(answer)
+                let events = retagger.finished(Some(answer.clone()), None, metadata);
+                (DelegationEnd::Answered(answer), events)
             } else {
-                for event in retagger.finished(None, Some(Vec::new()), metadata) {
-                    emit(event);
-                }
-                DelegationEnd::Suspended(SuspendedChild {
-                    tool_call_id: tool_call_id.clone(),
-                    parent_message_id,
-                    subagent: name.clone(),
-                    subagent_run_id: retagger.id().to_owned(),
-                    thread_id: thread_id.clone(),
-                    interrupts: Vec::new(),
-                    confirms,
-                })
+                let suspended = waiting(Vec::new(), confirms);
+                let events = retagger.finished(None, Some(Vec::new()), metadata);
+                (DelegationEnd::Suspended(suspended), events)
             }
         }
         Some(ChildEnd::Suspended { interrupts, .. }) => {
@@ -161,30 +118,23 @@ pub(crate) async fn delegate(delegation: Delegation, emit: &(dyn Fn(Event) + Syn
                 })
                 .map(|(interrupt, _)| interrupt.id.clone())
                 .collect();
-            for event in retagger.finished(None, Some(own_ids), metadata) {
-                emit(event);
-            }
-            DelegationEnd::Suspended(SuspendedChild {
-                tool_call_id: tool_call_id.clone(),
-                parent_message_id,
-                subagent: name.clone(),
-                subagent_run_id: retagger.id().to_owned(),
-                thread_id: thread_id.clone(),
-                interrupts: relayed
-                    .into_iter()
-                    .map(|(interrupt, own)| RelayedInterrupt { interrupt, own })
-                    .collect(),
-                confirms: Vec::new(),
-            })
+            let interrupts = relayed
+                .into_iter()
+                .map(|(interrupt, own)| RelayedInterrupt { interrupt, own })
+                .collect();
+            let suspended = waiting(interrupts, Vec::new());
+            let events = retagger.finished(None, Some(own_ids), metadata);
+            (DelegationEnd::Suspended(suspended), events)
         }
         other => {
             let (code, message) = failure(other, &name, timed_out, stop.is_cancelled());
-            for event in retagger.failed(&code, &message) {
-                emit(event);
-            }
-            DelegationEnd::Failed { code, message }
+            let events = retagger.failed(&code, &message);
+            (DelegationEnd::Failed { code, message }, events)
         }
     };
+    for event in events {
+        emit(event);
+    }
     let outcome = match &end {
         DelegationEnd::Answered(_) => "finished",
         DelegationEnd::Failed { .. } => "failed",
@@ -202,6 +152,62 @@ pub(crate) async fn delegate(delegation: Delegation, emit: &(dyn Fn(Event) + Syn
         end,
         usage,
         link,
+    }
+}
+
+/// Runs the child and forwards its events until its end; `None` when it never said how it
+/// ended. `true` with it when the child ran out of time (and was told to stop).
+async fn follow(
+    child: &dyn ChildAgent,
+    call: ChildCall,
+    retagger: &mut Retagger,
+    emit: &(dyn Fn(Event) + Sync),
+) -> (Option<ChildEnd>, bool) {
+    let stop = call.stop.clone();
+    // The child's own deadline comes first: its own timeout error, rather than ours, says why.
+    let mut until = call.deadline + STOP_GRACE;
+    let started = tokio::select! {
+        biased;
+        () = stop.cancelled() => return (None, false),
+        started = timeout_at(until, child.run(call)) => started,
+    };
+    let mut events = match started {
+        Err(_) => return (None, true),
+        Ok(Err(error)) => {
+            let failed = ChildEnd::Failed {
+                code: error.code.to_owned(),
+                message: error.message,
+                usage: Vec::new(),
+            };
+            return (Some(failed), false);
+        }
+        Ok(Ok(events)) => events,
+    };
+    let (mut stopping, mut timed_out) = (false, false);
+    loop {
+        let next = tokio::select! {
+            biased;
+            () = stop.cancelled(), if !stopping => {
+                stopping = true;
+                until = until.min(Instant::now() + STOP_GRACE);
+                continue;
+            }
+            next = timeout_at(until, events.next()) => next,
+        };
+        match next {
+            Err(_) if !stopping => {
+                (timed_out, stopping) = (true, true);
+                stop.cancel();
+                until = Instant::now() + STOP_GRACE;
+            }
+            Err(_) | Ok(None) => return (None, timed_out),
+            Ok(Some(ChildEvent::Content(event))) => {
+                if let Some(event) = retagger.forward(event) {
+                    emit(event);
+                }
+            }
+            Ok(Some(ChildEvent::End(end))) => return (Some(end), timed_out),
+        }
     }
 }
 

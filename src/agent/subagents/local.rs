@@ -117,7 +117,10 @@ pub(crate) fn child_event(event: Map<String, Value>) -> ChildEvent {
 fn finished(event: &Map<String, Value>) -> ChildEnd {
     let usage = usage_of(event);
     let outcome = event.get("outcome");
-    match outcome.and_then(|outcome| outcome.get("type")).and_then(Value::as_str) {
+    match outcome
+        .and_then(|outcome| outcome.get("type"))
+        .and_then(Value::as_str)
+    {
         Some("interrupt") => {
             let interrupts: Vec<Interrupt> = outcome
                 .and_then(|outcome| outcome.get("interrupts"))
@@ -166,11 +169,16 @@ mod tests {
     #[test]
     fn a_child_s_terminal_event_says_how_it_ended() {
         let usage = json!([{"model": "m", "inputTokens": 3, "outputTokens": 4, "totalTokens": 7}]);
-        let done = end(json!({"type": "RUN_FINISHED", "threadId": "t", "runId": "r", "usage": usage}));
+        let done =
+            end(json!({"type": "RUN_FINISHED", "threadId": "t", "runId": "r", "usage": usage}));
         assert!(matches!(&done, ChildEnd::Finished { usage } if usage[0].input_tokens == 3));
-        let asked = end(json!({"type": "RUN_FINISHED", "threadId": "t", "runId": "r",
-            "outcome": {"type": "interrupt", "interrupts": [{"id": "i1", "reason": "tool_call"}]}}));
-        assert!(matches!(asked, ChildEnd::Suspended { interrupts, .. } if interrupts[0].id == "i1"));
+        let asked = end(
+            json!({"type": "RUN_FINISHED", "threadId": "t", "runId": "r",
+            "outcome": {"type": "interrupt", "interrupts": [{"id": "i1", "reason": "tool_call"}]}}),
+        );
+        assert!(
+            matches!(asked, ChildEnd::Suspended { interrupts, .. } if interrupts[0].id == "i1")
+        );
         let stopped = end(json!({"type": "RUN_ERROR", "message": "x", "code": "CANCELLED"}));
         assert!(matches!(stopped, ChildEnd::Cancelled { .. }));
         let failed = end(json!({"type": "RUN_ERROR", "message": "boom"}));
@@ -178,7 +186,12 @@ mod tests {
             matches!(failed, ChildEnd::Failed { code, message, .. } if code == "AGENT_ERROR" && message == "boom")
         );
         assert!(matches!(
-            child_event(json!({"type": "TEXT_MESSAGE_START"}).as_object().unwrap().clone()),
+            child_event(
+                json!({"type": "TEXT_MESSAGE_START"})
+                    .as_object()
+                    .unwrap()
+                    .clone()
+            ),
             ChildEvent::Content(_)
         ));
     }

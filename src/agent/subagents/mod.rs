@@ -192,3 +192,7 @@ mod tests {
         assert!(is_child_id(&format!("{id}:msg_1")));
     }
 }
+
+#[cfg(test)]
+#[path = "flow_tests.rs"]
+mod flow_tests;

@@ -206,8 +206,10 @@ mod tests {
                 payload: None,
             },
         ];
-        let resumed =
-            child.resumed(&entries, &[tool("a1", "sa-0123456789ab:call_c"), tool("a2", "x")]);
+        let resumed = child.resumed(
+            &entries,
+            &[tool("a1", "sa-0123456789ab:call_c"), tool("a2", "x")],
+        );
         assert_eq!(resumed.resume.len(), 1);
         assert_eq!(resumed.resume[0].interrupt_id, "int-1");
         assert_eq!(resumed.answers.len(), 1);

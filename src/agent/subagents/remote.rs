@@ -68,15 +68,14 @@ impl RemoteAgent {
     }
 
     fn request(&self, url: &str) -> reqwest::RequestBuilder {
-        self.headers.iter().fold(
-            self.http.post(url),
-            |request, (name, value)| {
+        self.headers
+            .iter()
+            .fold(self.http.post(url), |request, (name, value)| {
                 let mut value = reqwest::header::HeaderValue::from_str(value.expose_secret())
                     .unwrap_or_else(|_| reqwest::header::HeaderValue::from_static(""));
                 value.set_sensitive(true);
                 request.header(name.as_str(), value)
-            },
-        )
+            })
     }
 
     /// Asks the agent to stop the run, when it says how; never waits for the answer.
@@ -175,10 +174,16 @@ impl ChildAgent for std::sync::Arc<RemoteAgent> {
         };
         let status = response.status();
         if !status.is_success() {
-            return Err(unreachable_agent(format!("the agent answered HTTP {status}")));
+            return Err(unreachable_agent(format!(
+                "the agent answered HTTP {status}"
+            )));
         }
         let agent = self.clone();
-        let (thread_id, run_id, stop) = (call.thread_id.to_string(), call.run_id.to_string(), call.stop);
+        let (thread_id, run_id, stop) = (
+            call.thread_id.to_string(),
+            call.run_id.to_string(),
+            call.stop,
+        );
         Ok(async_stream::stream! {
             let mut events = response.bytes_stream().eventsource();
             loop {

@@ -8,10 +8,10 @@
 
 use super::Visibility;
 use super::record::Relayed;
-use crate::protocol::events::{Event, SubagentOutcome};
-use crate::protocol::interrupt::Interrupt;
 use crate::protocol::ToolCallId;
+use crate::protocol::events::{Event, SubagentOutcome};
 use crate::protocol::ids::MAX_ID_LEN;
+use crate::protocol::interrupt::Interrupt;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
@@ -383,15 +383,14 @@ impl Retagger {
                     id: id.to_owned(),
                     tag: tag.clone(),
                 });
-            } else if kind == closer || (opener == "SUBAGENT_STARTED" && kind.starts_with("SUBAGENT_"))
-            {
-                if let Some(at) = self
+            } else if (kind == closer
+                || (opener == "SUBAGENT_STARTED" && kind.starts_with("SUBAGENT_")))
+                && let Some(at) = self
                     .open
                     .iter()
                     .rposition(|open| open.kind == opener && open.id == id)
-                {
-                    self.open.remove(at);
-                }
+            {
+                self.open.remove(at);
             }
         }
     }

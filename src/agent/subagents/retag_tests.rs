@@ -20,15 +20,20 @@ fn parent_stream(retagger: &mut Retagger, child: &[Value], failed: bool) -> Vec<
         .started("researcher", "Finds facts", "call_p", Some("m_p"))
         .into_iter()
         .collect();
-    out.extend(child.iter().filter_map(|value| retagger.forward(event(value.clone()))));
+    out.extend(
+        child
+            .iter()
+            .filter_map(|value| retagger.forward(event(value.clone()))),
+    );
     if failed {
         out.extend(retagger.failed("MODEL_ERROR", "boom"));
     } else {
         out.extend(retagger.finished(Some("done".into()), None, json!({})));
     }
-    events.extend(out.into_iter().map(|event| {
-        serde_json::from_slice(&RecordedEvent::new(1, event, 1).json).unwrap()
-    }));
+    events.extend(
+        out.into_iter()
+            .map(|event| serde_json::from_slice(&RecordedEvent::new(1, event, 1).json).unwrap()),
+    );
     events.push(json!({"type": "TOOL_CALL_RESULT", "messageId": "m_r", "toolCallId": "call_p", "content": "done", "role": "tool"}));
     events.push(json!({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}));
     events
@@ -89,10 +94,7 @@ fn attributed_child_events_are_namespaced_tagged_and_pass_the_client_s_rules() {
     assert_eq!(grandchild["subagentRunId"], format!("{ID}:sa-999999999999"));
     assert_eq!(grandchild["parentSubagentRunId"], ID);
     assert_eq!(grandchild["parentToolCallId"], format!("{ID}:c1"));
-    let nested = events
-        .iter()
-        .find(|e| e["delta"] == "ok")
-        .unwrap();
+    let nested = events.iter().find(|e| e["delta"] == "ok").unwrap();
     assert_eq!(nested["subagentRunId"], format!("{ID}:sa-999999999999"));
     assert_eq!(nested["messageId"], format!("{ID}:sa-999999999999:m1"));
     assert_eq!(retagger.answer(), Some("The moon is far."));
@@ -130,7 +132,10 @@ fn hidden_children_show_only_the_calls_that_ask_the_client() {
         child.len() - 2,
         json!({"type": "TOOL_CALL_START", "toolCallId": "c9", "toolCallName": "confirmAction"}),
     );
-    child.insert(child.len() - 2, json!({"type": "TOOL_CALL_END", "toolCallId": "c9"}));
+    child.insert(
+        child.len() - 2,
+        json!({"type": "TOOL_CALL_END", "toolCallId": "c9"}),
+    );
     let events = parent_stream(&mut retagger, &child, false);
     verify_run(&events).unwrap();
     let shown: Vec<&str> = events
@@ -142,7 +147,10 @@ fn hidden_children_show_only_the_calls_that_ask_the_client() {
     assert!(!events.iter().any(|e| e["type"] == "TEXT_MESSAGE_START"));
     let waiting = retagger.unanswered_confirms();
     assert_eq!(waiting.len(), 1);
-    assert_eq!((waiting[0].shown.as_str(), waiting[0].own.as_str()), (&*format!("{ID}:c9"), "c9"));
+    assert_eq!(
+        (waiting[0].shown.as_str(), waiting[0].own.as_str()),
+        (&*format!("{ID}:c9"), "c9")
+    );
 }
 
 #[test]
@@ -184,7 +192,11 @@ fn interrupts_and_long_or_strange_ids_are_made_the_parent_s() {
     let long = "x".repeat(200);
     let hashed = retagger.namespaced(&long);
     assert!(hashed.len() < 64 && hashed.starts_with(ID), "{hashed}");
-    assert_eq!(hashed, retagger.namespaced(&long), "the same id maps the same way");
+    assert_eq!(
+        hashed,
+        retagger.namespaced(&long),
+        "the same id maps the same way"
+    );
     assert_ne!(retagger.namespaced("a b"), format!("{ID}:a b"));
     assert!(is_child_id(&retagger.namespaced("m1")) && !is_child_id("sa-12:m1"));
 }

@@ -321,7 +321,8 @@ fn parent_link(item: &Item) -> Option<ThreadLink> {
         thread_id: ThreadId::parse(id(PARENT_THREAD)?, crate::protocol::ids::MAX_ID_LEN).ok()?,
         created_at_ms: get_n(item, "parentCreatedAt")?,
         run_id: RunId::parse(id("parentRun")?, crate::protocol::ids::MAX_ID_LEN).ok()?,
-        tool_call_id: ToolCallId::parse(id("parentCall")?, crate::protocol::ids::MAX_ID_LEN).ok()?,
+        tool_call_id: ToolCallId::parse(id("parentCall")?, crate::protocol::ids::MAX_ID_LEN)
+            .ok()?,
         agent: id("parentAgent")?,
     })
 }

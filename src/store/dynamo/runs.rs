@@ -8,8 +8,7 @@ use super::writes::{AppendEnd, NewMessages, cancelled_error};
 use crate::auth::Principal;
 use crate::protocol::{RunId, ThreadId};
 use crate::store::{
-    CancelState, Lease, Pulse, RunFinish, RunLeases, RunStart, StoreError, StoredThread,
-    ThreadLink,
+    CancelState, Lease, Pulse, RunFinish, RunLeases, RunStart, StoreError, StoredThread, ThreadLink,
 };
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
@@ -198,9 +197,7 @@ impl DynamoStore {
             Some(thread) => self.lease_loaded(&write, thread)?,
         };
         let on_meta = |old: Option<Item>| match old {
-            Some(old) if get_s(&old, "owner") != Some(start.owner.as_str()) => {
-                StoreError::NotFound
-            }
+            Some(old) if get_s(&old, "owner") != Some(start.owner.as_str()) => StoreError::NotFound,
             _ => StoreError::Conflict,
         };
         match parent {
@@ -210,9 +207,8 @@ impl DynamoStore {
                 .map_err(|error| cancelled_error(error, on_meta))?,
             Some(parent) => {
                 let link = self.link_to_parent(start.owner, start.thread_id, parent)?;
-                self.transact_with(meta, link, first_puts)
-                    .await
-                    .map_err(|error| match cancellation(error) {
+                self.transact_with(meta, link, first_puts).await.map_err(
+                    |error| match cancellation(error) {
                         Ok(Cancelled::Meta(old)) => on_meta(old),
                         // The parent's check: gone, another's, or being deleted.
                         Ok(Cancelled::Other(reasons))
@@ -224,7 +220,8 @@ impl DynamoStore {
                             StoreError::unavailable(format!("transaction cancelled: {reasons}"))
                         }
                         Err(error) => error,
-                    })?;
+                    },
+                )?;
             }
         }
         let mut lease = Lease {
