@@ -318,6 +318,7 @@ impl PreparedRun {
             input_tokens: summary.usage.input_tokens,
             output_tokens: summary.usage.output_tokens,
             tool_calls: summary.tool_calls,
+            subagent_runs: summary.subagent_runs,
             steps: summary.steps,
             compactions: self.progress.context.compactions,
             store: StoreFigures {

@@ -56,13 +56,18 @@ impl ChildAgent for ProfileChild {
             parent: new_thread.then_some(call.parent),
             depth: call.depth,
         };
-        let prepared = agent
+        let began = std::time::Instant::now();
+        let mut prepared = agent
             .start_child(call.owner, input, call.deadline, child)
             .await
             .map_err(|error| ChildError {
                 code: error.run_error_code(),
                 message: error.to_string(),
             })?;
+        prepared.observe(crate::agent::Observed {
+            received: began,
+            dialect: "subagent",
+        });
         let live = prepared.spawn();
         let (stop, watched) = (call.stop, live.clone());
         tokio::spawn(async move {
