@@ -202,7 +202,7 @@ async fn follow(
             }
             Err(_) | Ok(None) => return (None, timed_out),
             Ok(Some(ChildEvent::Content(event))) => {
-                if let Some(event) = retagger.forward(event) {
+                for event in retagger.forward(event) {
                     emit(event);
                 }
             }

@@ -67,6 +67,8 @@ pub(crate) struct Retagger {
     /// answered.
     calls: HashMap<String, (String, String)>,
     answered: HashSet<String>,
+    /// Calls the child made in an earlier run, from its snapshot: the events that stream them.
+    earlier_calls: HashMap<String, Vec<Map<String, Value>>>,
 }
 
 /// Something sent open, with the tag it was sent with.
@@ -102,6 +104,7 @@ impl Retagger {
             texts: Vec::new(),
             calls: HashMap::new(),
             answered: HashSet::new(),
+            earlier_calls: HashMap::new(),
         }
     }
 
@@ -234,8 +237,74 @@ impl Retagger {
             .collect()
     }
 
-    /// One of the child's events in the parent's stream; `None` when nothing of it is shown.
-    pub(crate) fn forward(&mut self, mut event: Map<String, Value>) -> Option<Event> {
+    /// One of the child's events in the parent's stream: none when nothing of it is shown. A
+    /// child that continues answers calls it made in an earlier run, which its own snapshot
+    /// named: they are streamed again just before their result, since the parent's client
+    /// never gets that snapshot.
+    pub(crate) fn forward(&mut self, event: Map<String, Value>) -> Vec<Event> {
+        let mut events = Vec::new();
+        match event.get("type").and_then(Value::as_str) {
+            Some("MESSAGES_SNAPSHOT") => {
+                self.note_snapshot(&event);
+                return events;
+            }
+            Some("TOOL_CALL_RESULT") if !event.contains_key("subagentRunId") => {
+                let earlier = event
+                    .get("toolCallId")
+                    .and_then(Value::as_str)
+                    .filter(|call| !self.calls.contains_key(&self.namespaced(call)))
+                    .and_then(|call| self.earlier_calls.remove(call));
+                for replayed in earlier.unwrap_or_default() {
+                    events.extend(self.forward_one(replayed));
+                }
+            }
+            _ => {}
+        }
+        events.extend(self.forward_one(event));
+        events
+    }
+
+    /// The calls of the child's own messages in its snapshot, as the events that would stream
+    /// them, by call id.
+    fn note_snapshot(&mut self, event: &Map<String, Value>) {
+        let messages = event.get("messages").and_then(Value::as_array);
+        for message in messages.into_iter().flatten() {
+            let Some(calls) = message.get("toolCalls").and_then(Value::as_array) else {
+                continue;
+            };
+            for call in calls {
+                let (Some(id), Some(name)) = (
+                    call.get("id").and_then(Value::as_str),
+                    call.pointer("/function/name").and_then(Value::as_str),
+                ) else {
+                    continue;
+                };
+                let mut start =
+                    json!({"type": "TOOL_CALL_START", "toolCallId": id, "toolCallName": name});
+                if let Some(parent) = message.get("id") {
+                    start["parentMessageId"] = parent.clone();
+                }
+                let mut replay = vec![start];
+                match call.pointer("/function/arguments").and_then(Value::as_str) {
+                    Some(arguments) if !arguments.is_empty() => replay.push(
+                        json!({"type": "TOOL_CALL_ARGS", "toolCallId": id, "delta": arguments}),
+                    ),
+                    _ => {}
+                }
+                replay.push(json!({"type": "TOOL_CALL_END", "toolCallId": id}));
+                let replay = replay
+                    .into_iter()
+                    .filter_map(|event| match event {
+                        Value::Object(event) => Some(event),
+                        _ => None,
+                    })
+                    .collect();
+                self.earlier_calls.insert(id.to_owned(), replay);
+            }
+        }
+    }
+
+    fn forward_one(&mut self, mut event: Map<String, Value>) -> Option<Event> {
         let kind = event.get("type")?.as_str()?.to_owned();
         if RUN_LEVEL.contains(&kind.as_str()) {
             return None;

@@ -23,7 +23,7 @@ fn parent_stream(retagger: &mut Retagger, child: &[Value], failed: bool) -> Vec<
     out.extend(
         child
             .iter()
-            .filter_map(|value| retagger.forward(event(value.clone()))),
+            .flat_map(|value| retagger.forward(event(value.clone()))),
     );
     if failed {
         out.extend(retagger.failed("MODEL_ERROR", "boom"));
@@ -199,4 +199,46 @@ fn interrupts_and_long_or_strange_ids_are_made_the_parent_s() {
     );
     assert_ne!(retagger.namespaced("a b"), format!("{ID}:a b"));
     assert!(is_child_id(&retagger.namespaced("m1")) && !is_child_id("sa-12:m1"));
+}
+
+#[test]
+fn a_continued_child_streams_again_the_calls_its_results_answer() {
+    let mut retagger = Retagger::new(ID.into(), Visibility::Attributed, None);
+    // The child's resumed run: its snapshot names the call it made before, then the result.
+    let child = vec![
+        json!({"type": "RUN_STARTED", "threadId": "tc", "runId": "rc2"}),
+        json!({"type": "MESSAGES_SNAPSHOT", "messages": [
+            {"id": "u1", "role": "user", "content": "what time is it"},
+            {"id": "m1", "role": "assistant", "toolCalls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_current_time", "arguments": "{}"}}]}]}),
+        json!({"type": "TOOL_CALL_RESULT", "messageId": "m2", "toolCallId": "c1", "content": "noon", "role": "tool"}),
+        json!({"type": "TEXT_MESSAGE_START", "messageId": "m3", "role": "assistant"}),
+        json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m3", "delta": "It is noon."}),
+        json!({"type": "TEXT_MESSAGE_END", "messageId": "m3"}),
+    ];
+    let events = parent_stream(&mut retagger, &child, false);
+    verify_run(&events).unwrap();
+    let kinds: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| {
+            e["toolCallId"]
+                .as_str()
+                .is_some_and(|id| id.starts_with(ID))
+        })
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap(),
+                e["subagentRunId"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("TOOL_CALL_START", ID),
+            ("TOOL_CALL_ARGS", ID),
+            ("TOOL_CALL_END", ID),
+            ("TOOL_CALL_RESULT", ID)
+        ]
+    );
 }
