@@ -217,16 +217,7 @@ impl Delegator {
         };
         let mut delegation = delegation;
         delegation.call.task = Some(task);
-        let span = ToolSpan::new(call);
-        let delegated = subagents::delegate(delegation, &|event| out.emit(event))
-            .instrument(span.span().clone())
-            .await;
-        span.end(&Some(match &delegated.end {
-            DelegationEnd::Failed { message, .. } => Err(ToolError::Failed(message.clone())),
-            DelegationEnd::Answered(answer) => Ok(ToolOutput::text(answer.clone())),
-            DelegationEnd::Suspended(_) => Ok(ToolOutput::text("suspended")),
-        }));
-        delegated
+        traced_delegation(call, delegation, out).await
     }
 
     /// Continues a child that stopped to ask, under the same `subagentRunId`.
@@ -257,8 +248,16 @@ impl Delegator {
         };
         delegation.call.resume = resume;
         delegation.call.answers = answers;
-        let delegated = subagents::delegate(delegation, &|event| out.emit(event)).await;
-        (tool_call_id, delegated)
+        let traced = TurnCall {
+            index: 0,
+            id: tool_call_id.clone(),
+            name: delegation.name.clone(),
+            arguments: String::new(),
+        };
+        (
+            tool_call_id,
+            traced_delegation(&traced, delegation, out).await,
+        )
     }
 
     /// A delegation to `subagent` on the child's thread `thread_id` (a new one, or the one it
@@ -323,6 +322,25 @@ impl Delegator {
         let parents = (self.deadline - (left / 10).min(PARENT_MARGIN)).max(now);
         timeout.map_or(parents, |timeout| parents.min(now + timeout))
     }
+}
+
+/// A delegation inside the `execute_tool` span of the call it answers: the child's own
+/// `invoke_agent` span nests under it.
+async fn traced_delegation(
+    call: &TurnCall,
+    delegation: Delegation,
+    out: &Emitter<'_>,
+) -> Delegated {
+    let span = ToolSpan::new(call);
+    let delegated = subagents::delegate(delegation, &|event| out.emit(event))
+        .instrument(span.span().clone())
+        .await;
+    span.end(&Some(match &delegated.end {
+        DelegationEnd::Failed { message, .. } => Err(ToolError::Failed(message.clone())),
+        DelegationEnd::Answered(answer) => Ok(ToolOutput::text(answer.clone())),
+        DelegationEnd::Suspended(_) => Ok(ToolOutput::text("suspended")),
+    }));
+    delegated
 }
 
 /// A call answered with an error without any child starting.
