@@ -530,4 +530,113 @@ mod tests {
             "AGENT_PROFILES: profile a: tool name \"get time\" is not 1-64 letters, digits, _ or -"
         );
     }
+
+    #[test]
+    fn profiles_declare_their_sub_agents_and_a_cycle_stops_start_up() {
+        let profiles = config(&[(
+            "AGENT_PROFILES",
+            r#"{"coordinator": {"subagents": ["researcher",
+                    {"profile": "researcher", "name": "second_opinion", "timeoutMs": 5000},
+                    {"name": "weather", "description": "Knows the weather.", "url": "https://agents.example/weather",
+                     "headers": {"x-team": "a"}, "headersSecretId": "weather-key", "cancelUrl": "https://agents.example/threads/{threadId}/runs/{runId}/cancel"}],
+                  "subagentVisibility": "hidden"},
+                "researcher": {"description": "Finds facts."}}"#,
+        )])
+        .unwrap()
+        .profiles;
+        let coordinator = &profiles["coordinator"];
+        assert_eq!(coordinator.subagent_visibility, Some(Visibility::Hidden));
+        let names: Vec<&str> = coordinator
+            .subagents
+            .iter()
+            .map(|subagent| subagent.name.as_str())
+            .collect();
+        assert_eq!(names, ["researcher", "second_opinion", "weather"]);
+        assert_eq!(
+            coordinator.subagents[1].target,
+            SubagentTargetConfig::Profile("researcher".into())
+        );
+        assert_eq!(
+            coordinator.subagents[1].timeout,
+            Some(Duration::from_secs(5))
+        );
+        let SubagentTargetConfig::Remote(remote) = &coordinator.subagents[2].target else {
+            panic!("a remote agent");
+        };
+        assert_eq!(remote.headers_secret_id.as_deref(), Some("weather-key"));
+
+        let error = |json: &str| config(&[("AGENT_PROFILES", json)]).unwrap_err().to_string();
+        assert_eq!(
+            error(
+                r#"{"a": {"subagents": ["b"]}, "b": {"subagents": ["c"]}, "c": {"subagents": ["a"]}}"#
+            ),
+            "AGENT_PROFILES: sub-agents delegate in a cycle: a -> b -> c -> a"
+        );
+        assert!(error(r#"{"a": {"subagents": ["a"]}}"#).contains("cycle: a -> a"));
+        assert!(
+            error(r#"{"a": {"subagents": ["nobody"]}}"#).contains("names no profile \"nobody\"")
+        );
+        assert!(error(r#"{"a": {"subagents": ["b", "b"]}, "b": {}}"#).contains("used twice"));
+        assert!(
+            error(r#"{"a": {"subagents": [{"url": "https://x.example"}]}}"#)
+                .contains("needs a name")
+        );
+        assert!(
+            error(r#"{"a": {"subagents": [{"name": "x", "url": "ftp://x"}]}}"#)
+                .contains("not an http(s) URL")
+        );
+        assert!(
+            error(r#"{"a": {"subagents": [{"name": "x", "url": "https://x.example", "headers": {"Authorization": "Bearer k"}}]}}"#)
+                .contains("headersSecretId")
+        );
+        assert!(error(r#"{"a": {"subagents": [{"name": "x", "profile": "b", "url": "https://x.example"}]}, "b": {}}"#).contains("not both"));
+        assert!(
+            error(r#"{"a": {"subagents": [{"name": "x y", "url": "https://x.example"}]}}"#)
+                .contains("is not 1-64")
+        );
+        assert!(
+            error(r#"{"a": {"subagents": [{"profile": "b", "timeoutMs": 10}]}, "b": {}}"#)
+                .contains("timeoutMs")
+        );
+        assert!(error(r#"{"a": {"subagentVisibility": "loud"}}"#).contains("subagentVisibility"));
+        assert!(error(r#"{"a": {"subagents": [5]}}"#).contains("subagents[0]"));
+    }
+
+    #[test]
+    fn sub_agent_settings_are_bounded_and_the_default_profile_must_exist() {
+        use crate::agent::subagents::SubagentSettings;
+        assert_eq!(
+            config(&[]).unwrap().subagents.settings,
+            SubagentSettings::default()
+        );
+        let set = config(&[
+            ("SUBAGENT_VISIBILITY", "inline"),
+            ("SUBAGENT_MAX_DEPTH", "3"),
+            ("SUBAGENT_MAX_PER_RUN", "2"),
+            ("AGENT_PROFILES", r#"{"coordinator": {}}"#),
+            ("AGENT_DEFAULT_PROFILE", "coordinator"),
+        ])
+        .unwrap();
+        assert_eq!(set.subagents.settings.visibility, Visibility::Inline);
+        assert_eq!(
+            (
+                set.subagents.settings.max_depth,
+                set.subagents.settings.max_per_run
+            ),
+            (3, 2)
+        );
+        assert_eq!(
+            set.subagents.default_profile.as_deref(),
+            Some("coordinator")
+        );
+        for (name, value) in [
+            ("SUBAGENT_VISIBILITY", "loud"),
+            ("SUBAGENT_MAX_DEPTH", "0"),
+            ("SUBAGENT_MAX_PER_RUN", "65"),
+            ("AGENT_DEFAULT_PROFILE", "nobody"),
+        ] {
+            let err = config(&[(name, value)]).unwrap_err().to_string();
+            assert!(err.starts_with(name), "{err}");
+        }
+    }
 }

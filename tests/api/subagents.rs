@@ -605,3 +605,49 @@ async fn a_crash_mid_child_frees_both_threads_within_their_lease_and_deleting_cl
         "the crashed child went with it"
     );
 }
+
+#[tokio::test]
+async fn capabilities_list_the_sub_agents_and_their_names_are_reserved() {
+    let app = coordinator_app(&[], Arc::new(MemoryStore::new())).await;
+    let capabilities = call(&app, ALICE, "GET", "/capabilities", None).await.json();
+    assert_eq!(
+        capabilities["multiAgent"],
+        json!({"supported": true, "delegation": true, "handoffs": false,
+               "subagents": [{"name": "researcher", "description": "Finds facts."}]})
+    );
+    // A frontend tool may not take a sub-agent's name: the model could not tell them apart.
+    let mut clash = body("t-sub-clash", "r1", "hello", true);
+    clash["tools"] =
+        json!([{"name": "researcher", "description": "mine", "parameters": {"type": "object"}}]);
+    let refused = call(&app, ALICE, "POST", "/agent", Some(clash)).await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(refused.body.contains("researcher"), "{}", refused.body);
+}
+
+#[tokio::test]
+async fn a_sub_agent_named_like_one_of_its_profile_s_tools_stops_start_up() {
+    let vars = [(
+        "AGENT_PROFILES".to_owned(),
+        r#"{"a": {"subagents": [{"profile": "b", "name": "get_current_time"}]}, "b": {}}"#
+            .to_owned(),
+    )]
+    .into_iter()
+    .collect();
+    let config = agui_lambda::testing::config::Config::from_map(&vars).unwrap();
+    let model: Arc<dyn agui_lambda::testing::model::ModelProvider> =
+        Arc::new(agui_lambda::testing::model::scripted::ScriptedModel::default());
+    let built = agui_lambda::testing::startup::build_app_with_tools(
+        &config,
+        model,
+        Arc::new(MemoryStore::new()),
+        agui_lambda::testing::startup::authenticator(&config.auth)
+            .await
+            .unwrap(),
+        agui_lambda::tools::ToolRegistry::with_builtins().unwrap(),
+    );
+    let error = built.err().unwrap().to_string();
+    assert_eq!(
+        error,
+        "AGENT_PROFILES: profile a: sub-agent get_current_time has the name of one of its server tools"
+    );
+}

@@ -64,11 +64,14 @@ impl PreparedRun {
             deadline: self.request.deadline,
             speaks_v1: self.request.speaks_v1,
             visibility: self.request.visibility,
+            // A 0.0.x client approves through its confirm tool, which its children need to
+            // ask; an AG-UI 1.0 client answers interrupts, and children are offered none of the
+            // client's tools.
             confirm_tool: self
                 .request
                 .client_tools
                 .iter()
-                .find(|tool| &tool.name == confirm)
+                .find(|tool| &tool.name == confirm && !self.request.speaks_v1)
                 .cloned(),
             depth: self.request.depth,
             stop: stop.clone(),
@@ -141,11 +144,13 @@ impl PreparedRun {
         if waiting.is_empty() {
             return end;
         }
-        if self.request.speaks_v1 {
-            return Some(match end {
-                Some(RunEnd::Interrupted(own)) => RunEnd::Interrupted(own),
-                _ => RunEnd::Interrupted(Vec::new()),
-            });
+        if let Some(RunEnd::Interrupted(own)) = end {
+            return Some(RunEnd::Interrupted(own));
+        }
+        // An interrupt outcome needs an interrupt: children that only wait on the confirm tool
+        // leave their calls pending instead. The run's own frontend calls wait either way.
+        if self.request.speaks_v1 && waiting.iter().any(|child| !child.interrupts.is_empty()) {
+            return Some(RunEnd::Interrupted(Vec::new()));
         }
         let mut pending = match end {
             Some(RunEnd::Finished { pending }) => pending,

@@ -166,11 +166,9 @@ async fn follow(
     let stop = call.stop.clone();
     // The child's own deadline comes first: its own timeout error, rather than ours, says why.
     let mut until = call.deadline + STOP_GRACE;
-    let started = tokio::select! {
-        biased;
-        () = stop.cancelled() => return (None, false),
-        started = timeout_at(until, child.run(call)) => started,
-    };
+    // Not raced with a stop: a start dropped halfway would leave the child's thread leased. A
+    // child started after its stop is told to stop at once.
+    let started = timeout_at(until, child.run(call)).await;
     let mut events = match started {
         Err(_) => return (None, true),
         Ok(Err(error)) => {
