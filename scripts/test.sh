@@ -118,8 +118,9 @@ if grep -A4 'missing documentation' "$ARTIFACTS/build.log"; then
   echo "undocumented public items in the library (see above)"
   exit 1
 fi
-# The example agent's binary (an example may use dev-dependencies: the test build's graph).
-cargo build --locked --example calculator
+# The example agent's binary (an example may use dev-dependencies: the test build's graph), and
+# the strict stand-in of Anthropic's Messages API the Node suites use (tests/api/strict_messages.rs).
+cargo build --locked --example calculator --example strict_messages
 
 step "end to end under cargo lambda watch with @ag-ui/client 1.0.0 and 0.0.59"
 AIMOCK_PORT=$(free_port)
@@ -192,6 +193,12 @@ PIDS+=($!)
 wait_for_function "http://127.0.0.1:$APPROVAL_PORT" "the local server (approvals)" "${PIDS[-1]}"
 (cd tests/node && AGUI_BASE="http://127.0.0.1:$APPROVAL_PORT" CAPTURE_DIR="$ARTIFACTS/captures" node --test agui10.test.mjs) 2>&1 | tee "$SUITES/agui10.log" \
   || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/approval.log"; exit 1; }
+# A2A 1.0 on the same server, driven by both official SDKs over JSON-RPC and HTTP+JSON: the
+# approval is the input-required round trip.
+(cd tests/node && A2A_BASE="http://127.0.0.1:$APPROVAL_PORT" node --test a2a.test.mjs) 2>&1 | tee "$SUITES/a2a-js.log" \
+  || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/approval.log"; exit 1; }
+python tests/python/a2a_server_check.py "http://127.0.0.1:$APPROVAL_PORT" 2>&1 | tee "$SUITES/a2a-python.log" \
+  || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/approval.log"; exit 1; }
 # A conversation that outgrows a 1,000-token window, through both real clients: compaction
 # streamed as ACTIVITY_SNAPSHOT (the captures go to ag-ui-validate below).
 COMPACT_PORT=$(free_port)
@@ -211,6 +218,39 @@ wait_for_function "http://127.0.0.1:$EXAMPLE_PORT" "the example agent (examples/
 (cd tests/node && AGUI_BASE="http://127.0.0.1:$EXAMPLE_PORT" AIMOCK_URL="http://127.0.0.1:$AIMOCK_PORT" \
   CAPTURE_DIR="$ARTIFACTS/captures" node --test example.test.mjs) 2>&1 | tee "$SUITES/example.log" \
   || { echo "--- example agent log"; tail -n 50 "$ARTIFACTS/example.log"; exit 1; }
+# Each model provider's reasoning and tool streams through both real clients: the OpenAI
+# Responses API and Gemini's OpenAI-compatible endpoint, on the strict stand-ins of
+# tests/strict_models.py (which refuse a reasoning item or thought signature not sent back as
+# given), and Anthropic's Messages API on its strict stand-in (tests/api/strict_messages.rs, which
+# refuses a thinking block altered or missing from its tool loop).
+STRICT_PORT=$(free_port)
+setsid python3 tests/strict_models.py --port "$STRICT_PORT" </dev/null >"$ARTIFACTS/strict-models.log" 2>&1 &
+PIDS+=($!)
+wait_for "http://127.0.0.1:$STRICT_PORT/health" "the strict model stand-ins" "${PIDS[-1]}"
+RESPONSES_PORT=$(free_port)
+PORT="$RESPONSES_PORT" OPENAI_BASE_URL="http://127.0.0.1:$STRICT_PORT/v1" OPENAI_API_KEY=e2e-test-key OPENAI_API=responses \
+  AGENT_MODEL=gpt-5-mini REASONING_EFFORT=low RUST_LOG=info setsid target/debug/agui-lambda </dev/null >"$ARTIFACTS/responses.log" 2>&1 &
+PIDS+=($!)
+wait_for_function "http://127.0.0.1:$RESPONSES_PORT" "the local server (OpenAI Responses)" "${PIDS[-1]}"
+GEMINI_PORT=$(free_port)
+PORT="$GEMINI_PORT" MODEL_PROVIDER=gemini GEMINI_BASE_URL="http://127.0.0.1:$STRICT_PORT/v1beta/openai" GEMINI_API_KEY=e2e-test-key \
+  AGENT_MODEL=gemini-3-flash-preview RUST_LOG=info setsid target/debug/agui-lambda </dev/null >"$ARTIFACTS/gemini.log" 2>&1 &
+PIDS+=($!)
+wait_for_function "http://127.0.0.1:$GEMINI_PORT" "the local server (Gemini)" "${PIDS[-1]}"
+STRICT_MESSAGES_PORT=$(free_port)
+setsid target/debug/examples/strict_messages --port "$STRICT_MESSAGES_PORT" --key e2e-test-key \
+  </dev/null >"$ARTIFACTS/strict-messages.log" 2>&1 &
+PIDS+=($!)
+wait_for "http://127.0.0.1:$STRICT_MESSAGES_PORT/health" "the strict Messages API stand-in" "${PIDS[-1]}"
+ANTHROPIC_PORT=$(free_port)
+PORT="$ANTHROPIC_PORT" MODEL_PROVIDER=anthropic ANTHROPIC_BASE_URL="http://127.0.0.1:$STRICT_MESSAGES_PORT" \
+  ANTHROPIC_API_KEY=e2e-test-key AGENT_MODEL=claude-sonnet-4-5 ANTHROPIC_THINKING_BUDGET_TOKENS=1024 RUST_LOG=info \
+  setsid target/debug/agui-lambda </dev/null >"$ARTIFACTS/anthropic.log" 2>&1 &
+PIDS+=($!)
+wait_for_function "http://127.0.0.1:$ANTHROPIC_PORT" "the local server (Anthropic)" "${PIDS[-1]}"
+(cd tests/node && AGUI_PROVIDER_BASES="responses=http://127.0.0.1:$RESPONSES_PORT,gemini=http://127.0.0.1:$GEMINI_PORT,anthropic=http://127.0.0.1:$ANTHROPIC_PORT" \
+  CAPTURE_DIR="$ARTIFACTS/captures" node --test providers.test.mjs) 2>&1 | tee "$SUITES/providers.log" \
+  || { echo "--- provider servers' logs"; tail -n 30 "$ARTIFACTS/responses.log" "$ARTIFACTS/gemini.log" "$ARTIFACTS/anthropic.log" "$ARTIFACTS/strict-models.log"; exit 1; }
 # The resumable client's own tests: against the demo model, which streams slowly enough to cut.
 DEMO_PORT=$(free_port)
 PORT="$DEMO_PORT" RUST_LOG=info setsid target/debug/agui-lambda </dev/null >"$ARTIFACTS/demo.log" 2>&1 &

@@ -2,6 +2,14 @@
 //! module it lives in. Behind the `test-utils` feature and hidden from the docs: not API, and
 //! free to change in any release.
 
+pub mod a2a {
+    pub use crate::a2a::client::{
+        A2aClient, ChildEvent, ChildStream, ClientError, Credentials, Delegation,
+    };
+    pub use crate::a2a::errors::ErrorKind;
+    pub use crate::a2a::types::TaskState;
+}
+
 pub mod agent {
     pub use crate::agent::context::summary::SUMMARY_MARKER;
     pub use crate::agent::history_day::history_day;
@@ -34,8 +42,8 @@ pub mod model {
     pub use crate::model::demo::DemoModel;
     pub use crate::model::refusal::Refusal;
     pub use crate::model::{
-        AssembledCall, DeltaStream, FinishReason, ModelDelta, ModelError, ModelIdentity,
-        ModelProvider, ModelRequest, ToolCallAccumulator, Usage,
+        AssembledCall, Attempt, DeltaStream, FinishReason, ModelDelta, ModelError, ModelIdentity,
+        ModelProvider, ModelRequest, RetryHint, Served, ToolCallAccumulator, Usage,
     };
 
     #[cfg(feature = "bedrock")]
@@ -47,6 +55,26 @@ pub mod model {
 
     pub mod openai {
         pub use crate::model::openai::{ChunkParser, delta_stream};
+
+        /// The Responses API's receive path, for the parser bench.
+        pub fn responses_delta_stream<S, E>(bytes: S, model: &str) -> super::DeltaStream
+        where
+            S: futures_util::Stream<Item = Result<bytes::Bytes, E>> + Send + 'static,
+            E: std::fmt::Display + Send + 'static,
+        {
+            crate::model::openai::responses::delta_stream(bytes, model)
+        }
+    }
+
+    pub mod anthropic {
+        /// The Messages API's receive path, for the parser bench.
+        pub fn delta_stream<S, E>(bytes: S) -> super::DeltaStream
+        where
+            S: futures_util::Stream<Item = Result<bytes::Bytes, E>> + Send + 'static,
+            E: std::fmt::Display + Send + 'static,
+        {
+            crate::model::anthropic::delta_stream(bytes)
+        }
     }
 
     pub mod scripted {
@@ -81,7 +109,7 @@ pub mod startup {
     pub use crate::startup::{
         Models, StartupError, add_mcp_tools, authenticator, build, build_app,
         build_app_with_models, build_app_with_tools, model_from_config, models_from_config,
-        store_from_config,
+        store_from_config, with_retry_policy,
     };
 }
 

@@ -3,6 +3,7 @@
 //! own task, recording AG-UI events that any number of followers stream. Depends on
 //! `protocol`, `model` and `store`; knows nothing of HTTP.
 
+mod a2a_tasks;
 pub(crate) mod approval;
 mod background;
 pub(crate) mod context;
@@ -34,6 +35,7 @@ pub(crate) use crate::store::QuotaLimits;
 pub(crate) use approval::InterruptError;
 pub use context::{ContextSettings, ContextStrategy};
 pub(crate) use profiles::{AgentProfile, INTERNAL_AGENT_TYPE, ProfileSetupError};
+pub(crate) use run::PreparedRun;
 pub(crate) use thread::MergeError;
 pub use threads::Quotas;
 pub(crate) use threads::{ForkError, QuotaOverride};
@@ -393,7 +395,7 @@ impl Agent {
             "reasoning": {
                 "supported": true,
                 "streaming": true,
-                "encrypted": false,
+                "encrypted": true,
             },
             "multimodal": {
                 "input": self.multimodal_input(),

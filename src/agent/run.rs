@@ -38,7 +38,14 @@ pub struct PreparedRun {
     pub(super) request: RunRequest,
     pub(super) progress: RunProgress,
     pub(super) telemetry: RunTelemetry,
+    /// What the run's starter does once it has ended ([`PreparedRun::on_end`]).
+    pub(super) end_hook: Option<EndHook>,
 }
+
+/// Work a run's starter wants done once the run has ended, with its whole log in hand, before
+/// the run counts as done: a Lambda invocation and a stopping server wait for it as for the run.
+pub(crate) type EndHook =
+    Box<dyn FnOnce(Arc<LiveRun>) -> futures_util::future::BoxFuture<'static, ()> + Send + Sync>;
 
 /// What the run's request asked, as the start checked and merged it; fixed for the whole run.
 pub(super) struct RunRequest {
@@ -49,6 +56,8 @@ pub(super) struct RunRequest {
     pub(super) deadline: Instant,
     /// The client parses AG-UI 1.0 fields (`RUN_FINISHED.outcome`).
     pub(super) speaks_v1: bool,
+    /// The client reads AG-UI 1.1's `encryptedValueType`.
+    pub(super) encrypted_value_types: bool,
 
     /// The client's sampling options, capped.
     pub(super) sampling: crate::model::Sampling,
@@ -197,6 +206,12 @@ impl PreparedRun {
         self.telemetry.observed = observed;
     }
 
+    /// Has `hook` run once the run has ended (its terminal event in the log), before the run
+    /// counts as done.
+    pub(crate) fn on_end(&mut self, hook: EndHook) {
+        self.end_hook = Some(hook);
+    }
+
     /// Starts the run on its own task and returns its live handle; `RUN_STARTED` is already in
     /// its log. The run goes on to its end whoever follows it.
     pub(crate) fn spawn(self) -> Arc<LiveRun> {
@@ -211,6 +226,7 @@ impl PreparedRun {
         this.telemetry.time_to_first_byte = this.telemetry.observed.received.elapsed();
         this.agent.live.insert(live.clone());
         let agent = this.agent.clone();
+        let end_hook = this.end_hook.take();
         let driven = live.clone();
         let span = this.telemetry.span.clone();
         let trace = this.telemetry.trace.clone();
@@ -236,6 +252,16 @@ impl PreparedRun {
             }
             .instrument(span)
             .await;
+            if let Some(hook) = end_hook {
+                // A bug in the hook must not keep the run from counting as done.
+                if AssertUnwindSafe(hook(driven.clone()))
+                    .catch_unwind()
+                    .await
+                    .is_err()
+                {
+                    tracing::error!(run_id = %driven.run_id, "a run's end hook panicked");
+                }
+            }
             // Every span of the run has ended (the request's too, which the run's span kept
             // open) before the run counts as done: Lambda and a stopping server flush spans
             // once their runs are done, and these must be among them.

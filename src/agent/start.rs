@@ -453,12 +453,14 @@ impl Agent {
             context,
         } = taken;
         let speaks_v1 = input.speaks_v1();
+        let encrypted_value_types = input.speaks_at_least(1, 1);
         let request = RunRequest {
             parent_run_id: input.parent_run_id,
             system: self.system_prompt(&input.context),
             device_timezone: input.forwarded_props.device_timezone,
             deadline,
             speaks_v1,
+            encrypted_value_types,
             sampling: input
                 .forwarded_props
                 .sampling
@@ -483,6 +485,7 @@ impl Agent {
                 context,
             ),
             telemetry,
+            end_hook: None,
         }
     }
 

@@ -51,6 +51,9 @@ pub(crate) enum ApiError {
     /// `MEMORY_MAX_ITEMS` reached.
     #[error("{0}")]
     MemoryFull(String),
+    /// An A2A operation's error, written in its binding's shape.
+    #[error("{}", .0.error)]
+    A2a(Box<super::a2a::A2aRefusal>),
 }
 
 impl From<StartError> for ApiError {
@@ -127,6 +130,7 @@ impl ApiError {
             ApiError::Start(StartError::StoreCorrupt) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::A2a(refusal) => refusal.status(),
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
         }
     }
@@ -168,10 +172,14 @@ impl ApiError {
             ApiError::MemoryOff => "memory_disabled",
             ApiError::MemoryNotFound => "memory_not_found",
             ApiError::MemoryFull(_) => "memory_full",
+            ApiError::A2a(refusal) => refusal.error.kind.reason(),
         }
     }
 
     pub(crate) fn body(&self) -> Bytes {
+        if let ApiError::A2a(refusal) = self {
+            return Bytes::from(refusal.body().to_string());
+        }
         let mut error = json!({"code": self.code(), "message": self.to_string()});
         let field = match self {
             ApiError::Input(input) | ApiError::Start(StartError::Input(input)) => {

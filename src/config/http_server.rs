@@ -18,6 +18,8 @@ pub struct HttpConfig {
     pub deadline_margin: Duration,
     /// `DEV_UI`: `GET /` serves the dev chat page; on by default locally, off under Lambda.
     pub dev_ui: bool,
+    /// `A2A_PUBLIC_URL`: the base URL the A2A agent card names; else each request's own.
+    pub a2a_public_url: Option<String>,
 }
 
 impl Section for HttpConfig {
@@ -29,6 +31,7 @@ impl Section for HttpConfig {
         "RUN_TIMEOUT_SECS",
         "DEADLINE_MARGIN_MS",
         "DEV_UI",
+        "A2A_PUBLIC_URL",
     ];
 
     fn from_vars(vars: &Vars) -> Result<Self, ConfigError> {
@@ -52,6 +55,7 @@ impl Section for HttpConfig {
                 0..=60_000,
             )?),
             dev_ui: vars.flag("DEV_UI", !vars.under_lambda())?,
+            a2a_public_url: vars.http_endpoint("A2A_PUBLIC_URL")?,
         })
     }
 }

@@ -31,7 +31,8 @@ pub use context::PromptCache;
 pub(crate) use hosting::{Hosting, HostingConfig};
 pub(crate) use http_server::HttpConfig;
 pub use model::ModelChoice;
-pub(crate) use model::ModelConfig;
+pub(crate) use model::{ModelConfig, ModelRef};
+pub(crate) use model::{OpenAiApi, ReasoningEffort};
 pub(crate) use profiles::{
     ProfileConfig, ProfilesConfigError, SubagentConfig, SubagentTargetConfig,
 };

@@ -20,8 +20,11 @@ pub(crate) const MAX_PROFILE_MODEL_CHARS: usize = 2_048;
 pub struct ProfileConfig {
     /// Instead of `AGENT_SYSTEM_PROMPT`; `""` sends none.
     pub system_prompt: Option<String>,
-    /// Instead of `AGENT_MODEL`, for the same `MODEL_PROVIDER`.
+    /// Instead of `AGENT_MODEL`: `provider:model` of any configured provider, or a model of
+    /// `MODEL_PROVIDER`.
     pub model: Option<String>,
+    /// Instead of `REASONING_EFFORT`.
+    pub reasoning_effort: Option<super::ReasoningEffort>,
     /// The server tools offered, by name (checked against the registry at start-up); `[]` is none.
     pub tools: Option<Vec<String>>,
     /// Instead of `MODEL_CONTEXT_TOKENS`: this profile's model's input window.
@@ -63,6 +66,7 @@ pub enum SubagentTargetConfig {
 struct RawProfile {
     system_prompt: Option<String>,
     model: Option<String>,
+    reasoning_effort: Option<super::ReasoningEffort>,
     tools: Option<Vec<String>>,
     context_tokens: Option<u32>,
     memory: Option<bool>,
@@ -91,7 +95,7 @@ struct RawSubagent {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProfilesConfigError {
     #[error(
-        "must be a JSON object of profile name to {{\"systemPrompt\": string, \"model\": string, \"tools\": [string], \"contextTokens\": number, \"memory\": bool, \"description\": string, \"subagents\": [...], \"subagentVisibility\": string}}: {0}"
+        "must be a JSON object of profile name to {{\"systemPrompt\": string, \"model\": string, \"tools\": [string], \"contextTokens\": number, \"memory\": bool, \"reasoningEffort\": string, \"description\": string, \"subagents\": [...], \"subagentVisibility\": string}}: {0}"
     )]
     Json(String),
     #[error("{0} profiles; at most {MAX_PROFILES}")]
@@ -151,6 +155,7 @@ fn parse(json: &str) -> Result<Profiles, ProfilesConfigError> {
         let mut profile = ProfileConfig {
             system_prompt: raw.system_prompt,
             model: raw.model,
+            reasoning_effort: raw.reasoning_effort,
             tools: raw.tools,
             context_tokens: raw.context_tokens,
             memory: raw.memory,

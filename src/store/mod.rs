@@ -1,7 +1,8 @@
 //! Thread persistence, one trait per capability: [`Threads`], [`History`], [`RunLeases`],
-//! [`EventLog`], [`UsageLedger`], [`TaskRecords`] and [`Memories`], gathered by [`ThreadStore`] and implemented
+//! [`EventLog`], [`UsageLedger`], [`TaskRecords`], [`A2aTasks`] and [`Memories`], gathered by [`ThreadStore`] and implemented
 //! by [`MemoryStore`] and `DynamoStore`. Shared here: who owns a thread, the errors, the limits.
 
+mod a2a_tasks;
 mod blob_types;
 #[cfg(feature = "aws")]
 pub(crate) mod blobs;
@@ -29,6 +30,8 @@ mod usage;
 use crate::protocol::Message;
 use serde_json::Value;
 
+pub(crate) use a2a_tasks::MAX_TASK_ID_LEN;
+pub(crate) use a2a_tasks::{A2aTaskCursor, A2aTaskPage, A2aTaskQuery, A2aTaskRecord, A2aTasks};
 #[cfg(feature = "aws")]
 pub use dynamo::DynamoStore;
 #[cfg(all(feature = "aws", any(test, feature = "test-utils")))]
@@ -52,12 +55,20 @@ pub use usage::{QuotaExceeded, QuotaLimits, RunTokens, Settlement, UsageLedger, 
 /// Every capability of a thread store, for the places that need them all (the agent, start-up):
 /// any type with all of them is one.
 pub trait ThreadStore:
-    Threads + History + RunLeases + EventLog + UsageLedger + TaskRecords + Memories
+    Threads + History + RunLeases + EventLog + UsageLedger + TaskRecords + A2aTasks + Memories
 {
 }
 
 impl<T> ThreadStore for T where
-    T: Threads + History + RunLeases + EventLog + UsageLedger + TaskRecords + Memories + ?Sized
+    T: Threads
+        + History
+        + RunLeases
+        + EventLog
+        + UsageLedger
+        + TaskRecords
+        + A2aTasks
+        + Memories
+        + ?Sized
 {
 }
 

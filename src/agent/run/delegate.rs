@@ -258,6 +258,7 @@ impl Delegator {
             id: tool_call_id.clone(),
             name: delegation.name.clone(),
             arguments: String::new(),
+            encrypted_value: None,
         };
         (
             tool_call_id,

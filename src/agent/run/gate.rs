@@ -64,6 +64,7 @@ impl PreparedRun {
                         id: resolved.tool_call_id.clone(),
                         name: resolved.tool_name.clone(),
                         arguments,
+                        encrypted_value: None,
                     };
                     let mut results = self.run_tools(&[&call], stop).await?;
                     match results.pop() {

@@ -9,7 +9,7 @@ use super::{Emitter, PreparedRun};
 use crate::agent::context::ContextStrategy;
 use crate::agent::spans::{ChatEnd, ChatSpan};
 use crate::agent::turn::{TurnAssembler, TurnCall};
-use crate::model::{ModelError, ModelRequest, Usage};
+use crate::model::{ModelError, ModelRequest};
 use crate::protocol::{Event, Message, MessageId, ToolCall, ToolCallId};
 use futures_util::StreamExt;
 use std::collections::HashSet;
@@ -168,9 +168,14 @@ impl PreparedRun {
             TurnEnd::Done(turn) => (turn, false),
             TurnEnd::Stopped(turn) => (turn, true),
         };
-        let summary = &mut self.progress.summary;
-        summary.usage += turn.usage();
-        summary.usage_reported |= turn.usage() != Usage::default();
+        let served = match turn.served() {
+            Some(served) => {
+                self.progress.summary.add_attempts(&served.attempts);
+                served.identity.clone()
+            }
+            None => self.agent.model.identity(),
+        };
+        self.progress.summary.add_usage(&served, turn.usage());
         self.note_input_tokens(turn.usage().input_tokens);
         let mut events = Vec::new();
         turn.close(&mut events);
@@ -283,6 +288,10 @@ impl PreparedRun {
             let streamed = self
                 .stream_turn(out, &request, used_call_ids, stop, &mut chat)
                 .await;
+            if let Err(RunFailure::Model(ModelError::Exhausted { attempts, .. })) = &streamed {
+                chat.attempts(attempts);
+                self.progress.summary.add_attempts(attempts);
+            }
             chat.end(match &streamed {
                 Ok(TurnEnd::Done(turn)) => ChatEnd::Answered(turn),
                 Ok(TurnEnd::Stopped(_)) => ChatEnd::Stopped,
@@ -335,7 +344,8 @@ impl PreparedRun {
         chat: &mut ChatSpan,
     ) -> Result<TurnEnd, RunFailure> {
         let deadline = self.request.deadline;
-        let mut turn = TurnAssembler::new(MessageId::generate());
+        let mut turn = TurnAssembler::new(MessageId::generate())
+            .with_value_types(self.request.encrypted_value_types);
         let mut stream = tokio::select! {
             biased;
             () = stop.cancelled() => return Ok(TurnEnd::Stopped(turn)),

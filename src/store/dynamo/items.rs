@@ -7,7 +7,8 @@
 //! it read, so concurrent runs can never interleave their messages.
 //!
 //! Per principal, two more partitions: `OWNER#<principal>` holds where each run ended (for forks,
-//! `RUN#<runId>`) and the task records of detached runs (`TASK#<runId>`), `USAGE#<principal>` the
+//! `RUN#<runId>`), the task records of detached runs (`TASK#<runId>`) and A2A tasks
+//! (`A2A#<taskId>`, each with a marker of the same key in its thread's partition), `USAGE#<principal>` the
 //! tokens per day and the runs per minute (for quotas). The caller's thread list is the sparse
 //! index `byOwner` over the META items.
 //!

@@ -404,14 +404,14 @@ impl DynamoStore {
     }
 
     /// Deletes the items of one incarnation of a thread: its messages, its runs' event logs,
-    /// the records of where its runs ended, and its sub-agents' threads.
+    /// the records of where its runs ended, its A2A tasks, and its sub-agents' threads.
     async fn sweep(
         &self,
         owner: &Principal,
         thread_id: &ThreadId,
         created_at_ms: i64,
     ) -> Result<(), StoreError> {
-        let (messages, events, children) = futures_util::future::try_join3(
+        let (messages, events, tasks, children) = futures_util::future::try_join4(
             self.query_range(
                 thread_id,
                 SortKeys::Prefix(message_prefix(created_at_ms)),
@@ -420,6 +420,12 @@ impl DynamoStore {
             self.query_range(
                 thread_id,
                 SortKeys::Prefix(runs_prefix(created_at_ms)),
+                Some("sk, #run"),
+            ),
+            // A2A task markers are not per incarnation: an expired one's tasks are swept too.
+            self.query_range(
+                thread_id,
+                SortKeys::Prefix(super::a2a_tasks::A2A_PREFIX.to_owned()),
                 Some("sk, #run"),
             ),
             self.query_range(
@@ -451,6 +457,13 @@ impl DynamoStore {
         keys.extend(
             runs.into_iter()
                 .map(|run| (owner_pk(owner.as_str()), run_end_sk(run))),
+        );
+        keys.extend(Self::a2a_task_keys(owner, &tasks));
+        keys.extend(
+            tasks
+                .iter()
+                .filter_map(|item| item.get("sk").cloned())
+                .map(|sk| (pk(thread_id), sk)),
         );
         keys.push((pk(thread_id), checkpoint_sk(created_at_ms)));
         self.batch_write(delete_requests(keys)?).await

@@ -1,6 +1,7 @@
 //! The in-memory store: local runs and tests. Same semantics as the DynamoDB store, lost on
 //! restart. One file per capability; here the records they share and the store itself.
 
+mod a2a_tasks;
 mod events;
 mod history;
 mod memories;
@@ -9,7 +10,10 @@ mod tasks;
 mod threads;
 mod usage;
 
-use super::{Checkpoint, ContextMark, ModelUsage, RunEnd, StoreError, StoredThread, TaskRecord};
+use super::{
+    A2aTaskRecord, Checkpoint, ContextMark, ModelUsage, RunEnd, StoreError, StoredThread,
+    TaskRecord,
+};
 use crate::auth::Principal;
 use crate::protocol::{Message, RunId, ThreadId};
 use bytes::Bytes;
@@ -118,6 +122,8 @@ struct Accounts {
     tasks: HashMap<(Principal, RunId), (TaskRecord, i64)>,
     /// Each caller's long-term memories; thread deletion never touches them.
     memories: HashMap<Principal, memories::Kept>,
+    /// A2A tasks by owner and task id; gone with their thread.
+    a2a_tasks: HashMap<(Principal, String), A2aTaskRecord>,
 }
 
 pub struct MemoryStore {

@@ -142,12 +142,16 @@ impl Threads for MemoryStore {
             }
         }
         drop(threads);
-        self.accounts().run_ends.retain(|(run_owner, _), end| {
+        let mut accounts = self.accounts();
+        accounts.run_ends.retain(|(run_owner, _), end| {
             !(run_owner == owner
                 && removed
                     .iter()
                     .any(|(id, created)| &end.thread_id == id && end.created_at_ms == *created))
         });
+        accounts
+            .a2a_tasks
+            .retain(|_, task| !(&task.owner == owner && &task.thread_id == thread_id));
         Ok(Deletion::Deleted)
     }
 
