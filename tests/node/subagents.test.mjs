@@ -159,7 +159,7 @@ for (const { version, HttpAgent } of CLIENTS) {
       const events = await session.run();
       check(events);
       const [error] = ofType(events, "SUBAGENT_ERROR");
-      assert.equal(error.code, "MODEL_ERROR");
+      assert.equal(error.code, "MODEL_UNAVAILABLE");
       const result = session.agent.messages.find((m) => m.role === "tool" && m.toolCallId === "call_sa_fail");
       assert.match(result.content, /^Error: the researcher agent failed/);
       assert.equal(session.agent.messages.at(-1).content, "Coordinator: the researcher failed, so I answer myself.");
