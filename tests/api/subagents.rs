@@ -320,7 +320,10 @@ async fn a_child_that_fails_gives_its_error_and_the_coordinator_answers_anyway()
     )
     .await;
     let error = of_type(&events, "SUBAGENT_ERROR")[0];
-    assert_eq!(error["code"], "MODEL_UNAVAILABLE", "the researcher's model answered 500");
+    assert_eq!(
+        error["code"], "MODEL_UNAVAILABLE",
+        "the researcher's model answered 500"
+    );
     let result = of_type(&events, "TOOL_CALL_RESULT")[0];
     assert!(
         result["content"]
