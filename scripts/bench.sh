@@ -18,7 +18,8 @@
 # 3. cargo bench: chunk→frame delay (benches/chunk_to_frame.rs), a full-history request's cost
 #    (benches/full_history.rs) and the criterion hot paths
 #    (benches/hot_paths.rs); on DynamoDB Local, store reads per run with long-term memory
-#    (benches/memory_reads.rs)
+#    (benches/memory_reads.rs) and what a delegation costs before its child's first event
+#    (benches/subagents.rs)
 # Everything listens on 127.0.0.1 on free ports; every process started here is stopped on exit.
 set -euo pipefail
 
@@ -117,6 +118,9 @@ AGUI_BENCH_DYNAMODB_ENDPOINT="http://127.0.0.1:$DDB_PORT" cargo bench --locked -
 
 step "cargo bench --bench memory_reads (store reads per run with 10, 1,000 and 2,000 memories, cold and warm)"
 AGUI_BENCH_DYNAMODB_ENDPOINT="http://127.0.0.1:$DDB_PORT" cargo bench --locked --bench memory_reads | tee "$OUT/memory_reads.txt"
+
+step "cargo bench --bench subagents (store round trips before a child's first event; time to its first text vs the same agent run directly)"
+AGUI_BENCH_DYNAMODB_ENDPOINT="http://127.0.0.1:$DDB_PORT" cargo bench --locked --bench subagents | tee "$OUT/subagents.txt"
 
 step "run event recording on vs off: the release binary on DynamoDB Local"
 DDB_ENV=(THREADS_TABLE=bench-recording AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$DDB_PORT"

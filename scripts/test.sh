@@ -10,12 +10,15 @@
 #      @ag-ui/client 1.0.0 and 0.0.59, its traces flushed to an OTLP receiver and its EMF records
 #      checked against the EMF schema; then the local server: run lifecycle, 600-turn threads
 #      (both clients resending everything, the resumable client sending only what is new), AG-UI 1.0
-#      approvals (interrupts and the 0.0.59 confirm-tool fallback) and capabilities, and the
+#      approvals (interrupts and the 0.0.59 confirm-tool fallback) and capabilities, sub-agents
+#      (a coordinator, a researcher, a factchecker, a second agui-lambda process and aimock's AG-UI
+#      mock as remote children; 1.0.0, 0.0.59, and 0.0.58 for `inline`), and the
 #      example agent's own binary (examples/calculator) calling its tool; an API Gateway REST
 #      event through `cargo lambda invoke`; AgentCore Runtime mode with @ag-ui/client 1.0.0 through
 #      /invocations, then its SIGTERM; every captured stream checked by ag-ui-validate
-#      then the browser tests: Playwright driving Debian's chromium through the dev page and the
-#      CopilotKit example (screenshots in .ci/artifacts/screenshots)
+#      then the browser tests: Playwright driving Debian's chromium through the dev page, the
+#      CopilotKit example and the assistant-ui sub-agents example (screenshots in
+#      .ci/artifacts/screenshots)
 #   5. the links and anchors of README.md, CHANGELOG.md and docs/*.md (scripts/check_links.py);
 #      the README's and docs/' examples, as written, against the local server with the demo model: the
 #      curl commands (and their sample output), the TypeScript example under `tsc --strict`
@@ -270,6 +273,38 @@ kill -TERM "$AGENTCORE_PID"
 if wait "$AGENTCORE_PID"; then echo "agentcore-sigterm: 1 passed, 0 failed" | tee "$SUITES/agentcore-sigterm.log"
 else echo "the AgentCore-mode server did not exit 0 on SIGTERM"; tail -n 20 "$ARTIFACTS/agentcore.log"; exit 1; fi
 
+step "sub-agents: a coordinator with a researcher, a factchecker, another agui-lambda and aimock's AG-UI mock"
+# One aimock serves the model (the same fixtures) and the AG-UI mock agent (/agui); a second
+# agui-lambda process is the remote AG-UI child; the coordinator runs on two servers, one showing
+# sub-agents attributed and one on `auto` (inline for clients that name no protocol version).
+SA_AIMOCK_PORT=$(free_port)
+setsid tests/node/node_modules/.bin/aimock -c tests/fixtures/aimock-subagents.json -p "$SA_AIMOCK_PORT" --host 127.0.0.1 \
+  </dev/null >"$ARTIFACTS/subagents-aimock.log" 2>&1 &
+PIDS+=($!)
+wait_for "http://127.0.0.1:$SA_AIMOCK_PORT/health" "aimock (sub-agents)" "${PIDS[-1]}"
+SA_REMOTE_PORT=$(free_port)
+PORT="$SA_REMOTE_PORT" OPENAI_BASE_URL="http://127.0.0.1:$SA_AIMOCK_PORT/v1" OPENAI_API_KEY=e2e-test-key AGENT_MODEL=remote-model \
+  MODEL_MAX_RETRIES=1 RUST_LOG=info setsid target/debug/agui-lambda </dev/null >"$ARTIFACTS/subagents-remote.log" 2>&1 &
+PIDS+=($!)
+SA_PROFILES=$(python3 scripts/subagent_profiles.py "http://127.0.0.1:$SA_REMOTE_PORT" "http://127.0.0.1:$SA_AIMOCK_PORT/agui")
+SA_PORT=$(free_port)
+SA_AUTO_PORT=$(free_port)
+for server in "$SA_PORT attributed" "$SA_AUTO_PORT auto"; do
+  read -r port visibility <<<"$server"
+  PORT="$port" OPENAI_BASE_URL="http://127.0.0.1:$SA_AIMOCK_PORT/v1" OPENAI_API_KEY=e2e-test-key AGENT_MODEL=coordinator-model \
+    MODEL_MAX_RETRIES=1 AGENT_PROFILES="$SA_PROFILES" AGENT_DEFAULT_PROFILE=coordinator APPROVAL_REQUIRED_TOOLS=get_current_time \
+    SUBAGENT_VISIBILITY="$visibility" RUST_LOG=info setsid target/debug/agui-lambda \
+    </dev/null >"$ARTIFACTS/subagents-$visibility.log" 2>&1 &
+  PIDS+=($!)
+done
+wait_for_function "http://127.0.0.1:$SA_REMOTE_PORT" "the remote sub-agent" "${PIDS[-3]}"
+wait_for_function "http://127.0.0.1:$SA_PORT" "the coordinator (attributed)" "${PIDS[-2]}"
+wait_for_function "http://127.0.0.1:$SA_AUTO_PORT" "the coordinator (auto)" "${PIDS[-1]}"
+(cd tests/node && AGUI_BASE="http://127.0.0.1:$SA_PORT" AGUI_AUTO_BASE="http://127.0.0.1:$SA_AUTO_PORT" \
+  AGUI_REMOTE_BASE="http://127.0.0.1:$SA_REMOTE_PORT" CAPTURE_DIR="$ARTIFACTS/captures" node --test subagents.test.mjs) 2>&1 \
+  | tee "$SUITES/subagents.log" \
+  || { echo "--- coordinator log"; tail -n 50 "$ARTIFACTS/subagents-attributed.log"; exit 1; }
+
 step "browser tests: Playwright + Debian chromium"
 # Headless chromium (apt, launched by its path) drives tests/node/browser/*.test.mjs: the dev
 # page (GET /) and the CopilotKit example, against a local server on aimock whose
@@ -283,6 +318,7 @@ PIDS+=($!)
 wait_for_function "http://127.0.0.1:$MEMORY_PORT" "the local server (MEMORY=on)" "${PIDS[-1]}"
 (cd tests/node && AGUI_BASE="http://127.0.0.1:$APPROVAL_PORT" AIMOCK_URL="http://127.0.0.1:$AIMOCK_PORT" \
   AGUI_DEMO_BASE="http://127.0.0.1:$DEMO_PORT" AGUI_MEMORY_BASE="http://127.0.0.1:$MEMORY_PORT" \
+  AGUI_SUBAGENTS_BASE="http://127.0.0.1:$SA_PORT" \
   CHROMIUM_PATH="${CHROMIUM_PATH:-/usr/bin/chromium}" SCREENSHOT_DIR="$ARTIFACTS/screenshots" \
   node --test --test-concurrency=1 browser/) 2>&1 | tee "$SUITES/browser.log" \
   || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/approval.log"; exit 1; }

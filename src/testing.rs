@@ -119,8 +119,8 @@ pub mod store {
         Lease, Memories, Memory, MemoryEdit, MemoryId, MemorySet, MemoryStore, NewMemory,
         NewThread, QuotaExceeded, QuotaLimits, RunFinish, RunLeases, RunStart, RunTokens,
         Settlement, StoreError, StoredBlob, TaskFailure, TaskRecord, TaskRecords, TaskState,
-        ThreadActivity, ThreadStore, Threads, TimedMessage, TimedPage, TimedQuery, Upload,
-        UsageLedger, usage_day,
+        ThreadActivity, ThreadLink, ThreadStore, Threads, TimedMessage, TimedPage, TimedQuery,
+        Upload, UsageLedger, usage_day,
     };
     #[cfg(feature = "aws")]
     pub use crate::store::{DynamoStore, StoreUsage};

@@ -15,6 +15,7 @@ mod profiles;
 mod run;
 mod spans;
 mod start;
+pub(crate) mod subagents;
 pub(crate) mod thread;
 mod threads;
 pub mod tools;
@@ -75,6 +76,8 @@ pub struct AgentSettings {
     pub context: ContextSettings,
     /// Long-term memory per principal (`MEMORY`).
     pub memory: memory::MemorySettings,
+    /// How delegations are shown and bounded (`SUBAGENT_*`).
+    pub subagents: subagents::SubagentSettings,
 }
 
 impl Default for AgentSettings {
@@ -96,6 +99,7 @@ impl Default for AgentSettings {
             quotas: Quotas::default(),
             context: ContextSettings::default(),
             memory: memory::MemorySettings::default(),
+            subagents: subagents::SubagentSettings::default(),
         }
     }
 }
@@ -118,6 +122,8 @@ pub struct Agent {
     name: Option<Arc<str>>,
     /// The model that summarises long threads (`CONTEXT_SUMMARY_MODEL`); `None`: the run's own.
     summarizer: Option<Arc<dyn ModelProvider>>,
+    /// The agents this one may delegate to, each a tool its model sees.
+    subagents: Arc<Vec<subagents::Subagent>>,
 }
 
 /// Why a run could not start. Nothing was stored.
@@ -129,7 +135,7 @@ pub enum StartError {
     Input(crate::protocol::InputError),
     #[error(transparent)]
     Merge(#[from] MergeError),
-    #[error("frontend tool {0} has the name of a server tool")]
+    #[error("frontend tool {0} has the name of a server tool or a sub-agent")]
     ToolNameClash(String),
     #[error("the thread has an active run; retry when it has finished")]
     Busy,
@@ -230,7 +236,21 @@ impl Agent {
             metrics: None,
             name: None,
             summarizer: None,
+            subagents: Arc::default(),
         }
+    }
+
+    /// This agent without sub-agents: a child at the deepest level delegates no further.
+    pub(crate) fn without_subagents(&self) -> Self {
+        Self {
+            subagents: Arc::default(),
+            ..self.clone()
+        }
+    }
+
+    /// The sub-agent the model calls by `name`, if this agent has one.
+    pub(crate) fn subagent(&self, name: &str) -> Option<&subagents::Subagent> {
+        self.subagents.iter().find(|subagent| subagent.name == name)
     }
 
     /// Long threads summarised by `summarizer` instead of each run's own model.
@@ -321,7 +341,7 @@ impl Agent {
     pub(crate) fn check_client_tools(&self, client_tools: &[ClientTool]) -> Result<(), StartError> {
         match client_tools
             .iter()
-            .find(|tool| self.tools.contains(&tool.name))
+            .find(|tool| self.tools.contains(&tool.name) || self.subagent(&tool.name).is_some())
         {
             Some(clash) => Err(StartError::ToolNameClash(clash.name.clone())),
             None => Ok(()),
@@ -386,6 +406,15 @@ impl Agent {
                 "maxIterations": settings.max_steps,
                 "maxExecutionTime": u64::try_from(run_timeout.as_millis()).unwrap_or(u64::MAX),
             },
+            "multiAgent": {
+                "supported": !self.subagents.is_empty(),
+                "delegation": !self.subagents.is_empty(),
+                "handoffs": false,
+                "subagents": self.subagents.iter().map(|subagent| serde_json::json!({
+                    "name": subagent.name,
+                    "description": subagent.description,
+                })).collect::<Vec<_>>(),
+            },
             "humanInTheLoop": {
                 "supported": true,
                 "approvals": approvals,
@@ -426,6 +455,7 @@ impl Agent {
             .specs()
             .filter(|spec| self.offers(&spec.name))
             .cloned()
+            .chain(self.subagents.iter().map(subagents::Subagent::spec))
             .chain(client_tools.iter().map(|tool| ToolSpec {
                 name: tool.name.clone(),
                 description: tool.description.clone(),

@@ -2,6 +2,7 @@
 //! and how it is observed, each a struct of its own; `RUN_STARTED` first and exactly one terminal
 //! event last. The run lives on its own task: a client that goes away stops nothing.
 
+mod delegate;
 mod drive;
 mod fit;
 mod gate;
@@ -66,6 +67,12 @@ pub(super) struct RunRequest {
     pub(super) snapshot: Option<Vec<Message>>,
     /// Approval decisions this run carries out before its first model turn.
     pub(super) resolved: Vec<Resolved>,
+    /// Sub-agents that stopped to ask, continued before the first model turn.
+    pub(super) delegated: Vec<crate::agent::subagents::ResumedChild>,
+    /// How deep the run is: the client's run is 0, a sub-agent's one more than its parent's.
+    pub(super) depth: u32,
+    /// How the client sees sub-agents' work (`auto` decided).
+    pub(super) visibility: crate::agent::subagents::Visibility,
     /// The input only repeats answers already acted on and adds nothing: the run streams what
     /// the client lacks and ends, calling neither model nor tools.
     pub(super) repeat_only: bool,
@@ -92,6 +99,8 @@ pub(super) struct RunProgress {
     /// The caller's memories for this run, read once at its start (`MEMORY`); given to the
     /// model with the newest user message, never stored.
     pub(super) memory_block: Option<String>,
+    /// Sub-agents that stopped to ask in this run: kept in the thread's interrupt record.
+    pub(super) delegated: Vec<crate::agent::subagents::SuspendedChild>,
 }
 
 impl RunProgress {
@@ -111,6 +120,7 @@ impl RunProgress {
             fallback_approvals: Vec::new(),
             context,
             memory_block: None,
+            delegated: Vec::new(),
         }
     }
 

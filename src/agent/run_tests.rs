@@ -204,6 +204,7 @@ async fn frontend_tool_call_ends_the_run_and_its_result_continues_the_thread() {
         tool_call_id: ToolCallId::parse("call_002", 128).unwrap(),
         content: r#"["2024年度报告.pdf"]"#.into(),
         error: None,
+        metadata: None,
     };
     let second = run(
         &h,
@@ -520,6 +521,7 @@ async fn a_tool_result_for_an_unknown_call_is_refused_before_streaming() {
         tool_call_id: ToolCallId::parse("nope", 128).unwrap(),
         content: "x".into(),
         error: None,
+        metadata: None,
     };
     let result = h
         .agent
@@ -746,6 +748,7 @@ async fn confirmation_tool_pauses_the_run_until_the_user_answers() {
         tool_call_id: ToolCallId::parse("call_003", 128).unwrap(),
         content: "confirmed".into(),
         error: None,
+        metadata: None,
     };
     let second = run(
         &h,

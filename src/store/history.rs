@@ -29,6 +29,8 @@ pub struct HistoryPage {
     pub title: Option<String>,
     /// The thread's latest compaction: which messages its summary stands for in the model's view.
     pub checkpoint: Option<super::Checkpoint>,
+    /// For a sub-agent's thread: the thread, run and tool call that delegated to it.
+    pub parent: Option<super::ThreadLink>,
 }
 
 /// Which of a thread's messages to read newest first.

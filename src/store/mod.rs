@@ -47,7 +47,7 @@ pub use runs::{ContextUpdate, Lease, RunFinish, RunLeases, RunStart};
 pub(crate) use tasks::task_message;
 pub use tasks::{TaskFailure, TaskRecord, TaskRecords, TaskState};
 pub use threads::{Checkpoint, ContextMark};
-pub use threads::{Deletion, NewThread, ThreadActivity, Threads};
+pub use threads::{Deletion, NewThread, ThreadActivity, ThreadLink, Threads};
 pub(crate) use threads::{RunEnd, StoredThread, ThreadList, ThreadSummary};
 pub(crate) use usage::{DayUsage, ModelUsage, Reservation, secs_to_next_day, secs_to_next_minute};
 pub use usage::{QuotaExceeded, QuotaLimits, RunTokens, Settlement, UsageLedger, usage_day};

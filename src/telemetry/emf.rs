@@ -26,6 +26,9 @@ pub(crate) struct RunMetrics {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub tool_calls: u32,
+    /// Sub-agent runs the run started or continued (each also writes a record of its own, its
+    /// dialect `subagent`).
+    pub subagent_runs: u32,
     pub steps: u32,
     /// Times the run compacted its thread to fit the model's window.
     pub compactions: u32,
@@ -132,6 +135,7 @@ impl Emf {
             ("InputTokens", COUNT, json!(run.input_tokens)),
             ("OutputTokens", COUNT, json!(run.output_tokens)),
             ("ToolCalls", COUNT, json!(run.tool_calls)),
+            ("SubagentRuns", COUNT, json!(run.subagent_runs)),
             ("Steps", COUNT, json!(run.steps)),
             ("Compactions", COUNT, json!(run.compactions)),
             ("StoreReadTime", MS, json!(store.read_ms)),

@@ -53,5 +53,6 @@ mod store_context;
 mod store_contract;
 mod store_history;
 mod store_threads;
+mod subagents;
 mod threads;
 mod v1_agent;

@@ -36,6 +36,12 @@ impl PreparedRun {
             return Ok(RunEnd::finished());
         }
         self.carry_out_decisions(out, stop).await?;
+        if let Some(end) = self.continue_delegations(out, stop).await {
+            return Ok(end);
+        }
+        if stop.is_cancelled() {
+            return Err(RunFailure::Cancelled);
+        }
         self.recall().await;
         let max_steps = self.agent.settings.max_steps;
         let mut used_call_ids = self.progress.call_ids();
@@ -114,7 +120,10 @@ impl PreparedRun {
         }
         // A run that answers approved or denied calls sends their results against calls made
         // in an earlier run: the snapshot first names those calls within this stream.
-        if self.request.client_is_behind || !self.request.resolved.is_empty() {
+        if self.request.client_is_behind
+            || !self.request.resolved.is_empty()
+            || !self.request.delegated.is_empty()
+        {
             let messages = if let Some(whole) = &self.request.snapshot {
                 whole.clone()
             } else if self.progress.context.first_seq > 0 {
@@ -206,7 +215,12 @@ impl PreparedRun {
         gated: Gated<'_>,
         stop: &CancellationToken,
     ) -> Result<Option<RunEnd>, RunFailure> {
-        let Gated { run, ask, end } = gated;
+        let Gated {
+            run,
+            delegate,
+            ask,
+            end,
+        } = gated;
         // Part of the turn's message, so that the confirm tool's answer is a known tool result.
         if let (Ask::Confirm { calls, .. }, Some(Message::Assistant { tool_calls, .. })) =
             (&ask, &mut message)
@@ -217,13 +231,25 @@ impl PreparedRun {
         if let Some(message) = message {
             self.progress.keep(message);
         }
-        let results = tokio::select! {
-            biased;
-            () = stop.cancelled() => return Err(RunFailure::Cancelled),
-            results = self.run_tools(&run, stop) => results?,
-        };
-        for result in results {
+        // Sub-agents run beside the server tools; a stop reaches them through their own
+        // signal, and they close what they opened before this run ends.
+        let mut delegator = self.delegator(stop);
+        let (results, delegated) = tokio::join!(
+            async {
+                tokio::select! {
+                    biased;
+                    () = stop.cancelled() => Err(RunFailure::Cancelled),
+                    results = self.run_tools(&run, stop) => results,
+                }
+            },
+            delegator.run(&delegate, parent_message_id.as_ref(), out),
+        );
+        for result in results? {
             self.record_result(out, result);
+        }
+        self.settle_delegations(out, delegated);
+        if stop.is_cancelled() {
+            return Err(RunFailure::Cancelled);
         }
         let confirm = match ask {
             Ask::Nothing => None,
@@ -240,7 +266,7 @@ impl PreparedRun {
             stream_calls(out, &calls, parent_message_id.as_ref());
             self.progress.fallback_approvals.extend(approvals);
         }
-        Ok(end)
+        Ok(self.suspended_end(end))
     }
 
     /// Streams one model turn. A turn that fails midway returns the failure and nothing of it

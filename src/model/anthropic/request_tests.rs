@@ -56,6 +56,7 @@ fn result(id: &str, call: &str, content: &str, error: Option<&str>) -> Message {
         tool_call_id: ToolCallId::parse(call, 128).unwrap(),
         content: content.into(),
         error: error.map(str::to_owned),
+        metadata: None,
     }
 }
 

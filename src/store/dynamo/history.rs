@@ -55,6 +55,7 @@ impl History for DynamoStore {
                 .active_run
                 .and_then(|run| RunId::parse(run, crate::protocol::ids::MAX_ID_LEN).ok()),
             checkpoint,
+            parent: meta.parent,
         })
     }
 

@@ -141,7 +141,18 @@ impl DynamoStore {
         meta: TransactWriteItem,
         puts: Vec<Put>,
     ) -> Result<(), TransactError> {
+        self.transact_with(meta, Vec::new(), puts).await
+    }
+
+    /// [`Self::transact`] with `extra` items between the META write and the message puts.
+    pub(super) async fn transact_with(
+        &self,
+        meta: TransactWriteItem,
+        extra: Vec<TransactWriteItem>,
+        puts: Vec<Put>,
+    ) -> Result<(), TransactError> {
         let items = std::iter::once(meta)
+            .chain(extra)
             .chain(
                 puts.into_iter()
                     .map(|put| TransactWriteItem::builder().put(put).build()),

@@ -27,6 +27,7 @@ impl History for MemoryStore {
             active_run: record.active_run(),
             title: record.title.clone(),
             checkpoint: record.checkpoint.clone(),
+            parent: record.parent.clone(),
         })
     }
 

@@ -38,6 +38,10 @@ struct Record {
     /// The latest compaction's checkpoint and the provider's count of the last model call.
     checkpoint: Option<Checkpoint>,
     context: Option<ContextMark>,
+    /// A sub-agent's thread: where it was delegated from.
+    parent: Option<super::ThreadLink>,
+    /// The threads of this thread's sub-agents, deleted with it.
+    children: Vec<ThreadId>,
 }
 
 struct HeldLease {
@@ -63,6 +67,8 @@ impl Record {
             runs: HashMap::new(),
             checkpoint: None,
             context: None,
+            parent: None,
+            children: Vec::new(),
         }
     }
 
