@@ -10,10 +10,10 @@ use futures_util::StreamExt;
 use serde_json::Value;
 use std::time::Duration;
 
-const TOKEN: &str = "peer-token-1";
+pub(crate) const TOKEN: &str = "peer-token-1";
 
 /// The Python peer, one per test binary.
-async fn peer() -> &'static str {
+pub(crate) async fn peer() -> &'static str {
     static URL: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
     URL.get_or_init(|| async {
         let python = repo_path(".venv/bin/python");

@@ -41,6 +41,8 @@ pub(super) struct Delegator {
     stop: CancellationToken,
     /// Delegations the run may still start (`SUBAGENT_MAX_PER_RUN`).
     allowed: u32,
+    /// The A2A context each sub-agent last had in this thread: a new delegation continues it.
+    contexts: std::collections::HashMap<String, String>,
 }
 
 /// A delegation's outcome with the parent's call it answers.
@@ -78,6 +80,7 @@ impl PreparedRun {
             allowed: settings
                 .max_per_run
                 .saturating_sub(self.progress.summary.subagent_runs),
+            contexts: subagents::remote_contexts(&self.progress.history),
         }
     }
 
@@ -241,6 +244,7 @@ impl Delegator {
             );
             return (tool_call_id, refusal);
         };
+        let remote = child.remote;
         let delegation = self.delegation(
             subagent,
             child.thread_id,
@@ -253,6 +257,8 @@ impl Delegator {
         };
         delegation.call.resume = resume;
         delegation.call.answers = answers;
+        delegation.call.context_id = remote.as_ref().map(|task| task.context_id.clone());
+        delegation.call.remote = remote;
         let traced = TurnCall {
             index: 0,
             id: tool_call_id.clone(),
@@ -288,6 +294,7 @@ impl Delegator {
                 }
             },
             SubagentTarget::Remote(remote) => Arc::new(remote.clone()),
+            SubagentTarget::A2a(agent) => Arc::new(agent.clone()),
         };
         let call = ChildCall {
             owner: self.owner.clone(),
@@ -306,6 +313,8 @@ impl Delegator {
             confirm_tool: self.confirm_tool.clone(),
             depth: self.depth + 1,
             stop: self.stop.child_token(),
+            context_id: self.contexts.get(&subagent.name).cloned(),
+            remote: None,
         };
         let confirm = self.confirm_tool.as_ref().map(|tool| tool.name.clone());
         Ok(Delegation {

@@ -4,7 +4,7 @@
 //! given a moment to end; whatever it left open is closed either way.
 
 use super::child::{ChildAgent, ChildCall, ChildEnd, ChildEvent};
-use super::record::{RelayedInterrupt, SuspendedChild};
+use super::record::{RelayedInterrupt, RemoteTask, SuspendedChild};
 use super::retag::Retagger;
 use super::{VENDOR_KEY, Visibility};
 use crate::protocol::events::{Event, TokenUsage};
@@ -22,7 +22,7 @@ const STOP_GRACE: Duration = Duration::from_secs(2);
 pub(crate) struct Delegation {
     pub(crate) name: String,
     pub(crate) description: String,
-    /// `profile` or `ag-ui`: what the delegation's link says it was.
+    /// `profile`, `ag-ui` or `a2a`: what the delegation's link says it was.
     pub(crate) kind: &'static str,
     pub(crate) child: Arc<dyn ChildAgent>,
     pub(crate) call: ChildCall,
@@ -77,12 +77,18 @@ pub(crate) async fn delegate(delegation: Delegation, emit: &(dyn Fn(Event) + Syn
     ) {
         emit(event);
     }
-    let (ended, timed_out) = follow(child.as_ref(), call, &mut retagger, emit).await;
+    let mut remote = None;
+    let (ended, timed_out) =
+        follow(child.as_ref(), call, &mut retagger, &mut remote, emit).await;
     let usage = ended
         .as_ref()
         .map(|end| end.usage().to_vec())
         .unwrap_or_default();
-    let metadata = json!({VENDOR_KEY: {"usage": usage, "threadId": thread_id, "kind": kind}});
+    // A remote A2A agent's conversation is its context.
+    let shown_thread = remote
+        .as_ref()
+        .map_or_else(|| thread_id.to_string(), |task| task.context_id.clone());
+    let metadata = json!({VENDOR_KEY: {"usage": usage, "threadId": shown_thread, "kind": kind}});
     let waiting = |interrupts, confirms| SuspendedChild {
         tool_call_id: tool_call_id.clone(),
         parent_message_id: parent_message_id.clone(),
@@ -91,6 +97,7 @@ pub(crate) async fn delegate(delegation: Delegation, emit: &(dyn Fn(Event) + Syn
         thread_id: thread_id.clone(),
         interrupts,
         confirms,
+        remote: remote.clone(),
     };
     let (end, events) = match ended {
         Some(ChildEnd::Finished { .. }) => {
@@ -140,13 +147,17 @@ pub(crate) async fn delegate(delegation: Delegation, emit: &(dyn Fn(Event) + Syn
         DelegationEnd::Failed { .. } => "failed",
         DelegationEnd::Suspended(_) => "suspended",
     };
-    let link = json!({VENDOR_KEY: {"subagent": {
+    let mut link = json!({VENDOR_KEY: {"subagent": {
         "name": name,
         "kind": kind,
-        "threadId": thread_id,
+        "threadId": shown_thread,
         "subagentRunId": retagger.id(),
         "outcome": outcome,
     }}});
+    if let Some(task) = &remote {
+        link[VENDOR_KEY]["subagent"]["taskId"] = json!(task.task_id);
+        link[VENDOR_KEY]["subagent"]["contextId"] = json!(task.context_id);
+    }
     Delegated {
         name,
         end,
@@ -161,6 +172,7 @@ async fn follow(
     child: &dyn ChildAgent,
     call: ChildCall,
     retagger: &mut Retagger,
+    remote: &mut Option<RemoteTask>,
     emit: &(dyn Fn(Event) + Sync),
 ) -> (Option<ChildEnd>, bool) {
     let stop = call.stop.clone();
@@ -204,6 +216,7 @@ async fn follow(
                     emit(event);
                 }
             }
+            Ok(Some(ChildEvent::Remote(task))) => *remote = Some(task),
             Ok(Some(ChildEvent::End(end))) => return (Some(end), timed_out),
         }
     }
