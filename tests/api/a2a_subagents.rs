@@ -36,10 +36,12 @@ async fn coordinator(peer: &str) -> TestApp {
     .await
 }
 
+/// A 1.0 client's run with one user message (the same message, the same id: a resume resends it).
 fn body(thread: &str, run: &str, text: &str) -> Value {
+    let id = format!("{thread}-{:x}", text.bytes().map(u64::from).sum::<u64>());
     json!({
         "threadId": thread, "runId": run, "protocolVersion": "1.0",
-        "messages": [{"id": format!("{thread}-{run}-m1"), "role": "user", "content": text}],
+        "messages": [{"id": id, "role": "user", "content": text}],
         "tools": [], "context": [], "state": {}, "forwardedProps": {},
     })
 }
@@ -62,6 +64,15 @@ fn child_text(events: &[Value]) -> String {
     of_type(events, "TEXT_MESSAGE_CONTENT")
         .into_iter()
         .filter(|event| event.get("subagentRunId").is_some())
+        .map(|event| event["delta"].as_str().unwrap())
+        .collect()
+}
+
+/// The parent's own text (untagged).
+fn parent_text(events: &[Value]) -> String {
+    of_type(events, "TEXT_MESSAGE_CONTENT")
+        .into_iter()
+        .filter(|event| event.get("subagentRunId").is_none())
         .map(|event| event["delta"].as_str().unwrap())
         .collect()
 }
@@ -122,7 +133,7 @@ async fn an_a2a_agent_streams_its_answer_as_the_child_s_text_and_keeps_its_conte
     assert_eq!(finished.len(), 1, "{events:#?}");
     let result = of_type(&events, "TOOL_CALL_RESULT")[0];
     assert_eq!(result["content"], "Hello from the peer.");
-    assert_eq!(text_of(&events), "Coordinator: the peer answered.");
+    assert_eq!(parent_text(&events), "Coordinator: the peer answered.");
     let first = link(&app, &thread, "call_a2a_streamed").await;
     assert_eq!(first["kind"], "a2a");
     assert_eq!(first["outcome"], "finished");
@@ -161,13 +172,14 @@ async fn input_required_is_an_interrupt_whose_answer_resumes_the_same_task() {
     let (task, context) = (a2a["taskId"].clone(), a2a["contextId"].clone());
     assert_eq!(a2a["state"], "TASK_STATE_INPUT_REQUIRED");
     let suspended = of_type(&first, "SUBAGENT_FINISHED");
-    assert_eq!(suspended[0]["outcome"]["type"], "interrupt", "{suspended:?}");
+    assert_eq!(suspended[0]["outcome"]["type"], "suspended", "{suspended:?}");
+    assert_eq!(suspended[0]["outcome"]["interruptIds"][0], interrupt["id"]);
 
     let mut resume = body(&thread, "r2", "[a2a-child] needs a city");
     resume["resume"] = json!([{"interruptId": interrupt["id"], "status": "resolved", "payload": "Lyon"}]);
     let second = run(&app, &resume).await;
     assert_eq!(child_text(&second), "Booked for Lyon.");
-    assert_eq!(text_of(&second), "Coordinator: the booking is made.");
+    assert_eq!(parent_text(&second), "Coordinator: the booking is made.");
     assert!(second.last().unwrap().get("outcome").is_none_or(|o| o["type"] == "success"));
     // The answer went to the same task, in the same context.
     let calls = calls_about(base, task.as_str().unwrap()).await;
@@ -204,7 +216,7 @@ async fn authorization_given_out_of_band_is_followed_on_the_same_task() {
     resume["resume"] = json!([{"interruptId": interrupt["id"], "status": "resolved"}]);
     let second = run(&app, &resume).await;
     assert_eq!(child_text(&second), "Signed in: your calendar is free.");
-    assert_eq!(text_of(&second), "Coordinator: the calendar is read.");
+    assert_eq!(parent_text(&second), "Coordinator: the calendar is read.");
     // Followed (subscribed, or read when it had ended), never sent a second message.
     let calls = calls_about(base, &task).await;
     assert!(
@@ -236,7 +248,7 @@ async fn failed_and_rejected_tasks_are_sub_agent_errors_with_codes() {
         assert_eq!(errors.len(), 1, "{events:#?}");
         assert_eq!(errors[0]["code"], code);
         // The parent goes on: the failure is its call's result.
-        assert_eq!(text_of(&events), answer);
+        assert_eq!(parent_text(&events), answer);
     }
 }
 
