@@ -3,11 +3,11 @@
 //! frames, and the client this server's agents delegate with. Depends on `protocol` only; the
 //! routes that serve it are `api`'s.
 
+pub(crate) mod client;
 pub(crate) mod errors;
 pub(crate) mod inbound;
 pub(crate) mod task;
 pub(crate) mod types;
-pub(crate) mod client;
 
 /// The metadata key of what agui-lambda adds to A2A's frames: a run's token usage on the status
 /// update that ends it (`{"agui-lambda": {"usage": [TokenUsage, …]}}`), which A2A has no field

@@ -252,11 +252,9 @@ impl RunFrames {
 /// The run's token usage as the status update that ends it carries it (A2A has no field for
 /// it): `{"agui-lambda": {"usage": [...]}}`, as AG-UI's terminal event has it.
 fn usage_metadata(event: &Value) -> Option<serde_json::Map<String, Value>> {
-    let usage = event.get("usage").filter(|usage| {
-        usage
-            .as_array()
-            .is_some_and(|entries| !entries.is_empty())
-    })?;
+    let usage = event
+        .get("usage")
+        .filter(|usage| usage.as_array().is_some_and(|entries| !entries.is_empty()))?;
     json!({crate::a2a::VENDOR_KEY: {"usage": usage}})
         .as_object()
         .cloned()
@@ -386,7 +384,10 @@ mod tests {
         // The run's usage rides on the status update that ends it.
         let usage = json!([{"model": "m", "inputTokens": 1, "outputTokens": 2, "totalTokens": 3}]);
         let (_, out) = frames_of(&[json!({"type": "RUN_FINISHED", "usage": usage})]);
-        assert_eq!(out[0]["statusUpdate"]["metadata"]["agui-lambda"]["usage"], usage);
+        assert_eq!(
+            out[0]["statusUpdate"]["metadata"]["agui-lambda"]["usage"],
+            usage
+        );
     }
 
     #[test]

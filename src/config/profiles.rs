@@ -296,12 +296,17 @@ fn remote(
 }
 
 /// An A2A agent's card URL (http or https) and the secret of its credentials.
-fn a2a(card_url: String, credentials_secret_id: Option<String>) -> Result<A2aAgentSettings, String> {
+fn a2a(
+    card_url: String,
+    credentials_secret_id: Option<String>,
+) -> Result<A2aAgentSettings, String> {
     let parsed = reqwest::Url::parse(&card_url)
         .ok()
         .filter(|url| matches!(url.scheme(), "http" | "https") && url.has_host());
     if parsed.is_none() {
-        return Err(format!("a2a {card_url:?} is not an http(s) URL of an agent card"));
+        return Err(format!(
+            "a2a {card_url:?} is not an http(s) URL of an agent card"
+        ));
     }
     Ok(A2aAgentSettings {
         card_url,
@@ -618,8 +623,14 @@ mod tests {
         );
         assert!(error(r#"{"a": {"subagents": [{"name": "x", "profile": "b", "url": "https://x.example"}]}, "b": {}}"#).contains("names one of"));
         assert!(error(r#"{"a": {"subagents": [{"name": "x", "a2a": "https://x.example/card", "headers": {"x-team": "a"}}]}}"#).contains("names one of"));
-        assert!(error(r#"{"a": {"subagents": [{"name": "x", "a2a": "file:///card"}]}}"#).contains("not an http(s) URL"));
-        assert!(error(r#"{"a": {"subagents": [{"a2a": "https://x.example/card"}]}}"#).contains("needs a name"));
+        assert!(
+            error(r#"{"a": {"subagents": [{"name": "x", "a2a": "file:///card"}]}}"#)
+                .contains("not an http(s) URL")
+        );
+        assert!(
+            error(r#"{"a": {"subagents": [{"a2a": "https://x.example/card"}]}}"#)
+                .contains("needs a name")
+        );
         let a2a = config(&[(
             "AGENT_PROFILES",
             r#"{"a": {"subagents": [{"name": "travel", "a2a": "https://x.example/.well-known/agent-card.json", "credentialsSecretId": "travel-key", "timeoutMs": 60000}]}}"#,

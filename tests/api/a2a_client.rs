@@ -284,7 +284,7 @@ async fn credentials_are_required_when_the_card_asks_and_checked_by_the_peer() {
 }
 
 /// aimock serving `config` (its A2A mock at `/a2a`); killed when dropped.
-async fn aimock_a2a(config: &str) -> (tokio::process::Child, String) {
+pub(crate) async fn aimock_a2a(config: &str) -> (tokio::process::Child, String) {
     let bin = repo_path("tests/node/node_modules/.bin/aimock");
     assert!(
         bin.exists(),

@@ -4,9 +4,10 @@
 //! interrupt, resumed on the same task and context; authorization given out of band, then
 //! followed; failed and rejected as `SUBAGENT_ERROR`; a slow task cancelled with the parent; a
 //! second delegation in the thread continuing the context. The peer records `A2A-Version: 1.0`
-//! and the card's tenant on every call.
+//! and the card's tenant on every call. aimock's A2A mock is a second peer (`wire_…`): streamed,
+//! and polled with a data part as an activity snapshot.
 
-use crate::a2a_client::{TOKEN, peer};
+use crate::a2a_client::{TOKEN, aimock_a2a, peer};
 use crate::helpers::*;
 use agui_lambda::testing::protocol::verify::{parse_sse, verify_run};
 use agui_lambda::testing::store::MemoryStore;
@@ -56,7 +57,10 @@ async fn run(app: &TestApp, body: &Value) -> Vec<Value> {
 }
 
 fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|event| event["type"] == kind).collect()
+    events
+        .iter()
+        .filter(|event| event["type"] == kind)
+        .collect()
 }
 
 /// The child's text, from its tagged `TEXT_MESSAGE_CONTENT` events.
@@ -151,7 +155,8 @@ async fn an_a2a_agent_streams_its_answer_as_the_child_s_text_and_keeps_its_conte
     assert!(
         calls
             .iter()
-            .any(|call| call["contextId"] == context.as_str() && call["rpc"] == "SendStreamingMessage"),
+            .any(|call| call["contextId"] == context.as_str()
+                && call["rpc"] == "SendStreamingMessage"),
         "the follow-up names the context: {calls:#?}"
     );
 }
@@ -172,20 +177,31 @@ async fn input_required_is_an_interrupt_whose_answer_resumes_the_same_task() {
     let (task, context) = (a2a["taskId"].clone(), a2a["contextId"].clone());
     assert_eq!(a2a["state"], "TASK_STATE_INPUT_REQUIRED");
     let suspended = of_type(&first, "SUBAGENT_FINISHED");
-    assert_eq!(suspended[0]["outcome"]["type"], "suspended", "{suspended:?}");
+    assert_eq!(
+        suspended[0]["outcome"]["type"], "suspended",
+        "{suspended:?}"
+    );
     assert_eq!(suspended[0]["outcome"]["interruptIds"][0], interrupt["id"]);
 
     let mut resume = body(&thread, "r2", "[a2a-child] needs a city");
-    resume["resume"] = json!([{"interruptId": interrupt["id"], "status": "resolved", "payload": "Lyon"}]);
+    resume["resume"] =
+        json!([{"interruptId": interrupt["id"], "status": "resolved", "payload": "Lyon"}]);
     let second = run(&app, &resume).await;
     assert_eq!(child_text(&second), "Booked for Lyon.");
     assert_eq!(parent_text(&second), "Coordinator: the booking is made.");
-    assert!(second.last().unwrap().get("outcome").is_none_or(|o| o["type"] == "success"));
+    assert!(
+        second
+            .last()
+            .unwrap()
+            .get("outcome")
+            .is_none_or(|o| o["type"] == "success")
+    );
     // The answer went to the same task, in the same context.
     let calls = calls_about(base, task.as_str().unwrap()).await;
     assert!(
-        calls.iter().any(|call| call["contextId"] == context
-            && call["rpc"] == "SendStreamingMessage"),
+        calls
+            .iter()
+            .any(|call| call["contextId"] == context && call["rpc"] == "SendStreamingMessage"),
         "{calls:#?}"
     );
     let kept = link(&app, &thread, "call_a2a_needs").await;
@@ -291,5 +307,52 @@ async fn cancelling_the_parent_cancels_the_remote_task() {
     assert!(
         calls.iter().any(|call| call["rpc"] == "CancelTask"),
         "no CancelTask: {calls:#?}"
+    );
+}
+
+#[tokio::test]
+async fn wire_aimocks_a2a_mock_streamed_and_polled_as_sub_agents() {
+    let (_streaming, streamed) = aimock_a2a("tests/fixtures/aimock-a2a.json").await;
+    let (_polled, polled) = aimock_a2a("tests/fixtures/aimock-a2a-polled.json").await;
+    let profiles = json!({"coordinator": {"subagents": [
+        {"name": "mock_research", "a2a": streamed, "description": "Streams."},
+        {"name": "mock_summary", "a2a": polled, "description": "Answers whole."}
+    ]}})
+    .to_string();
+    let app = spawn_app_on(
+        &[
+            ("AGENT_PROFILES", profiles.as_str()),
+            ("AGENT_DEFAULT_PROFILE", "coordinator"),
+        ],
+        Some(Arc::new(MemoryStore::new())),
+    )
+    .await;
+    let events = run(&app, &body(&new_thread(), "r1", "[a2a-child] asks aimock")).await;
+    let started = of_type(&events, "SUBAGENT_STARTED");
+    assert_eq!(started.len(), 2, "{events:#?}");
+    let by_name = |name: &str| {
+        started.iter().find(|event| event["name"] == name).unwrap()["subagentRunId"].clone()
+    };
+    let text_by = |run: &Value| -> String {
+        of_type(&events, "TEXT_MESSAGE_CONTENT")
+            .into_iter()
+            .filter(|event| &event["subagentRunId"] == run)
+            .map(|event| event["delta"].as_str().unwrap())
+            .collect()
+    };
+    // Streamed (SendStreamingMessage) and polled (SendMessage, then GetTask).
+    assert_eq!(text_by(&by_name("mock_research")), "Found three papers.");
+    let summary = by_name("mock_summary");
+    assert_eq!(text_by(&summary), "A short summary.");
+    let activity = of_type(&events, "ACTIVITY_SNAPSHOT")
+        .into_iter()
+        .find(|event| event["subagentRunId"] == summary)
+        .unwrap_or_else(|| panic!("no data part: {events:#?}"));
+    assert_eq!(activity["activityType"], "a2a-data");
+    assert_eq!(activity["content"]["words"], 3);
+    assert_eq!(of_type(&events, "SUBAGENT_FINISHED").len(), 2);
+    assert_eq!(
+        parent_text(&events),
+        "Coordinator: both mock agents answered."
     );
 }

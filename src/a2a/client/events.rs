@@ -512,7 +512,10 @@ mod tests {
             },
             artifacts: Some(vec![Artifact {
                 artifact_id: "a1".into(),
-                parts: vec![Part::text("Let me check."), Part::data(serde_json::json!({"x": 1}))],
+                parts: vec![
+                    Part::text("Let me check."),
+                    Part::data(serde_json::json!({"x": 1})),
+                ],
                 ..Artifact::default()
             }]),
             ..Task::default()

@@ -184,7 +184,10 @@ impl ChildAgent for Arc<A2aAgent> {
 }
 
 /// A task the user declined to answer: canceled, and the child fails.
-fn declined(agent: Arc<A2aAgent>, mut remote: RemoteTask) -> impl futures_util::Stream<Item = ChildEvent> {
+fn declined(
+    agent: Arc<A2aAgent>,
+    mut remote: RemoteTask,
+) -> impl futures_util::Stream<Item = ChildEvent> {
     async_stream::stream! {
         agent.cancel(&remote.task_id).await;
         remote.waiting = None;
@@ -301,7 +304,9 @@ impl Follower {
                 if let Some(task) = &mut self.task {
                     *task.shown.entry(message_id.clone()).or_default() += delta.len();
                 }
-                content(json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": delta}))
+                content(
+                    json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": delta}),
+                )
             }
             client::ChildEvent::TextEnd { message_id } => {
                 content(json!({"type": "TEXT_MESSAGE_END", "messageId": message_id}))
@@ -342,7 +347,10 @@ impl Follower {
                 context_id,
                 message,
                 data,
-            } => self.interrupted(state, (task_id, context_id), message, data).await,
+            } => {
+                self.interrupted(state, (task_id, context_id), message, data)
+                    .await
+            }
         }
     }
 
@@ -360,11 +368,7 @@ impl Follower {
         } else {
             INPUT_REQUIRED
         };
-        let shown = self
-            .task
-            .take()
-            .map(|task| task.shown)
-            .unwrap_or_default();
+        let shown = self.task.take().map(|task| task.shown).unwrap_or_default();
         self.task = Some(RemoteTask {
             task_id: task_id.clone(),
             context_id: context_id.clone(),
@@ -448,10 +452,11 @@ fn interrupt(
     // An agui-lambda agent sends its run's interrupts as a data part: the one interrupt's
     // schema (a tool approval's) is the answer's.
     let relayed_schema = || {
-        data.iter().find_map(|value| match value["interrupts"].as_array() {
-            Some(list) if list.len() == 1 => list[0].get("responseSchema").cloned(),
-            _ => None,
-        })
+        data.iter()
+            .find_map(|value| match value["interrupts"].as_array() {
+                Some(list) if list.len() == 1 => list[0].get("responseSchema").cloned(),
+                _ => None,
+            })
     };
     let response_schema = match data.iter().position(is_schema) {
         Some(index) => Some(data.remove(index)),
@@ -477,7 +482,9 @@ fn interrupt(
         response_schema,
         expires_at: None,
         subagent_run_id: None,
-        metadata: json!({super::VENDOR_KEY: {"a2a": a2a}}).as_object().cloned(),
+        metadata: json!({super::VENDOR_KEY: {"a2a": a2a}})
+            .as_object()
+            .cloned(),
     }
 }
 
@@ -631,7 +638,10 @@ mod tests {
             unreachable!()
         };
         assert_eq!(task.waiting.as_deref(), Some("input_required"));
-        assert_eq!(shown_of(task), std::collections::BTreeMap::from([("a1".to_owned(), 5)]));
+        assert_eq!(
+            shown_of(task),
+            std::collections::BTreeMap::from([("a1".to_owned(), 5)])
+        );
         assert!(matches!(
             &out[5],
             ChildEvent::End(ChildEnd::Suspended { interrupts, usage })

@@ -78,8 +78,7 @@ pub(crate) async fn delegate(delegation: Delegation, emit: &(dyn Fn(Event) + Syn
         emit(event);
     }
     let mut remote = None;
-    let (ended, timed_out) =
-        follow(child.as_ref(), call, &mut retagger, &mut remote, emit).await;
+    let (ended, timed_out) = follow(child.as_ref(), call, &mut retagger, &mut remote, emit).await;
     let usage = ended
         .as_ref()
         .map(|end| end.usage().to_vec())
