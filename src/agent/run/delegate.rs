@@ -122,7 +122,7 @@ impl PreparedRun {
                     Some(message),
                 ),
                 DelegationEnd::Suspended(child) => {
-                    self.progress.delegated.push(child);
+                    self.progress.delegated.push(*child);
                     continue;
                 }
             };

@@ -42,7 +42,7 @@ pub(crate) enum DelegationEnd {
         message: String,
     },
     /// Waiting for the client to answer what the child asked.
-    Suspended(SuspendedChild),
+    Suspended(Box<SuspendedChild>),
 }
 
 /// A delegation's end, the tokens its child used, and the link its `tool` message keeps.
@@ -111,7 +111,7 @@ pub(crate) async fn delegate(delegation: Delegation, emit: &(dyn Fn(Event) + Syn
             } else {
                 let suspended = waiting(Vec::new(), confirms);
                 let events = retagger.finished(None, Some(Vec::new()), metadata);
-                (DelegationEnd::Suspended(suspended), events)
+                (DelegationEnd::Suspended(Box::new(suspended)), events)
             }
         }
         Some(ChildEnd::Suspended { interrupts, .. }) => {
@@ -130,7 +130,7 @@ pub(crate) async fn delegate(delegation: Delegation, emit: &(dyn Fn(Event) + Syn
                 .collect();
             let suspended = waiting(interrupts, Vec::new());
             let events = retagger.finished(None, Some(own_ids), metadata);
-            (DelegationEnd::Suspended(suspended), events)
+            (DelegationEnd::Suspended(Box::new(suspended)), events)
         }
         other => {
             let (code, message) = failure(other, &name, timed_out, stop.is_cancelled());
@@ -141,7 +141,32 @@ pub(crate) async fn delegate(delegation: Delegation, emit: &(dyn Fn(Event) + Syn
     for event in events {
         emit(event);
     }
-    let outcome = match &end {
+    let link = link(
+        &name,
+        kind,
+        &shown_thread,
+        retagger.id(),
+        &end,
+        remote.as_ref(),
+    );
+    Delegated {
+        name,
+        end,
+        usage,
+        link,
+    }
+}
+
+/// The link a delegation's `tool` message keeps to its child (and an A2A agent's task).
+fn link(
+    name: &str,
+    kind: &str,
+    thread: &str,
+    subagent_run_id: &str,
+    end: &DelegationEnd,
+    remote: Option<&RemoteTask>,
+) -> Value {
+    let outcome = match end {
         DelegationEnd::Answered(_) => "finished",
         DelegationEnd::Failed { .. } => "failed",
         DelegationEnd::Suspended(_) => "suspended",
@@ -149,20 +174,15 @@ pub(crate) async fn delegate(delegation: Delegation, emit: &(dyn Fn(Event) + Syn
     let mut link = json!({VENDOR_KEY: {"subagent": {
         "name": name,
         "kind": kind,
-        "threadId": shown_thread,
-        "subagentRunId": retagger.id(),
+        "threadId": thread,
+        "subagentRunId": subagent_run_id,
         "outcome": outcome,
     }}});
-    if let Some(task) = &remote {
+    if let Some(task) = remote {
         link[VENDOR_KEY]["subagent"]["taskId"] = json!(task.task_id);
         link[VENDOR_KEY]["subagent"]["contextId"] = json!(task.context_id);
     }
-    Delegated {
-        name,
-        end,
-        usage,
-        link,
-    }
+    link
 }
 
 /// Runs the child and forwards its events until its end; `None` when it never said how it
