@@ -384,6 +384,10 @@ impl Agent {
             system: self.system_prompt(&input.context),
             device_timezone: input.forwarded_props.device_timezone,
             deadline,
+            ends_at_ms: chrono::Utc::now().timestamp_millis()
+                + i64::try_from(deadline.saturating_duration_since(Instant::now()).as_millis())
+                    .unwrap_or(i64::MAX / 2),
+            received_at_ms: None,
             speaks_v1,
             sampling: input
                 .forwarded_props
@@ -406,6 +410,8 @@ impl Agent {
                 context,
             ),
             telemetry,
+            segment: super::run::Segment::default(),
+            resume: None,
         }
     }
 

@@ -161,15 +161,23 @@ pub enum EncryptedValueSubtype {
     ToolCall,
 }
 
+/// Our key in an event's `metadata` (AG-UI keeps `ag-ui` for itself; every other key is the
+/// sender's, and AG-UI 1.x clients pass it on untouched).
+pub const METADATA_KEY: &str = "agui-lambda";
+
 /// An event as its run emitted it: its place in the run (`seq`, from 1) and its AG-UI JSON
-/// with the timestamp, serialised once and shared by the live stream, followers and the event
-/// log. `event` is `None` when the JSON was read back from the store.
+/// with the timestamp and its place again in `metadata` (for clients that do not see SSE ids),
+/// serialised once and shared by the live stream, followers and the event log. `event` is
+/// `None` when the JSON was read back from the store.
 #[derive(Debug, Clone)]
 pub struct RecordedEvent {
     pub seq: u64,
     pub json: bytes::Bytes,
     pub terminal: bool,
     pub event: Option<Event>,
+    /// Not one of the run's events: the notice that ends a stream while the run goes on. It
+    /// carries no id, is never recorded, and ends the stream it is sent on.
+    pub notice: bool,
 }
 
 #[derive(Serialize)]
@@ -177,6 +185,22 @@ pub(crate) struct Stamped<'a> {
     #[serde(flatten)]
     pub(crate) event: &'a Event,
     pub(crate) timestamp: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) metadata: Option<Placed>,
+}
+
+/// `metadata` with the event's place in its run: `{"agui-lambda":{"eventId":7}}`.
+#[derive(Serialize)]
+pub(crate) struct Placed {
+    #[serde(rename = "agui-lambda")]
+    place: Place,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Place {
+    /// What `Last-Event-ID` resumes after.
+    event_id: u64,
 }
 
 impl RecordedEvent {
@@ -184,6 +208,9 @@ impl RecordedEvent {
         let json = match serde_json::to_vec(&Stamped {
             event: &event,
             timestamp: timestamp_ms,
+            metadata: Some(Placed {
+                place: Place { event_id: seq },
+            }),
         }) {
             Ok(json) => json,
             // Our event types always serialise; if one ever does not, the client must still
@@ -199,6 +226,7 @@ impl RecordedEvent {
             terminal: event.is_terminal(),
             json: bytes::Bytes::from(json),
             event: Some(event),
+            notice: false,
         }
     }
 
@@ -211,6 +239,48 @@ impl RecordedEvent {
             json,
             terminal,
             event: None,
+            notice: false,
+        }
+    }
+
+    /// The notice that ends a stream while its run goes on (a hand-off to the next invocation,
+    /// or the stream's own time limit): AG-UI's `RUN_FINISHED`, so a client that cannot follow
+    /// the run sees a clean end, whose `result` and `metadata` say the run continues and where
+    /// to follow it (`events`, after `lastEventId`). `after` is the last event sent.
+    pub(crate) fn continues(
+        thread_id: &ThreadId,
+        run_id: &RunId,
+        after: u64,
+        events: &str,
+        timestamp_ms: i64,
+    ) -> Self {
+        let place = serde_json::json!({
+            "continues": true,
+            "threadId": thread_id,
+            "runId": run_id,
+            "events": events,
+            "lastEventId": after,
+        });
+        let json = serde_json::json!({
+            "type": "RUN_FINISHED",
+            "threadId": thread_id,
+            "runId": run_id,
+            "result": place,
+            "timestamp": timestamp_ms,
+            "metadata": {METADATA_KEY: {"continues": {"events": events, "lastEventId": after}}},
+        });
+        Self {
+            seq: after + 1,
+            json: bytes::Bytes::from(json.to_string()),
+            terminal: true,
+            // Dialects without resume get a plain finish.
+            event: Some(Event::RunFinished {
+                thread_id: thread_id.clone(),
+                run_id: run_id.clone(),
+                outcome: None,
+                usage: RunUsage::default(),
+            }),
+            notice: true,
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Thread persistence, one trait per capability: [`Threads`], [`History`], [`RunLeases`],
-//! [`EventLog`], [`UsageLedger`], [`TaskRecords`] and [`Memories`], gathered by [`ThreadStore`] and implemented
+//! [`RunCheckpoints`], [`EventLog`], [`UsageLedger`], [`TaskRecords`] and [`Memories`], gathered by [`ThreadStore`] and implemented
 //! by [`MemoryStore`] and `DynamoStore`. Shared here: who owns a thread, the errors, the limits.
 
 mod blob_types;
@@ -15,6 +15,7 @@ pub use blob_types::{StoredBlob, Upload};
 pub use blobs::Blobs;
 #[cfg(feature = "aws")]
 pub(crate) mod dynamo;
+mod checkpoints;
 mod events;
 mod history;
 mod memories;
@@ -33,10 +34,11 @@ use serde_json::Value;
 pub use dynamo::DynamoStore;
 #[cfg(all(feature = "aws", any(test, feature = "test-utils")))]
 pub use dynamo::StoreUsage;
+pub use checkpoints::{Claim, ClaimedRun, RunCheckpoint, RunCheckpoints, RunClaim};
 pub use events::EventLog;
 pub(crate) use events::{EventCursor, EventPage};
 pub(crate) use history::HistoryPage;
-pub use history::{History, HistoryQuery, TimedMessage, TimedPage, TimedQuery};
+pub use history::{History, HistoryQuery, Runner, TimedMessage, TimedPage, TimedQuery};
 pub use memories::{Memories, Memory, MemoryEdit, MemoryId, MemorySet, NewMemory};
 pub use memory::MemoryStore;
 pub(crate) use runs::{CancelState, Pulse, RunRef};
@@ -52,12 +54,20 @@ pub use usage::{QuotaExceeded, QuotaLimits, RunTokens, Settlement, UsageLedger, 
 /// Every capability of a thread store, for the places that need them all (the agent, start-up):
 /// any type with all of them is one.
 pub trait ThreadStore:
-    Threads + History + RunLeases + EventLog + UsageLedger + TaskRecords + Memories
+    Threads + History + RunLeases + RunCheckpoints + EventLog + UsageLedger + TaskRecords + Memories
 {
 }
 
 impl<T> ThreadStore for T where
-    T: Threads + History + RunLeases + EventLog + UsageLedger + TaskRecords + Memories + ?Sized
+    T: Threads
+        + History
+        + RunLeases
+        + RunCheckpoints
+        + EventLog
+        + UsageLedger
+        + TaskRecords
+        + Memories
+        + ?Sized
 {
 }
 

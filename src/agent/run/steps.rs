@@ -5,6 +5,8 @@
 use super::fit::{Fitted, Pressure};
 use super::gate::{Ask, Gated};
 use super::outcome::{RunEnd, RunFailure};
+use super::record::{Phase, ToolPlan};
+use super::resume::Next;
 use super::{Emitter, PreparedRun};
 use crate::agent::context::ContextStrategy;
 use crate::agent::spans::{ChatEnd, ChatSpan};
@@ -22,6 +24,11 @@ enum TurnEnd {
     Done(TurnAssembler),
     /// Stopped by a cancel: what was streamed so far.
     Stopped(TurnAssembler),
+    /// Stopped at the run's deadline, or at this runner's (`segment`): what was streamed so far.
+    OutOfTime {
+        turn: TurnAssembler,
+        segment: bool,
+    },
 }
 
 impl PreparedRun {
@@ -30,19 +37,58 @@ impl PreparedRun {
         out: &Emitter<'_>,
         stop: &CancellationToken,
     ) -> Result<RunEnd, RunFailure> {
-        self.open(out).await?;
-        if self.request.repeat_only {
-            // A repeated resume: its answers were acted on by an earlier run.
-            return Ok(RunEnd::finished());
+        match self.run_all(out, stop).await {
+            // This runner's time is up inside a step: the next runner goes on from here.
+            Err(RunFailure::SegmentOver) => Ok(RunEnd::HandedOff),
+            other => other,
         }
-        self.carry_out_decisions(out, stop).await?;
-        self.recall().await;
+    }
+
+    /// The run from its start (snapshots, the input's decisions, memories), or from where its
+    /// last runner left it, then its steps.
+    async fn run_all(
+        &mut self,
+        out: &Emitter<'_>,
+        stop: &CancellationToken,
+    ) -> Result<RunEnd, RunFailure> {
+        let first_step = match self.resume.take() {
+            Some(resume) => match self.go_on(out, stop, resume).await? {
+                Next::Step(step) => step,
+                Next::End(end) => return Ok(end),
+            },
+            None => {
+                self.open(out).await?;
+                if self.request.repeat_only {
+                    // A repeated resume: its answers were acted on by an earlier run.
+                    return Ok(RunEnd::finished());
+                }
+                self.carry_out_decisions(out, stop).await?;
+                self.recall().await;
+                1
+            }
+        };
+        self.steps_from(first_step, out, stop).await
+    }
+
+    /// Model turns from `first` on, each followed by its tool calls, until the model answers
+    /// without calling a server tool, the calls wait for the client or a person, the steps run
+    /// out, or the run goes on in the next invocation.
+    async fn steps_from(
+        &mut self,
+        first: u32,
+        out: &Emitter<'_>,
+        stop: &CancellationToken,
+    ) -> Result<RunEnd, RunFailure> {
         let max_steps = self.agent.settings.max_steps;
         let mut used_call_ids = self.progress.call_ids();
-        for step in 1..=max_steps {
+        for step in first..=max_steps {
             if stop.is_cancelled() {
                 return Err(RunFailure::Cancelled);
             }
+            if self.hand_off_before_turn(step) {
+                return Ok(RunEnd::HandedOff);
+            }
+            self.progress.phase = Phase::Model { step };
             let (message, calls) = self.model_step(step, out, &mut used_call_ids, stop).await?;
             if calls.is_empty() {
                 if let Some(message) = message {
@@ -53,7 +99,7 @@ impl PreparedRun {
             let summary = &mut self.progress.summary;
             summary.tool_calls += u32::try_from(calls.len()).unwrap_or(u32::MAX);
             let gated = self.gate(&calls);
-            if let Some(end) = self.follow_calls(out, message, gated, stop).await? {
+            if let Some(end) = self.follow_calls(step, out, message, gated, stop).await? {
                 return Ok(end);
             }
         }
@@ -149,16 +195,30 @@ impl PreparedRun {
     ) -> Result<(Option<Message>, Vec<TurnCall>), RunFailure> {
         let emit_steps = self.agent.settings.emit_steps;
         self.progress.summary.steps = step;
+        self.segment.steps += 1;
         let step_name = format!("model_turn_{step}");
         if emit_steps {
             out.emit(Event::StepStarted {
                 step_name: step_name.clone(),
             });
         }
+        let began = tokio::time::Instant::now();
         let (mut turn, stopped) = match self.model_turn(out, used_call_ids, stop).await? {
-            TurnEnd::Done(turn) => (turn, false),
-            TurnEnd::Stopped(turn) => (turn, true),
+            TurnEnd::Done(turn) => (turn, None),
+            TurnEnd::Stopped(turn) => (turn, Some(RunFailure::Cancelled)),
+            TurnEnd::OutOfTime { turn, segment } => {
+                // The next runner goes on with the next turn, after this one's partial answer.
+                self.progress.phase = Phase::Model { step: step + 1 };
+                let failure = if segment {
+                    RunFailure::SegmentOver
+                } else {
+                    RunFailure::Timeout
+                };
+                (turn, Some(failure))
+            }
         };
+        let took = began.elapsed();
+        self.progress.longest_model_turn = self.progress.longest_model_turn.max(took);
         let summary = &mut self.progress.summary;
         summary.usage += turn.usage();
         summary.usage_reported |= turn.usage() != Usage::default();
@@ -174,11 +234,11 @@ impl PreparedRun {
         turn.end_calls(&mut events);
         out.emit_all(&mut events);
         let reasoning = turn.take_reasoning();
-        if stopped {
+        if let Some(failure) = stopped {
             for message in reasoning.into_iter().chain(turn.partial()) {
                 self.progress.keep(message);
             }
-            return Err(RunFailure::Cancelled);
+            return Err(failure);
         }
         let finished = turn.finish()?;
         // Before the turn's assistant message: providers send reasoning back at its head.
@@ -189,11 +249,11 @@ impl PreparedRun {
     }
 
     /// Follows a turn's tool calls as the gate sorted them: the turn's message (with any
-    /// confirm-tool calls) joins the history, server tools run and their results stream, calls
-    /// nobody can approve are refused, state changes stream, then the confirm-tool calls. The
+    /// confirm-tool calls) joins the history, then the plan for its calls is carried out. The
     /// gate's end, if it has one, ends the run.
     async fn follow_calls(
         &mut self,
+        step: u32,
         out: &Emitter<'_>,
         mut message: Option<Message>,
         gated: Gated<'_>,
@@ -210,30 +270,80 @@ impl PreparedRun {
         if let Some(message) = message {
             self.progress.keep(message);
         }
-        let results = tokio::select! {
-            biased;
-            () = stop.cancelled() => return Err(RunFailure::Cancelled),
-            results = self.run_tools(&run, stop) => results?,
+        let (refusals, confirm) = match ask {
+            Ask::Nothing => (Vec::new(), None),
+            Ask::Refuse(refusals) => (refusals, None),
+            Ask::Confirm { calls, approvals } => (Vec::new(), Some((calls, approvals))),
         };
-        for result in results {
-            self.record_result(out, result);
-        }
-        let confirm = match ask {
-            Ask::Nothing => None,
-            Ask::Refuse(refusals) => {
-                for refusal in refusals {
-                    self.record_result(out, refusal);
-                }
-                None
+        let plan = ToolPlan {
+            step,
+            pending: run.into_iter().cloned().collect(),
+            started: Vec::new(),
+            refusals,
+            confirm,
+            end: end.as_ref().map(Into::into),
+            parent_message_id,
+        };
+        self.carry_out(out, plan, stop).await
+    }
+
+    /// What is left of a turn's calls, as `plan` says: the server calls in batches, each stored
+    /// as started before it runs and with its results after (so a call whose result was stored
+    /// never runs again), the refusals, the state changes, then the confirm-tool calls. Before a
+    /// batch that may not finish in this invocation the run is handed off. Returns the plan's
+    /// end, if it has one.
+    pub(super) async fn carry_out(
+        &mut self,
+        out: &Emitter<'_>,
+        mut plan: ToolPlan,
+        stop: &CancellationToken,
+    ) -> Result<Option<RunEnd>, RunFailure> {
+        loop {
+            let batch = super::handoff::next_batch(&plan.pending, &self.agent.tools);
+            if batch.is_empty() {
+                break;
             }
-            Ask::Confirm { calls, approvals } => Some((calls, approvals)),
-        };
+            if self.hand_off_before_calls(&batch) {
+                self.progress.phase = Phase::Tools(plan);
+                return Ok(Some(RunEnd::HandedOff));
+            }
+            plan.started = batch.iter().map(|call| call.id.clone()).collect();
+            self.progress.phase = Phase::Tools(plan.clone());
+            self.checkpoint(out).await?;
+            self.segment.steps += 1;
+            let calls: Vec<&TurnCall> = batch.iter().collect();
+            let results = tokio::select! {
+                biased;
+                () = stop.cancelled() => return Err(RunFailure::Cancelled),
+                results = self.run_tools(&calls, stop) => results?,
+            };
+            for result in results {
+                self.record_result(out, result);
+            }
+            self.emit_state_changes(out);
+            plan.pending.retain(|call| !plan.started.contains(&call.id));
+            plan.started.clear();
+            self.progress.phase = Phase::Tools(plan.clone());
+        }
+        for refusal in std::mem::take(&mut plan.refusals) {
+            self.record_result(out, refusal);
+        }
         self.emit_state_changes(out);
-        if let Some((calls, approvals)) = confirm {
-            stream_calls(out, &calls, parent_message_id.as_ref());
+        if let Some((calls, approvals)) = plan.confirm.take() {
+            stream_calls(out, &calls, plan.parent_message_id.as_ref());
             self.progress.fallback_approvals.extend(approvals);
         }
-        Ok(end)
+        self.progress.phase = Phase::Model {
+            step: plan.step + 1,
+        };
+        match plan.end {
+            Some(end) => Ok(Some(end.into())),
+            None => {
+                // The results are stored before the next model call.
+                self.checkpoint(out).await?;
+                Ok(None)
+            }
+        }
     }
 
     /// Streams one model turn. A turn that fails midway returns the failure and nothing of it
@@ -259,7 +369,7 @@ impl PreparedRun {
                 .await;
             chat.end(match &streamed {
                 Ok(TurnEnd::Done(turn)) => ChatEnd::Answered(turn),
-                Ok(TurnEnd::Stopped(_)) => ChatEnd::Stopped,
+                Ok(TurnEnd::Stopped(_) | TurnEnd::OutOfTime { .. }) => ChatEnd::Stopped,
                 Err(failure) => ChatEnd::Failed(failure.error_type()),
             });
             match streamed {
@@ -308,13 +418,15 @@ impl PreparedRun {
         stop: &CancellationToken,
         chat: &mut ChatSpan,
     ) -> Result<TurnEnd, RunFailure> {
-        let deadline = self.request.deadline;
+        let deadline = self.limit();
+        let segment = self.limit_is_segment();
         let mut turn = TurnAssembler::new(MessageId::generate());
         let mut stream = tokio::select! {
             biased;
             () = stop.cancelled() => return Ok(TurnEnd::Stopped(turn)),
-            stream = timeout_at(deadline, self.agent.model.stream(request)) => {
-                stream.map_err(|_| RunFailure::Timeout)?.map_err(before_output)?
+            stream = timeout_at(deadline, self.agent.model.stream(request)) => match stream {
+                Ok(stream) => stream.map_err(before_output)?,
+                Err(_) => return Ok(TurnEnd::OutOfTime { turn, segment }),
             }
         };
         let mut events = Vec::new();
@@ -322,7 +434,11 @@ impl PreparedRun {
             let next = tokio::select! {
                 biased;
                 () = stop.cancelled() => return Ok(TurnEnd::Stopped(turn)),
-                next = timeout_at(deadline, stream.next()) => next.map_err(|_| RunFailure::Timeout)?,
+                next = timeout_at(deadline, stream.next()) => match next {
+                    Ok(next) => next,
+                    // The answer so far is kept, as a cancel keeps it.
+                    Err(_) => return Ok(TurnEnd::OutOfTime { turn, segment }),
+                },
             };
             let Some(delta) = next else { break };
             let delta = match delta {

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 mod calls;
+mod checkpoints;
 mod events;
 mod history;
 mod items;

@@ -1,6 +1,7 @@
 //! The in-memory store: local runs and tests. Same semantics as the DynamoDB store, lost on
 //! restart. One file per capability; here the records they share and the store itself.
 
+mod checkpoints;
 mod events;
 mod history;
 mod memories;
@@ -34,12 +35,26 @@ struct Record {
     /// The latest compaction's checkpoint and the provider's count of the last model call.
     checkpoint: Option<Checkpoint>,
     context: Option<ContextMark>,
+    /// The record of the run holding the lease, once it checkpointed: it can be taken over.
+    live: Option<LiveRecord>,
 }
 
 struct HeldLease {
     run_id: RunId,
     until_ms: i64,
     cancel_requested: bool,
+    /// Which runner of the run holds it (1 for the one that began it).
+    epoch: u64,
+    /// The runner of this epoch handed the run off to the next.
+    handed_off: bool,
+}
+
+/// A run's last checkpointed record, as [`crate::store::RunCheckpoints`] keeps it.
+struct LiveRecord {
+    run_id: RunId,
+    record: String,
+    started_at_ms: i64,
+    stored_messages: usize,
 }
 
 impl Record {
@@ -59,6 +74,7 @@ impl Record {
             runs: HashMap::new(),
             checkpoint: None,
             context: None,
+            live: None,
         }
     }
 
@@ -70,6 +86,22 @@ impl Record {
 
     fn active_run(&self) -> Option<RunId> {
         self.live_lease().map(|lease| lease.run_id.clone())
+    }
+
+    /// The run whose lease expired while it held the thread with a checkpoint.
+    fn stalled_run(&self) -> Option<RunId> {
+        let held = self.lease.as_ref().filter(|lease| lease.until_ms <= now_ms())?;
+        self.live
+            .as_ref()
+            .filter(|live| live.run_id == held.run_id)
+            .map(|live| live.run_id.clone())
+    }
+
+    fn runner(&self) -> Option<crate::store::Runner> {
+        self.live_lease().map(|lease| crate::store::Runner {
+            epoch: lease.epoch,
+            handed_off: lease.handed_off,
+        })
     }
 
     /// The thread as stored, from message `first_seq` on.

@@ -1,0 +1,320 @@
+//! The record a run keeps of itself at each checkpoint: its request as the start checked it,
+//! what it counted so far, and where it is (the next model turn, or what is left of a turn's
+//! tool calls), so that another runner (the next invocation, or crash recovery) goes on from
+//! there. Stored as JSON beside the thread; the store does not read it.
+
+use super::outcome::RunEnd;
+use super::tool_calls::ToolResult;
+use super::{PreparedRun, RunSummary};
+use crate::agent::approval::PendingApproval;
+use crate::agent::turn::TurnCall;
+use crate::model::Usage;
+use crate::protocol::{ClientTool, MessageId, RunId, ToolCall, ToolCallId};
+use crate::store::meter::MeteredUsage;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RunRecord {
+    pub(super) request: StoredRequest,
+    pub(super) progress: StoredProgress,
+    pub(super) phase: Phase,
+}
+
+impl RunRecord {
+    /// The agent profile that runs the run; `None` for the default agent.
+    pub(crate) fn profile(&self) -> Option<&str> {
+        self.request.profile.as_deref()
+    }
+
+    /// The last runner's trace context: the next runner's span is its child.
+    pub(crate) fn trace_parent(&self) -> Option<&str> {
+        self.progress.trace_parent.as_deref()
+    }
+
+    /// The run's events up to this one were sent and recorded at the checkpoint.
+    pub(crate) fn events_through(&self) -> u64 {
+        self.progress.events_through
+    }
+}
+
+/// What the run's request asked, fixed for the whole run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct StoredRequest {
+    pub(super) parent_run_id: Option<RunId>,
+    pub(super) client_tools: Vec<(String, String, Value)>,
+    pub(super) system: Option<String>,
+    pub(super) device_timezone: Option<String>,
+    /// When `RUN_MAX_SECS` ends the run (epoch ms), whichever runner has it then.
+    pub(super) ends_at_ms: i64,
+    pub(super) speaks_v1: bool,
+    pub(super) sampling: StoredSampling,
+    /// The agent profile that runs it; `None` for the default agent.
+    pub(super) profile: Option<String>,
+    pub(super) dialect: String,
+    /// When its request arrived (epoch ms): the run's duration counts from it.
+    pub(super) received_at_ms: i64,
+    /// What the run took from its caller's quota, settled once, at its end.
+    pub(super) reserved_day: String,
+    pub(super) reserved_tokens: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct StoredSampling {
+    temperature: Option<f64>,
+    top_p: Option<f64>,
+    max_tokens: Option<u32>,
+    stop: Vec<String>,
+    seed: Option<i64>,
+}
+
+/// What the run counted so far, across its runners.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct StoredProgress {
+    pub(super) steps: u32,
+    pub(super) tool_calls: u32,
+    pub(super) usage: [u64; 5],
+    pub(super) usage_parts: [bool; 3],
+    pub(super) usage_reported: bool,
+    pub(super) compactions: u32,
+    /// The run's events up to this one were sent and recorded.
+    pub(super) events_through: u64,
+    /// Times the run went on in another invocation.
+    pub(super) handoffs: u32,
+    /// The longest of the run's model turns so far (ms): what the next is expected to take.
+    pub(super) longest_model_ms: u64,
+    pub(super) fallback_approvals: Vec<PendingApproval>,
+    pub(super) memory_block: Option<String>,
+    pub(super) time_to_first_byte_ms: f64,
+    /// From the request's arrival to the model's first output (ms).
+    pub(super) first_output_ms: Option<f64>,
+    /// The store calls of the runners before this one, for the run's metrics.
+    pub(super) store: [f64; 8],
+    /// The trace context (`traceparent`) of the last runner's span: the next one's parent.
+    pub(super) trace_parent: Option<String>,
+}
+
+/// Where the run is.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "at", rename_all = "camelCase")]
+pub(crate) enum Phase {
+    /// The next step is model turn `step`.
+    Model { step: u32 },
+    /// Model turn `step` asked for tool calls; the plan says what is left of them.
+    Tools(ToolPlan),
+}
+
+/// What is left of a turn's tool calls, as the gate sorted them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ToolPlan {
+    pub(super) step: u32,
+    /// Server calls (and unknown ones) not answered yet, in call order.
+    pub(super) pending: Vec<TurnCall>,
+    /// Of `pending`, the calls that were started: a runner that stopped may have cut them off.
+    pub(super) started: Vec<ToolCallId>,
+    /// Results refusing calls nobody can approve, streamed after the server calls' results.
+    pub(super) refusals: Vec<ToolResult>,
+    /// The confirm-tool calls that ask a 0.0.x client for approvals, and those approvals.
+    pub(super) confirm: Option<(Vec<ToolCall>, Vec<PendingApproval>)>,
+    /// How the run ends once the calls are followed; `None`: with the next model turn.
+    pub(super) end: Option<StoredEnd>,
+    pub(super) parent_message_id: Option<MessageId>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub(crate) enum StoredEnd {
+    Finished { pending: Vec<ToolCallId> },
+    Interrupted { approvals: Vec<PendingApproval> },
+}
+
+impl From<&RunEnd> for StoredEnd {
+    fn from(end: &RunEnd) -> Self {
+        match end {
+            RunEnd::Interrupted(approvals) => StoredEnd::Interrupted {
+                approvals: approvals.clone(),
+            },
+            RunEnd::Finished { pending } => StoredEnd::Finished {
+                pending: pending.clone(),
+            },
+            // Never planned: a hand-off is not how a turn's calls end.
+            RunEnd::HandedOff => StoredEnd::Finished {
+                pending: Vec::new(),
+            },
+        }
+    }
+}
+
+impl From<StoredEnd> for RunEnd {
+    fn from(end: StoredEnd) -> Self {
+        match end {
+            StoredEnd::Finished { pending } => RunEnd::Finished { pending },
+            StoredEnd::Interrupted { approvals } => RunEnd::Interrupted(approvals),
+        }
+    }
+}
+
+impl From<&crate::model::Sampling> for StoredSampling {
+    fn from(sampling: &crate::model::Sampling) -> Self {
+        Self {
+            temperature: sampling.temperature,
+            top_p: sampling.top_p,
+            max_tokens: sampling.max_tokens,
+            stop: sampling.stop.clone(),
+            seed: sampling.seed,
+        }
+    }
+}
+
+impl From<StoredSampling> for crate::model::Sampling {
+    fn from(stored: StoredSampling) -> Self {
+        Self {
+            temperature: stored.temperature,
+            top_p: stored.top_p,
+            max_tokens: stored.max_tokens,
+            stop: stored.stop,
+            seed: stored.seed,
+        }
+    }
+}
+
+pub(super) fn stored_tools(tools: &[ClientTool]) -> Vec<(String, String, Value)> {
+    tools
+        .iter()
+        .map(|tool| {
+            (
+                tool.name.clone(),
+                tool.description.clone(),
+                tool.parameters.clone(),
+            )
+        })
+        .collect()
+}
+
+pub(super) fn client_tools(stored: Vec<(String, String, Value)>) -> Vec<ClientTool> {
+    stored
+        .into_iter()
+        .map(|(name, description, parameters)| ClientTool {
+            name,
+            description,
+            parameters,
+        })
+        .collect()
+}
+
+/// A summary's usage as the record keeps it, and back.
+pub(super) fn store_usage(summary: &RunSummary) -> ([u64; 5], [bool; 3]) {
+    let usage = summary.usage;
+    (
+        [
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.reasoning_tokens.unwrap_or(0),
+            usage.cached_input_tokens.unwrap_or(0),
+            usage.cache_write_input_tokens.unwrap_or(0),
+        ],
+        [
+            usage.reasoning_tokens.is_some(),
+            usage.cached_input_tokens.is_some(),
+            usage.cache_write_input_tokens.is_some(),
+        ],
+    )
+}
+
+pub(super) fn usage_of(counts: [u64; 5], parts: [bool; 3]) -> Usage {
+    let [input, output, reasoning, cached, cache_write] = counts;
+    let [has_reasoning, has_cached, has_cache_write] = parts;
+    Usage {
+        input_tokens: input,
+        output_tokens: output,
+        reasoning_tokens: has_reasoning.then_some(reasoning),
+        cached_input_tokens: has_cached.then_some(cached),
+        cache_write_input_tokens: has_cache_write.then_some(cache_write),
+    }
+}
+
+/// The store figures of the runners so far, as the record keeps them.
+pub(super) fn store_figures(before: [f64; 8], now: &MeteredUsage) -> [f64; 8] {
+    let millis = |duration: std::time::Duration| duration.as_secs_f64() * 1000.0;
+    // Counts well under 2^53: exact as f64.
+    #[allow(clippy::cast_precision_loss)]
+    let current = [
+        now.read_calls as f64,
+        now.write_calls as f64,
+        millis(now.read_time),
+        millis(now.write_time),
+        now.read_capacity_units,
+        now.write_capacity_units,
+        now.memory_read_calls as f64,
+        now.memory_write_calls as f64,
+    ];
+    let mut sum = before;
+    for (total, part) in sum.iter_mut().zip(current) {
+        *total += part;
+    }
+    sum
+}
+
+/// `dialect`'s label as the metrics name it (the record keeps it as text).
+pub(super) fn dialect_label(dialect: &str) -> &'static str {
+    ["ag-kit", "agentscope", "v1-agent"]
+        .into_iter()
+        .find(|label| *label == dialect)
+        .unwrap_or("ag-ui")
+}
+
+impl PreparedRun {
+    /// The run's record as of now: its phase as set, the events through `events_through`
+    /// recorded.
+    pub(super) fn record(&self, events_through: u64) -> RunRecord {
+        let request = &self.request;
+        let progress = &self.progress;
+        let telemetry = &self.telemetry;
+        let (usage, usage_parts) = store_usage(&progress.summary);
+        let received = telemetry.observed.received;
+        let received_at_ms = chrono::Utc::now().timestamp_millis()
+            - i64::try_from(received.elapsed().as_millis()).unwrap_or(0);
+        RunRecord {
+            request: StoredRequest {
+                parent_run_id: request.parent_run_id.clone(),
+                client_tools: stored_tools(&request.client_tools),
+                system: request.system.clone(),
+                device_timezone: request.device_timezone.map(|zone| zone.name().to_owned()),
+                ends_at_ms: request.ends_at_ms,
+                speaks_v1: request.speaks_v1,
+                sampling: StoredSampling::from(&request.sampling),
+                profile: self.agent.name.as_deref().map(str::to_owned),
+                dialect: telemetry.observed.dialect.to_owned(),
+                received_at_ms: request.received_at_ms.unwrap_or(received_at_ms),
+                reserved_day: self.reservation.day.clone(),
+                reserved_tokens: self.reservation.reserved_tokens,
+            },
+            progress: StoredProgress {
+                steps: progress.summary.steps,
+                tool_calls: progress.summary.tool_calls,
+                usage,
+                usage_parts,
+                usage_reported: progress.summary.usage_reported,
+                compactions: progress.context.compactions,
+                events_through,
+                handoffs: progress.carried.handoffs,
+                longest_model_ms: u64::try_from(progress.longest_model_turn.as_millis())
+                    .unwrap_or(u64::MAX),
+                fallback_approvals: progress.fallback_approvals.clone(),
+                memory_block: progress.memory_block.clone(),
+                time_to_first_byte_ms: telemetry.time_to_first_byte.as_secs_f64() * 1000.0,
+                first_output_ms: telemetry.first_output.map(|at| {
+                    at.saturating_duration_since(received).as_secs_f64() * 1000.0
+                }),
+                store: store_figures(progress.carried.store, &telemetry.meter.usage()),
+                trace_parent: crate::telemetry::otel::traceparent(&telemetry.trace),
+            },
+            phase: progress.phase.clone(),
+        }
+    }
+}
