@@ -169,7 +169,8 @@ impl Agent {
         super::spans::note_runner(&trace, lease.epoch);
         let tail = crate::store::meter::metered(
             meter.clone(),
-            self.tail(&claimed, record.events_through()).instrument(span.clone()),
+            self.tail(&claimed, record.events_through())
+                .instrument(span.clone()),
         )
         .await;
         let telemetry = RunTelemetry::new(span, trace, meter, std::time::Instant::now());

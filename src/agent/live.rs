@@ -245,7 +245,6 @@ impl LiveRun {
         self.log().last().is_some_and(|event| event.terminal)
     }
 
-
     /// The run's events after `after`, in batches of what has arrived since the last batch was
     /// taken, until the terminal event.
     pub(crate) fn follow(

@@ -13,8 +13,8 @@ mod steps;
 mod tool_calls;
 
 pub(crate) use fit::ContextState;
-pub(crate) use outcome::RunSummary;
 pub(crate) use handoff::Segment;
+pub(crate) use outcome::RunSummary;
 pub(crate) use record::RunRecord;
 pub(crate) use resume::TakeOver;
 
@@ -240,14 +240,20 @@ impl PreparedRun {
     /// Starts a run taken over on its own task, its events numbered after `base` (the last
     /// its previous runners sent), and returns its live handle.
     pub(crate) fn spawn_after(self, base: u64) -> Arc<LiveRun> {
-        let live = LiveRun::after(self.lease.thread_id.clone(), self.lease.run_id.clone(), base);
+        let live = LiveRun::after(
+            self.lease.thread_id.clone(),
+            self.lease.run_id.clone(),
+            base,
+        );
         self.drive_on_task(live)
     }
 
     /// Drives the run on its own task, its events into `live`, which it returns.
     fn drive_on_task(self, live: Arc<LiveRun>) -> Arc<LiveRun> {
         let this = self;
-        live.hold_lease_until(Instant::now() + super::background::safe_share(this.agent.settings.lease));
+        live.hold_lease_until(
+            Instant::now() + super::background::safe_share(this.agent.settings.lease),
+        );
         this.agent.live.insert(live.clone());
         let agent = this.agent.clone();
         let driven = live.clone();

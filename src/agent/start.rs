@@ -385,8 +385,12 @@ impl Agent {
             device_timezone: input.forwarded_props.device_timezone,
             deadline,
             ends_at_ms: chrono::Utc::now().timestamp_millis()
-                + i64::try_from(deadline.saturating_duration_since(Instant::now()).as_millis())
-                    .unwrap_or(i64::MAX / 2),
+                + i64::try_from(
+                    deadline
+                        .saturating_duration_since(Instant::now())
+                        .as_millis(),
+                )
+                .unwrap_or(i64::MAX / 2),
             received_at_ms: None,
             speaks_v1,
             sampling: input

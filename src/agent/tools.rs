@@ -444,7 +444,9 @@ impl ToolRegistry {
 
     /// The longest a call of `name` may take, when its tool says.
     pub fn timeout_of(&self, name: &str) -> Option<Duration> {
-        self.tools.get(name).and_then(|registered| registered.timeout)
+        self.tools
+            .get(name)
+            .and_then(|registered| registered.timeout)
     }
 
     /// The argument schema of `name`.

@@ -179,22 +179,24 @@ async fn run_continuation(
 ) -> http::Response<ResponseBody> {
     let ends = (deadline_ms > 0).then(|| {
         let deadline = deadline_instant(deadline_ms);
-        deadline.checked_sub(app.deadline_margin).unwrap_or(deadline)
+        deadline
+            .checked_sub(app.deadline_margin)
+            .unwrap_or(deadline)
     });
-    let outcome = match serde_json::from_value::<crate::agent::continuation::Continuation>(continued)
-    {
-        Ok(continuation) => {
-            let continued = app.agent.continue_run(&continuation, ends).await;
-            if let crate::agent::continuation::Continued::Started(run) = &continued {
-                tracing::info!(run_id = %run.run_id, "the run goes on in this invocation");
+    let outcome =
+        match serde_json::from_value::<crate::agent::continuation::Continuation>(continued) {
+            Ok(continuation) => {
+                let continued = app.agent.continue_run(&continuation, ends).await;
+                if let crate::agent::continuation::Continued::Started(run) = &continued {
+                    tracing::info!(run_id = %run.run_id, "the run goes on in this invocation");
+                }
+                continued.label()
             }
-            continued.label()
-        }
-        Err(error) => {
-            tracing::error!(%error, "a continued run's event does not parse");
-            "unreadable"
-        }
-    };
+            Err(error) => {
+                tracing::error!(%error, "a continued run's event does not parse");
+                "unreadable"
+            }
+        };
     let mut response = http::Response::new(ResponseBody::full(Bytes::from(
         serde_json::json!({ "continuedRun": outcome }).to_string(),
     )));

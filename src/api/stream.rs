@@ -5,10 +5,10 @@
 
 use crate::agent::Agent;
 use crate::auth::Principal;
-use crate::protocol::{RunId, ThreadId};
 use crate::dialects::Encoder;
 use crate::protocol::events::{Event, RecordedEvent, RunErrorCode};
 use crate::protocol::sse::PING_FRAME;
+use crate::protocol::{RunId, ThreadId};
 use crate::store::{EventPage, RunRef, ThreadActivity};
 use bytes::{Bytes, BytesMut};
 use futures_util::{FutureExt, Stream, StreamExt};

@@ -163,7 +163,7 @@ pub enum EncryptedValueSubtype {
 
 /// Our key in an event's `metadata` (AG-UI keeps `ag-ui` for itself; every other key is the
 /// sender's, and AG-UI 1.x clients pass it on untouched).
-pub const METADATA_KEY: &str = "agui-lambda";
+pub(crate) const METADATA_KEY: &str = "agui-lambda";
 
 /// An event as its run emitted it: its place in the run (`seq`, from 1) and its AG-UI JSON
 /// with the timestamp and its place again in `metadata` (for clients that do not see SSE ids),

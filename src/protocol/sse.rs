@@ -103,10 +103,14 @@ mod tests {
     fn the_notice_that_the_run_goes_on_has_no_id_and_says_where_to_follow() {
         let thread_id = ThreadId::parse("t1", 128).unwrap();
         let run_id = RunId::parse("r1", 128).unwrap();
-        let notice = RecordedEvent::continues(&thread_id, &run_id, 41, "/threads/t1/runs/r1/events", 9);
+        let notice =
+            RecordedEvent::continues(&thread_id, &run_id, 41, "/threads/t1/runs/r1/events", 9);
         assert!(notice.notice && notice.terminal);
         let frame = encode_recorded(&notice);
-        assert!(frame.starts_with(b"data: {\"type\":\"RUN_FINISHED\""), "no id line");
+        assert!(
+            frame.starts_with(b"data: {\"type\":\"RUN_FINISHED\""),
+            "no id line"
+        );
         let json: serde_json::Value = serde_json::from_slice(&notice.json).unwrap();
         assert_eq!(json["result"]["continues"], true);
         assert_eq!(json["result"]["lastEventId"], 41);

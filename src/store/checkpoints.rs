@@ -64,7 +64,10 @@ pub enum Claim {
     Taken(Box<ClaimedRun>),
     /// A live runner holds the run (epoch `epoch`) until `until_ms`, and did not hand it to
     /// this claim.
-    Held { epoch: u64, until_ms: i64 },
+    Held {
+        epoch: u64,
+        until_ms: i64,
+    },
     /// The run is over, was replaced by another run, or never checkpointed: nothing to take.
     Gone,
 }

@@ -13,9 +13,9 @@ pub use blob_types::Blobs;
 pub use blob_types::{StoredBlob, Upload};
 #[cfg(feature = "aws")]
 pub use blobs::Blobs;
+mod checkpoints;
 #[cfg(feature = "aws")]
 pub(crate) mod dynamo;
-mod checkpoints;
 mod events;
 mod history;
 mod memories;
@@ -30,11 +30,11 @@ mod usage;
 use crate::protocol::Message;
 use serde_json::Value;
 
+pub use checkpoints::{Claim, ClaimedRun, RunCheckpoint, RunCheckpoints, RunClaim};
 #[cfg(feature = "aws")]
 pub use dynamo::DynamoStore;
 #[cfg(all(feature = "aws", any(test, feature = "test-utils")))]
 pub use dynamo::StoreUsage;
-pub use checkpoints::{Claim, ClaimedRun, RunCheckpoint, RunCheckpoints, RunClaim};
 pub use events::EventLog;
 pub(crate) use events::{EventCursor, EventPage};
 pub(crate) use history::HistoryPage;

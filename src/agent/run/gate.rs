@@ -62,6 +62,8 @@ impl PreparedRun {
             step: 0,
             pending: Vec::new(),
             started: Vec::new(),
+            unanswered: Vec::new(),
+            held: Vec::new(),
             refusals: Vec::new(),
             confirm: None,
             end: None,
@@ -69,12 +71,15 @@ impl PreparedRun {
         };
         for resolved in resolved {
             match resolved.decision {
-                Decision::Approve { arguments } => plan.pending.push(TurnCall {
-                    index: 0,
-                    id: resolved.tool_call_id.clone(),
-                    name: resolved.tool_name.clone(),
-                    arguments,
-                }),
+                Decision::Approve { arguments } => {
+                    plan.unanswered.push(resolved.tool_call_id.clone());
+                    plan.pending.push(TurnCall {
+                        index: 0,
+                        id: resolved.tool_call_id.clone(),
+                        name: resolved.tool_name.clone(),
+                        arguments,
+                    });
+                }
                 Decision::Deny { reason } => plan.refusals.push(ToolResult {
                     id: MessageId::generate(),
                     tool_call_id: resolved.tool_call_id,

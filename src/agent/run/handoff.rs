@@ -55,9 +55,9 @@ impl PreparedRun {
 
     /// When the step in flight must stop: the run's deadline, or this runner's.
     pub(super) fn limit(&self) -> Instant {
-        self.segment
-            .ends
-            .map_or(self.request.deadline, |ends| ends.min(self.request.deadline))
+        self.segment.ends.map_or(self.request.deadline, |ends| {
+            ends.min(self.request.deadline)
+        })
     }
 
     /// Whether reaching [`Self::limit`] ends this runner's part (and not the run).
@@ -254,3 +254,7 @@ pub(super) fn next_batch(
     }
     pending.first().cloned().into_iter().collect()
 }
+
+#[cfg(test)]
+#[path = "handoff_tests.rs"]
+mod tests;

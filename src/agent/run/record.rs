@@ -117,6 +117,11 @@ pub(crate) struct ToolPlan {
     pub(super) pending: Vec<TurnCall>,
     /// Of `pending`, the calls that were started: a runner that stopped may have cut them off.
     pub(super) started: Vec<ToolCallId>,
+    /// The server calls whose results are not streamed yet, in call order: results stream in
+    /// the model's order, whichever batch ran them.
+    pub(super) unanswered: Vec<ToolCallId>,
+    /// Results that came before an earlier call's: held (and stored here) until it has one.
+    pub(super) held: Vec<ToolResult>,
     /// Results refusing calls nobody can approve, streamed after the server calls' results.
     pub(super) refusals: Vec<ToolResult>,
     /// The confirm-tool calls that ask a 0.0.x client for approvals, and those approvals.
@@ -308,9 +313,9 @@ impl PreparedRun {
                 fallback_approvals: progress.fallback_approvals.clone(),
                 memory_block: progress.memory_block.clone(),
                 time_to_first_byte_ms: telemetry.time_to_first_byte.as_secs_f64() * 1000.0,
-                first_output_ms: telemetry.first_output.map(|at| {
-                    at.saturating_duration_since(received).as_secs_f64() * 1000.0
-                }),
+                first_output_ms: telemetry
+                    .first_output
+                    .map(|at| at.saturating_duration_since(received).as_secs_f64() * 1000.0),
                 store: store_figures(progress.carried.store, &telemetry.meter.usage()),
                 trace_parent: crate::telemetry::otel::traceparent(&telemetry.trace),
             },

@@ -78,7 +78,9 @@ impl PreparedRun {
             progress: counted,
             phase,
         } = record;
-        let base = tail.last().map_or(counted.events_through, |event| event.seq);
+        let base = tail
+            .last()
+            .map_or(counted.events_through, |event| event.seq);
         let now_ms = chrono::Utc::now().timestamp_millis();
         let left = |at_ms: i64| Duration::from_millis(u64::try_from(at_ms - now_ms).unwrap_or(0));
         let thread = claimed.thread;
@@ -96,10 +98,11 @@ impl PreparedRun {
             resolved: Vec::new(),
             repeat_only: false,
         };
-        let interrupts = InterruptRecord::parse(thread.interrupts.as_ref()).unwrap_or_else(|error| {
-            tracing::error!(%error, "a thread's interrupt record does not parse");
-            InterruptRecord::default()
-        });
+        let interrupts =
+            InterruptRecord::parse(thread.interrupts.as_ref()).unwrap_or_else(|error| {
+                tracing::error!(%error, "a thread's interrupt record does not parse");
+                InterruptRecord::default()
+            });
         let mut progress = RunProgress::new(
             thread.messages,
             thread.state,
@@ -227,8 +230,12 @@ impl PreparedRun {
                 continue;
             };
             if let Some((message_id, content)) = streamed.remove(&id) {
+                // Streamed already: the client saw it; stored now.
                 plan.pending.remove(at);
-                let error = content.starts_with("Error: ").then(|| "tool error".to_owned());
+                plan.unanswered.retain(|unanswered| unanswered != &id);
+                let error = content
+                    .starts_with("Error: ")
+                    .then(|| "tool error".to_owned());
                 self.progress.keep(Message::Tool {
                     id: message_id,
                     tool_call_id: id,
@@ -243,16 +250,14 @@ impl PreparedRun {
             }
             let call = plan.pending.remove(at);
             tracing::warn!(tool_call_id = %id, tool = %call.name, "a call cut off before its result was stored is not run again");
-            self.record_result(
-                out,
-                ToolResult {
-                    id: MessageId::generate(),
-                    tool_call_id: id,
-                    content: CUT_OFF.to_owned(),
-                    error: Some("cut off".to_owned()),
-                },
-            );
+            plan.held.push(ToolResult {
+                id: MessageId::generate(),
+                tool_call_id: id,
+                content: CUT_OFF.to_owned(),
+                error: Some("cut off".to_owned()),
+            });
         }
+        self.stream_in_order(out, plan);
     }
 }
 
@@ -345,11 +350,26 @@ mod tests {
     #[test]
     fn what_a_crash_mid_turn_left_open_is_closed_and_its_text_kept() {
         let tail = [
-            recorded(8, serde_json::json!({"type": "STEP_STARTED", "stepName": "model_turn_3"})),
-            recorded(9, serde_json::json!({"type": "TEXT_MESSAGE_START", "messageId": "m3", "role": "assistant"})),
-            recorded(10, serde_json::json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m3", "delta": "Half "})),
-            recorded(11, serde_json::json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m3", "delta": "done"})),
-            recorded(12, serde_json::json!({"type": "TOOL_CALL_START", "toolCallId": "c9", "toolCallName": "f"})),
+            recorded(
+                8,
+                serde_json::json!({"type": "STEP_STARTED", "stepName": "model_turn_3"}),
+            ),
+            recorded(
+                9,
+                serde_json::json!({"type": "TEXT_MESSAGE_START", "messageId": "m3", "role": "assistant"}),
+            ),
+            recorded(
+                10,
+                serde_json::json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m3", "delta": "Half "}),
+            ),
+            recorded(
+                11,
+                serde_json::json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m3", "delta": "done"}),
+            ),
+            recorded(
+                12,
+                serde_json::json!({"type": "TOOL_CALL_START", "toolCallId": "c9", "toolCallName": "f"}),
+            ),
         ];
         let left = left_open(&tail);
         let closing: Vec<Value> = left
@@ -362,8 +382,14 @@ mod tests {
             .map(|event| event["type"].as_str().unwrap())
             .collect();
         // The text and the step close before the call: the call closes last, as a turn ends.
-        assert_eq!(types, ["TEXT_MESSAGE_END", "STEP_FINISHED", "TOOL_CALL_END"]);
-        assert_eq!(left.texts, [(MessageId::parse("m3", 128).unwrap(), "Half done".to_owned())]);
+        assert_eq!(
+            types,
+            ["TEXT_MESSAGE_END", "STEP_FINISHED", "TOOL_CALL_END"]
+        );
+        assert_eq!(
+            left.texts,
+            [(MessageId::parse("m3", 128).unwrap(), "Half done".to_owned())]
+        );
         assert!(left.results.is_empty());
     }
 

@@ -277,8 +277,10 @@ impl PreparedRun {
         };
         let plan = ToolPlan {
             step,
+            unanswered: run.iter().map(|call| call.id.clone()).collect(),
             pending: run.into_iter().cloned().collect(),
             started: Vec::new(),
+            held: Vec::new(),
             refusals,
             confirm,
             end: end.as_ref().map(Into::into),
@@ -317,10 +319,8 @@ impl PreparedRun {
                 () = stop.cancelled() => return Err(RunFailure::Cancelled),
                 results = self.run_tools(&calls, stop) => results?,
             };
-            for result in results {
-                self.record_result(out, result);
-            }
-            self.emit_state_changes(out);
+            plan.held.extend(results);
+            self.stream_in_order(out, &mut plan);
             plan.pending.retain(|call| !plan.started.contains(&call.id));
             plan.started.clear();
             self.progress.phase = Phase::Tools(plan.clone());
@@ -344,6 +344,24 @@ impl PreparedRun {
                 Ok(None)
             }
         }
+    }
+
+    /// Streams the held results whose earlier calls all have theirs, in call order, then the
+    /// state changes their tools made.
+    pub(super) fn stream_in_order(&mut self, out: &Emitter<'_>, plan: &mut ToolPlan) {
+        while let Some(next) = plan.unanswered.first() {
+            let Some(at) = plan
+                .held
+                .iter()
+                .position(|result| &result.tool_call_id == next)
+            else {
+                break;
+            };
+            let result = plan.held.remove(at);
+            plan.unanswered.remove(0);
+            self.record_result(out, result);
+        }
+        self.emit_state_changes(out);
     }
 
     /// Streams one model turn. A turn that fails midway returns the failure and nothing of it

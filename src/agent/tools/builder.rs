@@ -265,9 +265,13 @@ mod tests {
         assert!(!registry.may_run_in_parallel("slow"));
         assert!(registry.is_idempotent("slow"));
         assert_eq!(registry.timeout_of("slow"), Some(Duration::from_millis(5)));
-        let plain = ToolBuilder::new("plain", "x").handler(|_: Value, _| async { Ok(ToolOutput::text("")) });
+        let plain = ToolBuilder::new("plain", "x")
+            .handler(|_: Value, _| async { Ok(ToolOutput::text("")) });
         registry.add(plain).unwrap();
-        assert!(!registry.is_idempotent("plain"), "not idempotent unless it says so");
+        assert!(
+            !registry.is_idempotent("plain"),
+            "not idempotent unless it says so"
+        );
         assert_eq!(
             registry.parameters_of("slow"),
             Some(&json!({"type": "object", "properties": {}}))

@@ -12,7 +12,9 @@ use crate::store::{
 };
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::{
+    ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure,
+};
 
 #[async_trait]
 impl RunCheckpoints for DynamoStore {
@@ -40,9 +42,9 @@ impl RunCheckpoints for DynamoStore {
 
     async fn claim_run(&self, claim: RunClaim<'_>) -> Result<Claim, StoreError> {
         let now = now_ms();
-        let handed_off_by = claim.handed_off_by.map_or(-1, |epoch| {
-            i64::try_from(epoch).unwrap_or(i64::MAX)
-        });
+        let handed_off_by = claim
+            .handed_off_by
+            .map_or(-1, |epoch| i64::try_from(epoch).unwrap_or(i64::MAX));
         self.count_write();
         let result = self
             .client
@@ -132,7 +134,9 @@ impl DynamoStore {
         let live = item_at(live_sk(meta.created_at_ms))
             .filter(|live| get_s(live, "run") == Some(claim.run_id.as_str()))
             .ok_or_else(|| StoreError::Corrupt("a run's record is missing".to_owned()))?;
-        let covers = checkpoint.as_ref().map_or(0, |checkpoint| checkpoint.covers);
+        let covers = checkpoint
+            .as_ref()
+            .map_or(0, |checkpoint| checkpoint.covers);
         let messages = self
             .query_range(
                 claim.thread_id,

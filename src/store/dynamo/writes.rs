@@ -337,7 +337,10 @@ impl DynamoStore {
             .expression_attribute_values(":expected", n(i64::try_from(version).unwrap_or(i64::MAX)))
             .expression_attribute_values(":next", n(i64::try_from(version + 1).unwrap_or(i64::MAX)))
             .expression_attribute_values(":run", s(lease.run_id.as_str()))
-            .expression_attribute_values(":epoch", n(i64::try_from(lease.epoch).unwrap_or(i64::MAX)))
+            .expression_attribute_values(
+                ":epoch",
+                n(i64::try_from(lease.epoch).unwrap_or(i64::MAX)),
+            )
             .expression_attribute_values(":now", n(now_ms()))
             .expression_attribute_values(":count", n(i64::try_from(msg_count).unwrap_or(i64::MAX)));
         if let Some(closing) = closing {

@@ -114,7 +114,13 @@ fn claimed(
         .map_or(0, |checkpoint| checkpoint.covers);
     let (run_record, started_at_ms, stored) = record.live.as_ref().map_or_else(
         || (String::new(), 0, 0),
-        |live| (live.record.clone(), live.started_at_ms, live.stored_messages),
+        |live| {
+            (
+                live.record.clone(),
+                live.started_at_ms,
+                live.stored_messages,
+            )
+        },
     );
     ClaimedRun {
         lease: Lease {

@@ -90,7 +90,10 @@ impl Record {
 
     /// The run whose lease expired while it held the thread with a checkpoint.
     fn stalled_run(&self) -> Option<RunId> {
-        let held = self.lease.as_ref().filter(|lease| lease.until_ms <= now_ms())?;
+        let held = self
+            .lease
+            .as_ref()
+            .filter(|lease| lease.until_ms <= now_ms())?;
         self.live
             .as_ref()
             .filter(|live| live.run_id == held.run_id)

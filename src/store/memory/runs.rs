@@ -144,7 +144,10 @@ impl RunLeases for MemoryStore {
         let mut threads = self.threads();
         let record = owned_mut(&mut threads, owner, thread_id)?;
         let now = now_ms();
-        let resumable = record.live.as_ref().is_some_and(|live| &live.run_id == run_id);
+        let resumable = record
+            .live
+            .as_ref()
+            .is_some_and(|live| &live.run_id == run_id);
         if let Some(held) = record
             .lease
             .as_mut()
