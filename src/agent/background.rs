@@ -14,6 +14,9 @@ use tokio::time::Instant;
 const WRITE_BYTES: usize = 300_000;
 /// Attempts at the last write of a run's log when the store fails.
 const FINAL_ATTEMPTS: u32 = 3;
+/// How long, and how often, the last write waits for the lease to be known held.
+const LEASE_WAIT: Duration = Duration::from_millis(100);
+const LEASE_WAITS: u32 = 100;
 
 /// Writes the run's events every `interval` (what arrived since the last write), and the rest as
 /// soon as the terminal event is in (or the log is sealed for a hand-off), or when a checkpoint
@@ -29,25 +32,34 @@ pub(super) async fn record(
     interval: Duration,
 ) {
     let mut written = run.base();
-    let mut closed = false;
-    while !closed {
+    // Waits for the lease to be known held again, at the end (the heartbeat renews it).
+    let mut waits = 0;
+    loop {
         tokio::select! {
             biased;
             () = run.ended() => {}
             () = run.flush_requested() => {}
             () = tokio::time::sleep(interval) => {}
         }
-        closed = run.closed();
+        let closing = run.closed();
         if run.stop_reason() == Some(super::live::StopReason::LeaseLost) {
             tracing::warn!(run_id = %lease.run_id, "the run lost its lease: its events are no longer recorded");
             return;
         }
         if !run.lease_valid() {
+            if closing {
+                waits += 1;
+                if waits > LEASE_WAITS {
+                    tracing::error!(run_id = %lease.run_id, "the run's last events were not recorded: its lease was not renewed");
+                    return;
+                }
+                tokio::time::sleep(LEASE_WAIT).await;
+            }
             continue;
         }
         let (backlog, _) = run.since(written);
         let backlog: Vec<_> = backlog.into_iter().filter(|event| !event.notice).collect();
-        let attempts = if closed { FINAL_ATTEMPTS } else { 1 };
+        let attempts = if closing { FINAL_ATTEMPTS } else { 1 };
         for batch in by_size(&backlog, WRITE_BYTES) {
             if !write(store.as_ref(), &lease, batch, attempts).await {
                 break;
@@ -55,6 +67,9 @@ pub(super) async fn record(
             written = batch.last().map_or(written, |event| event.seq);
         }
         run.note_recorded(written);
+        if closing {
+            return;
+        }
     }
 }
 

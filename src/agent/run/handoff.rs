@@ -181,6 +181,11 @@ impl PreparedRun {
         } else {
             live.last_seq()
         };
+        if events_through < live.last_seq() {
+            // The next runner numbers on from the log: a client that saw the events the log
+            // lacks gets the next runner's events under their ids.
+            tracing::error!(run_id = %self.lease.run_id, recorded = events_through, sent = live.last_seq(), "the run's last events could not be recorded before its hand-off");
+        }
         let written = self.write_checkpoint(events_through, true).await;
         if let Err(error) = &written {
             // The last checkpoint stands; the run is taken over once its lease expires.

@@ -1,0 +1,568 @@
+//! Runs that outlast an invocation, under the Lambda emulator (`lambda_emulator`): the built
+//! binary on DynamoDB Local, a loopback model whose answer depends only on the thread so far
+//! (`step_model`), slow MCP tools that count their executions by key (`slow_tools`). A short
+//! invocation timeout stands for Lambda's 15 minutes. Each scenario checks what a client sees
+//! (one run, event ids without gaps or repeats) and what the store keeps.
+
+use crate::dynamo_local;
+use crate::lambda_emulator::{Delivery, Emulator, Settings};
+use crate::slow_tools::SlowTools;
+use crate::step_model::{Answer, StepModel};
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The invocation timeout that stands for Lambda's 15 minutes.
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The function, its model and its tools.
+pub(crate) struct Setup {
+    pub emulator: Emulator,
+    pub tools: SlowTools,
+    pub model: StepModel,
+}
+
+/// A function under the emulator whose model answers `script(step)`.
+pub(crate) async fn setup(
+    delivery: Delivery,
+    extra: &[(&str, &str)],
+    script: impl Fn(usize) -> Answer + Send + Sync + 'static,
+) -> Setup {
+    let (_, table) = dynamo_local::new_table().await;
+    let tools = SlowTools::start(400).await;
+    let model = StepModel::start(Duration::from_millis(40), script).await;
+    let mut env: Vec<(String, String)> = [
+        ("THREADS_TABLE", table.as_str()),
+        ("AWS_ENDPOINT_URL_DYNAMODB", dynamo_local::endpoint().await),
+        ("OPENAI_BASE_URL", model.url.as_str()),
+        ("OPENAI_API_KEY", "test-key"),
+        ("AGENT_MODEL", "step-model"),
+        ("MODEL_MAX_RETRIES", "0"),
+        ("AGENT_MAX_STEPS", "60"),
+        ("RUN_LEASE_SECS", "4"),
+        ("DEADLINE_MARGIN_MS", "1000"),
+        ("HANDOFF_STEP_SECS", "1"),
+        ("RUST_LOG", "info"),
+    ]
+    .into_iter()
+    .map(|(name, value)| (name.to_owned(), value.to_owned()))
+    .collect();
+    env.push(("MCP_SERVERS".into(), tools.servers(2_000)));
+    env.extend(
+        extra
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), (*value).to_owned())),
+    );
+    let emulator = Emulator::start(Settings {
+        timeout: TIMEOUT,
+        delivery,
+        env,
+        max_environments: 6,
+    })
+    .await;
+    Setup {
+        emulator,
+        tools,
+        model,
+    }
+}
+
+/// `steps` steps, each one call of `slow__step` (key `s{n}`), then the answer.
+pub(crate) fn stepping(steps: usize) -> impl Fn(usize) -> Answer + Send + Sync + 'static {
+    move |step| {
+        if step < steps {
+            Answer::Call {
+                name: "slow__step".into(),
+                arguments: json!({"key": format!("s{step}")}),
+            }
+        } else {
+            Answer::Text {
+                words: vec!["All".into(), " steps".into(), " done.".into()],
+                every: Duration::from_millis(10),
+            }
+        }
+    }
+}
+
+pub(crate) fn input(thread: &str, run: &str) -> Value {
+    json!({
+        "threadId": thread,
+        "runId": run,
+        "protocolVersion": "1.0",
+        "messages": [{"id": format!("u-{run}"), "role": "user", "content": "work through the steps"}],
+        "tools": [],
+        "context": [],
+        "forwardedProps": {},
+    })
+}
+
+/// One SSE frame: its id (none for a notice) and its event.
+#[derive(Debug, Clone)]
+pub(crate) struct Frame {
+    pub id: Option<u64>,
+    pub event: Value,
+}
+
+impl Frame {
+    pub(crate) fn kind(&self) -> &str {
+        self.event["type"].as_str().unwrap_or_default()
+    }
+
+    /// The notice that the stream ends while the run goes on.
+    pub(crate) fn continues(&self) -> bool {
+        self.event["metadata"]["agui-lambda"]["continues"].is_object()
+    }
+
+    pub(crate) fn terminal(&self) -> bool {
+        matches!(self.kind(), "RUN_FINISHED" | "RUN_ERROR") && !self.continues()
+    }
+}
+
+/// The frames of one response, until its end or a cut (`true` when it was cut).
+async fn frames(
+    response: reqwest::Response,
+    mut on_frame: impl FnMut(&Frame),
+) -> (Vec<Frame>, bool) {
+    let mut body = response.bytes_stream();
+    let mut buffer = String::new();
+    let mut frames = Vec::new();
+    loop {
+        match body.next().await {
+            Some(Ok(chunk)) => buffer.push_str(&String::from_utf8_lossy(&chunk)),
+            Some(Err(_)) => return (frames, true),
+            None => return (frames, false),
+        }
+        while let Some(end) = buffer.find("\n\n") {
+            let raw: String = buffer.drain(..end + 2).collect();
+            let mut id = None;
+            let mut data = None;
+            for line in raw.lines() {
+                if let Some(value) = line.strip_prefix("id: ") {
+                    id = value.trim().parse().ok();
+                } else if let Some(value) = line.strip_prefix("data: ") {
+                    data = serde_json::from_str::<Value>(value).ok();
+                }
+            }
+            if let Some(event) = data {
+                let frame = Frame { id, event };
+                on_frame(&frame);
+                frames.push(frame);
+            }
+        }
+    }
+}
+
+/// What a client that follows a run across its invocations saw.
+#[derive(Debug, Default)]
+pub(crate) struct Followed {
+    pub frames: Vec<Frame>,
+    /// Streams that ended with the notice that the run goes on.
+    pub notices: usize,
+    /// Streams cut without a terminal event (the function killed).
+    pub cuts: usize,
+    /// The longest wait between two events of the run, around hand-offs and cuts included.
+    pub longest_gap: Duration,
+}
+
+impl Followed {
+    /// The run's own events (notices left out).
+    pub(crate) fn events(&self) -> Vec<&Frame> {
+        self.frames
+            .iter()
+            .filter(|frame| frame.id.is_some())
+            .collect()
+    }
+}
+
+/// Starts `input` and follows the run to its terminal event as our resumable client does: on
+/// the notice, or a cut, it follows the events route after the last id it has.
+pub(crate) async fn follow(url: &str, input: &Value, mut on_frame: impl FnMut(&Frame)) -> Followed {
+    let http = reqwest::Client::new();
+    let thread = input["threadId"].as_str().unwrap();
+    let run = input["runId"].as_str().unwrap();
+    let mut followed = Followed::default();
+    let mut last_id = 0;
+    let mut last_event = Instant::now();
+    let mut response = http
+        .post(format!("{url}/agent"))
+        .json(input)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+    let give_up = Instant::now() + Duration::from_secs(150);
+    loop {
+        let (got, cut) = frames(response, |frame| on_frame(frame)).await;
+        for frame in got {
+            if let Some(id) = frame.id {
+                followed.longest_gap = followed.longest_gap.max(last_event.elapsed());
+                last_event = Instant::now();
+                assert_eq!(
+                    id,
+                    last_id + 1,
+                    "ids without gaps or repeats: {:?}",
+                    frame.event
+                );
+                last_id = id;
+            }
+            let terminal = frame.terminal();
+            if frame.continues() {
+                followed.notices += 1;
+                assert_eq!(frame.event["result"]["lastEventId"], last_id);
+            }
+            followed.frames.push(frame);
+            if terminal {
+                return followed;
+            }
+        }
+        if cut || !followed.frames.last().is_some_and(Frame::continues) {
+            followed.cuts += 1;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        assert!(
+            Instant::now() < give_up,
+            "the run did not end: {followed:?}"
+        );
+        response = loop {
+            let answer = http
+                .get(format!("{url}/threads/{thread}/runs/{run}/events"))
+                .header("last-event-id", last_id.to_string())
+                .send()
+                .await;
+            match answer {
+                Ok(answer) if answer.status() == 200 => break answer,
+                _ => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        };
+    }
+}
+
+/// The thread as `GET /threads/{id}` returns it.
+pub(crate) async fn thread(url: &str, thread: &str) -> Value {
+    reqwest::get(format!("{url}/threads/{thread}?limit=500"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// The run's recorded events from the start, as a client that joins late reads them.
+pub(crate) async fn replay(url: &str, thread: &str, run: &str) -> Vec<Frame> {
+    let response = reqwest::get(format!("{url}/threads/{thread}/runs/{run}/events"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    frames(response, |_| {}).await.0
+}
+
+/// One RUN_STARTED, one terminal event last, ids 1..=n.
+pub(crate) fn assert_one_run(events: &[&Frame]) {
+    let ids: Vec<u64> = events.iter().filter_map(|frame| frame.id).collect();
+    assert_eq!(ids, (1..=events.len() as u64).collect::<Vec<_>>());
+    let count = |kind: &str| events.iter().filter(|frame| frame.kind() == kind).count();
+    assert_eq!(count("RUN_STARTED"), 1);
+    assert_eq!(count("RUN_FINISHED") + count("RUN_ERROR"), 1);
+    assert!(events.last().unwrap().terminal());
+    for frame in events {
+        assert_eq!(
+            frame.event["metadata"]["agui-lambda"]["eventId"],
+            json!(frame.id),
+            "each event says where it is"
+        );
+    }
+}
+
+/// The emulator's asynchronous invocations that carried continuations: each one's event and
+/// what it answered (`continued`, `held`, `gone`…).
+pub(crate) fn continuations(emulator: &Emulator) -> Vec<(Value, String)> {
+    emulator
+        .records()
+        .into_iter()
+        .filter(|record| record.kind == "aguiContinuedRun")
+        .map(|record| {
+            let answer = record.answer.unwrap_or_default();
+            let said = serde_json::from_str::<Value>(&answer)
+                .ok()
+                .and_then(|value| value["continuedRun"].as_str().map(str::to_owned))
+                .unwrap_or(answer);
+            (record.payload["aguiContinuedRun"].clone(), said)
+        })
+        .collect()
+}
+
+fn continuation_answers(emulator: &Emulator) -> Vec<String> {
+    continuations(emulator)
+        .into_iter()
+        .map(|(_, answer)| answer)
+        .collect()
+}
+
+fn log_tail(emulator: &Emulator) -> String {
+    let log = emulator.log();
+    log[log.len().saturating_sub(80)..].join("\n")
+}
+
+#[tokio::test]
+async fn long_runs_duplicate_and_late_continuation_deliveries_change_nothing() {
+    let delivery = Delivery {
+        // Every continuation comes twice, the second long after the first took the run.
+        duplicate_after: Some(Duration::from_millis(2_500)),
+        ..Delivery::default()
+    };
+    let setup = setup(delivery, &[], stepping(12)).await;
+    let url = &setup.emulator.url;
+    let followed = follow(url, &input("t-duplicates", "r1"), |_| {}).await;
+    assert_one_run(&followed.events());
+    assert_eq!(followed.events().last().unwrap().kind(), "RUN_FINISHED");
+    assert!(followed.notices >= 1, "{}", log_tail(&setup.emulator));
+    let executions = setup.tools.executions();
+    assert_eq!(executions.len(), 12);
+    assert!(
+        executions.values().all(|count| *count == 1),
+        "{executions:?}"
+    );
+    // Let the last duplicates arrive, then: each hand-off's continuation was delivered twice,
+    // took the run once, and its other delivery did nothing.
+    tokio::time::sleep(Duration::from_millis(4_000)).await;
+    let delivered = continuations(&setup.emulator);
+    let mut handoffs: Vec<&Value> = delivered.iter().map(|(event, _)| event).collect();
+    handoffs.dedup();
+    handoffs.sort_by_key(|event| event["handedOffBy"].as_u64());
+    handoffs.dedup();
+    assert!(!handoffs.is_empty());
+    for handoff in &handoffs {
+        let answers: Vec<&str> = delivered
+            .iter()
+            .filter(|(event, _)| event == *handoff)
+            .map(|(_, answer)| answer.as_str())
+            .collect();
+        assert_eq!(answers.len(), 2, "{handoff}: {answers:?}");
+        assert_eq!(
+            answers.iter().filter(|a| **a == "continued").count(),
+            1,
+            "{handoff}: {answers:?}"
+        );
+        assert!(
+            answers
+                .iter()
+                .all(|a| ["continued", "held", "gone"].contains(a)),
+            "{answers:?}"
+        );
+    }
+    assert_eq!(
+        setup.tools.executions(),
+        executions,
+        "nothing ran after the run ended"
+    );
+    let stored = thread(url, "t-duplicates").await;
+    assert!(stored["activeRunId"].is_null());
+    let messages = stored["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 1 + 12 * 2 + 1);
+    let replayed = replay(url, "t-duplicates", "r1").await;
+    let replayed: Vec<&Frame> = replayed.iter().collect();
+    assert_one_run(&replayed);
+    assert_eq!(replayed.len(), followed.events().len());
+}
+
+#[tokio::test]
+async fn long_runs_a_process_killed_inside_a_tool_call_resumes_and_never_runs_a_non_idempotent_call_twice()
+ {
+    // Step 1 reads a page (idempotent), step 4 charges a card (not); both long enough to be
+    // killed in.
+    let script = |step: usize| match step {
+        1 => Answer::Call {
+            name: "slow__fetch".into(),
+            arguments: json!({"key": "page", "ms": 1_500}),
+        },
+        4 => Answer::Call {
+            name: "slow__charge".into(),
+            arguments: json!({"key": "card", "ms": 1_500}),
+        },
+        step if step < 7 => Answer::Call {
+            name: "slow__step".into(),
+            arguments: json!({"key": format!("s{step}")}),
+        },
+        _ => Answer::Text {
+            words: vec!["Done.".into()],
+            every: Duration::ZERO,
+        },
+    };
+    let setup = setup(Delivery::default(), &[], script).await;
+    let url = setup.emulator.url.clone();
+    let mut starts = setup.tools.starts();
+    let emulator = &setup.emulator;
+    let killer = async {
+        let mut kills = 0;
+        while kills < 2 {
+            let started = starts.recv().await.unwrap();
+            if (started == "fetch:page" && kills == 0) || (started == "charge:card" && kills == 1) {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                assert!(
+                    emulator.crash("/agent") || emulator.crash("aguiContinuedRun"),
+                    "no invocation runs the run"
+                );
+                kills += 1;
+            }
+        }
+    };
+    let started = input("t-killed", "r1");
+    let (followed, ()) = tokio::join!(follow(&url, &started, |_| {}), killer);
+    assert_one_run(&followed.events());
+    assert_eq!(
+        followed.events().last().unwrap().kind(),
+        "RUN_FINISHED",
+        "{}",
+        log_tail(emulator)
+    );
+    let executions = setup.tools.executions();
+    assert_eq!(
+        executions["fetch:page"], 2,
+        "an idempotent call cut off runs again"
+    );
+    assert_eq!(
+        executions["charge:card"], 1,
+        "a non-idempotent one never does"
+    );
+    assert!(
+        executions
+            .iter()
+            .filter(|(key, _)| key.starts_with("step:"))
+            .all(|(_, count)| *count == 1),
+        "{executions:?}"
+    );
+    let stored = thread(&url, "t-killed").await;
+    let results: Vec<&str> = stored["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["role"] == "tool")
+        .map(|message| message["content"].as_str().unwrap())
+        .collect();
+    assert!(results.contains(&"done fetch:page"), "{results:?}");
+    let charged = results
+        .iter()
+        .find(|result| result.contains("cut off"))
+        .unwrap();
+    assert!(
+        charged.contains("may or may not have happened"),
+        "{charged}"
+    );
+    assert!(!results.contains(&"done charge:card"));
+}
+
+#[tokio::test]
+async fn long_runs_a_cancel_during_a_hand_off_stops_the_run() {
+    let delivery = Delivery {
+        // The next invocation starts late: the cancel comes between the two.
+        delay: Duration::from_millis(2_000),
+        ..Delivery::default()
+    };
+    let setup = setup(delivery, &[], stepping(30)).await;
+    let url = setup.emulator.url.clone();
+    let http = reqwest::Client::new();
+    let cancel_url = format!("{url}/threads/t-cancel/runs/r1/cancel");
+    let mut cancelled_at = None;
+    let followed = follow(&url, &input("t-cancel", "r1"), |frame| {
+        if frame.continues() && cancelled_at.is_none() {
+            cancelled_at = Some(setup.tools.executions());
+            let http = http.clone();
+            let cancel_url = cancel_url.clone();
+            tokio::spawn(async move {
+                let answer = http.post(cancel_url).json(&json!({})).send().await.unwrap();
+                assert_eq!(answer.status(), 202);
+            });
+        }
+    })
+    .await;
+    assert_one_run(&followed.events());
+    let last = followed.events().last().unwrap().event.clone();
+    assert_eq!(
+        last["type"],
+        "RUN_FINISHED",
+        "{last}\n{}",
+        log_tail(&setup.emulator)
+    );
+    assert_eq!(last["outcome"]["type"], "cancelled", "{last}");
+    assert_eq!(followed.notices, 1, "the run stops at its next runner");
+    assert_eq!(
+        Some(setup.tools.executions()),
+        cancelled_at,
+        "no call after the cancel"
+    );
+    let stored = thread(&url, "t-cancel").await;
+    assert!(stored["activeRunId"].is_null());
+    assert!(continuation_answers(&setup.emulator).contains(&"continued".to_owned()));
+}
+
+#[tokio::test]
+async fn long_runs_reaching_run_max_secs_ends_cleanly_with_the_partial_answer_stored() {
+    // A few steps, then an answer streamed slowly, cut by RUN_MAX_SECS in a later invocation.
+    let script = |step: usize| {
+        if step < 3 {
+            Answer::Call {
+                name: "slow__step".into(),
+                arguments: json!({"key": format!("s{step}")}),
+            }
+        } else {
+            Answer::Text {
+                words: (0..100).map(|n| format!("word{n} ")).collect(),
+                every: Duration::from_millis(100),
+            }
+        }
+    };
+    let setup = setup(Delivery::default(), &[("RUN_MAX_SECS", "8")], script).await;
+    let url = setup.emulator.url.clone();
+    let started = Instant::now();
+    let followed = follow(&url, &input("t-max", "r1"), |_| {}).await;
+    assert_one_run(&followed.events());
+    let last = followed.events().last().unwrap().event.clone();
+    assert_eq!(last["type"], "RUN_ERROR", "{last}");
+    assert_eq!(
+        last["code"],
+        "TIMEOUT",
+        "{last}\n{}",
+        log_tail(&setup.emulator)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        followed.notices >= 1,
+        "it ended in a later invocation than it began"
+    );
+    let stored = thread(&url, "t-max").await;
+    assert!(stored["activeRunId"].is_null());
+    let answer = stored["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(answer["role"], "assistant");
+    let text = answer["content"].as_str().unwrap();
+    assert!(text.starts_with("word0 word1 "), "{text}");
+    assert!(!text.contains("word99"), "the answer was cut: {text}");
+    // The answer cut by the run's deadline, as streamed (an answer cut by an invocation's end
+    // before it is kept too, and the next invocation asks the model again).
+    let events = followed.events();
+    let last_message = events
+        .iter()
+        .rev()
+        .find(|frame| frame.kind() == "TEXT_MESSAGE_START")
+        .unwrap()
+        .event["messageId"]
+        .clone();
+    assert_eq!(answer["id"], last_message);
+    let streamed: String = events
+        .iter()
+        .filter(|frame| {
+            frame.kind() == "TEXT_MESSAGE_CONTENT" && frame.event["messageId"] == last_message
+        })
+        .map(|frame| frame.event["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, streamed, "what the client saw is what is stored");
+}
