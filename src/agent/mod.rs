@@ -210,11 +210,17 @@ fn lease_expiry(duration: Duration) -> i64 {
 /// Where a run's events are followed from, as the HTTP API serves them:
 /// `/threads/{threadId}/runs/{runId}/events`.
 pub(crate) fn events_path(thread_id: &ThreadId, run_id: &RunId) -> String {
-    use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+    use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+    /// Everything but RFC 3986's unreserved characters.
+    const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'.')
+        .remove(b'_')
+        .remove(b'~');
     format!(
         "/threads/{}/runs/{}/events",
-        utf8_percent_encode(thread_id.as_str(), NON_ALPHANUMERIC),
-        utf8_percent_encode(run_id.as_str(), NON_ALPHANUMERIC)
+        utf8_percent_encode(thread_id.as_str(), SEGMENT),
+        utf8_percent_encode(run_id.as_str(), SEGMENT)
     )
 }
 

@@ -626,21 +626,25 @@ async fn next_invocation(shared: Arc<Shared>, id: u64) -> hyper::Response<BoxedB
             "lambda-runtime-invoked-function-arn",
             "arn:aws:lambda:us-east-1:123456789012:function:agui-lambda",
         )
-        .header(
-            "lambda-runtime-trace-id",
-            format!(
-                "Root=1-{:08x}-{};Parent={};Sampled=0",
-                chrono::Utc::now().timestamp(),
-                &uuid::Uuid::new_v4().simple().to_string()[..24],
-                &uuid::Uuid::new_v4().simple().to_string()[..16]
-            ),
-        )
+        .header("lambda-runtime-trace-id", xray_header())
         .body(
             Full::new(Bytes::from(invocation.payload.to_string()))
                 .map_err(|never| match never {})
                 .boxed(),
         )
         .unwrap()
+}
+
+/// A new X-Ray trace for the invocation, sampled (the template's active tracing), as Lambda
+/// hands it over.
+fn xray_header() -> String {
+    let random = uuid::Uuid::new_v4().simple().to_string();
+    format!(
+        "Root=1-{:08x}-{};Parent={};Sampled=1",
+        chrono::Utc::now().timestamp(),
+        &random[..24],
+        &random[16..32]
+    )
 }
 
 fn freeze(shared: &Shared, id: u64, frozen: bool) {

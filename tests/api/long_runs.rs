@@ -10,6 +10,7 @@ use crate::slow_tools::SlowTools;
 use crate::step_model::{Answer, StepModel};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -311,7 +312,13 @@ async fn long_runs_duplicate_and_late_continuation_deliveries_change_nothing() {
         duplicate_after: Some(Duration::from_millis(2_500)),
         ..Delivery::default()
     };
-    let setup = setup(delivery, &[], stepping(12)).await;
+    let receiver = crate::observability::receiver().await;
+    let otel = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver),
+        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ("EMF_METRICS", "true"),
+    ];
+    let setup = setup(delivery, &otel, stepping(12)).await;
     let url = &setup.emulator.url;
     let followed = follow(url, &input("t-duplicates", "r1"), |_| {}).await;
     assert_one_run(&followed.events());
@@ -364,6 +371,78 @@ async fn long_runs_duplicate_and_late_continuation_deliveries_change_nothing() {
     let replayed: Vec<&Frame> = replayed.iter().collect();
     assert_one_run(&replayed);
     assert_eq!(replayed.len(), followed.events().len());
+    assert_visible(&setup.emulator, receiver, handoffs.len()).await;
+}
+
+/// The run's invocations are one trace (each runner's span the child of the one before, each
+/// saying which runner it is), and its one EMF record counts its hand-offs.
+async fn assert_visible(emulator: &Emulator, receiver: &str, handoffs: usize) {
+    let records: Vec<Value> = emulator
+        .log()
+        .iter()
+        .filter_map(|line| line.split_once("] ").map(|(_, json)| json))
+        .filter_map(|json| serde_json::from_str::<Value>(json).ok())
+        .filter(|record| record["_aws"].is_object() && record["runId"] == "r1")
+        .collect();
+    assert_eq!(records.len(), 1, "one EMF record per run: {records:?}");
+    assert_eq!(records[0]["Handoffs"], handoffs);
+    assert_eq!(records[0]["Steps"], 13);
+    let mut runners: Vec<Value> = Vec::new();
+    let mut all: Vec<Value> = Vec::new();
+    for _ in 0..100 {
+        let spans: Vec<Value> = reqwest::get(format!("{receiver}/spans"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        all.clone_from(&spans);
+        runners = spans
+            .into_iter()
+            .filter(|span| {
+                span["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .starts_with("invoke_agent")
+                    && span["attributes"]["gen_ai.conversation.id"] == "t-duplicates"
+            })
+            .collect();
+        if runners.len() > handoffs {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        runners.len(),
+        handoffs + 1,
+        "a span per runner: {:?}",
+        all.iter()
+            .map(|span| (&span["name"], &span["attributes"]))
+            .collect::<Vec<_>>()
+    );
+    runners.sort_by_key(|span| span["attributes"]["agui.run.runner"].as_i64());
+    for pair in runners.windows(2) {
+        assert_eq!(pair[1]["traceId"], pair[0]["traceId"], "one trace");
+        assert_eq!(
+            pair[1]["parentSpanId"], pair[0]["spanId"],
+            "linked runner to runner"
+        );
+    }
+    let outcomes: Vec<&str> = runners
+        .iter()
+        .map(|span| {
+            span["attributes"]["agui.run.outcome"]
+                .as_str()
+                .unwrap_or_default()
+        })
+        .collect();
+    assert_eq!(outcomes.last(), Some(&"finished"));
+    assert!(
+        outcomes[..handoffs]
+            .iter()
+            .all(|outcome| *outcome == "handed_off"),
+        "{outcomes:?}"
+    );
 }
 
 #[tokio::test]
@@ -464,18 +543,37 @@ async fn long_runs_a_cancel_during_a_hand_off_stops_the_run() {
     let http = reqwest::Client::new();
     let cancel_url = format!("{url}/threads/t-cancel/runs/r1/cancel");
     let mut cancelled_at = None;
+    let thread_url = format!("{url}/threads/t-cancel");
+    let between = Arc::new(std::sync::Mutex::new(Value::Null));
     let followed = follow(&url, &input("t-cancel", "r1"), |frame| {
         if frame.continues() && cancelled_at.is_none() {
             cancelled_at = Some(setup.tools.executions());
             let http = http.clone();
             let cancel_url = cancel_url.clone();
+            let thread_url = thread_url.clone();
+            let between = between.clone();
             tokio::spawn(async move {
+                // Between two runners, the thread says where the run is and where to follow it.
+                let thread: Value = http
+                    .get(thread_url)
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                *between.lock().unwrap() = thread["activeRun"].clone();
                 let answer = http.post(cancel_url).json(&json!({})).send().await.unwrap();
                 assert_eq!(answer.status(), 202);
             });
         }
     })
     .await;
+    let between = between.lock().unwrap().clone();
+    assert_eq!(between["runId"], "r1", "{between}");
+    assert_eq!(between["events"], "/threads/t-cancel/runs/r1/events");
+    assert_eq!(between["runner"], 1);
+    assert_eq!(between["handedOff"], true);
     assert_one_run(&followed.events());
     let last = followed.events().last().unwrap().event.clone();
     assert_eq!(
