@@ -7,7 +7,7 @@
 use crate::dynamo_local;
 use crate::lambda_emulator::{Delivery, Emulator, Settings};
 use crate::slow_tools::SlowTools;
-use crate::step_model::{Answer, StepModel};
+use crate::step_model::{Answer, Asked, StepModel};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -28,7 +28,17 @@ pub(crate) struct Setup {
 pub(crate) async fn setup(
     delivery: Delivery,
     extra: &[(&str, &str)],
-    script: impl Fn(usize) -> Answer + Send + Sync + 'static,
+    script: impl Fn(&Asked) -> Answer + Send + Sync + 'static,
+) -> Setup {
+    setup_with(delivery, extra, script, 6).await
+}
+
+/// [`setup`] with up to `environments` execution environments at once.
+pub(crate) async fn setup_with(
+    delivery: Delivery,
+    extra: &[(&str, &str)],
+    script: impl Fn(&Asked) -> Answer + Send + Sync + 'static,
+    environments: usize,
 ) -> Setup {
     let (_, table) = dynamo_local::new_table().await;
     let tools = SlowTools::start(400).await;
@@ -59,7 +69,7 @@ pub(crate) async fn setup(
         timeout: TIMEOUT,
         delivery,
         env,
-        max_environments: 6,
+        max_environments: environments,
     })
     .await;
     Setup {
@@ -69,13 +79,33 @@ pub(crate) async fn setup(
     }
 }
 
-/// `steps` steps, each one call of `slow__step` (key `s{n}`), then the answer.
-pub(crate) fn stepping(steps: usize) -> impl Fn(usize) -> Answer + Send + Sync + 'static {
-    move |step| {
+/// `steps` steps, each one call of `slow__step` (key `{tag}s{n}`, the tag the user message's
+/// first word when it names one, as `tag:`), then the answer.
+pub(crate) fn stepping(steps: usize) -> impl Fn(&Asked) -> Answer + Send + Sync + 'static {
+    stepping_ms(steps, None)
+}
+
+/// [`stepping`], each call taking `ms` (the tools' default when `None`).
+pub(crate) fn stepping_ms(
+    steps: usize,
+    ms: Option<u64>,
+) -> impl Fn(&Asked) -> Answer + Send + Sync + 'static {
+    move |asked| {
+        let tag = asked
+            .user
+            .split_whitespace()
+            .next()
+            .and_then(|word| word.strip_suffix(':'))
+            .map_or_else(String::new, |tag| format!("{tag}-"));
+        let step = asked.step;
         if step < steps {
+            let mut arguments = json!({"key": format!("{tag}s{step}")});
+            if let Some(ms) = ms {
+                arguments["ms"] = json!(ms);
+            }
             Answer::Call {
                 name: "slow__step".into(),
-                arguments: json!({"key": format!("s{step}")}),
+                arguments,
             }
         } else {
             Answer::Text {
@@ -305,6 +335,86 @@ fn log_tail(emulator: &Emulator) -> String {
     log[log.len().saturating_sub(80)..].join("\n")
 }
 
+/// A 40-step run lasting at least four invocation timeouts, started twice at once: by our
+/// resumable client, which must see one seamless run, and by `@ag-ui/client` 1.0.0's plain
+/// `HttpAgent`, which must get a clean terminal event and then find the finished thread
+/// (clients/resumable-agent/test/handoff.test.mjs). Then what the store kept of both.
+#[tokio::test]
+async fn wire_a_forty_step_run_outlasts_four_invocations_and_both_clients_follow_it() {
+    const STEPS: usize = 40;
+    let client = crate::helpers::repo_path("clients/resumable-agent");
+    let built = std::process::Command::new(client.join("node_modules/.bin/tsc"))
+        .args(["-p", "tsconfig.json"])
+        .current_dir(&client)
+        .status()
+        .expect("the client's TypeScript compiler runs (npm ci in clients/resumable-agent)");
+    assert!(built.success());
+    let setup = setup_with(Delivery::default(), &[], stepping_ms(STEPS, Some(500)), 10).await;
+    let started = Instant::now();
+    let node = tokio::process::Command::new("node")
+        .args(["--test", "test/handoff.test.mjs"])
+        .current_dir(&client)
+        .env("AGUI_HANDOFF_BASE", &setup.emulator.url)
+        .env("AGUI_HANDOFF_STEPS", STEPS.to_string())
+        .env("AGUI_HANDOFF_THREAD_RESUMABLE", "t-forty-resumable")
+        .env("AGUI_HANDOFF_THREAD_PLAIN", "t-forty-plain")
+        .output()
+        .await
+        .expect("node runs");
+    let elapsed = started.elapsed();
+    let report = String::from_utf8_lossy(&node.stdout);
+    assert!(
+        node.status.success() && report.contains("# pass 2"),
+        "{report}\n{}\n{}",
+        String::from_utf8_lossy(&node.stderr),
+        log_tail(&setup.emulator)
+    );
+    assert!(elapsed >= TIMEOUT * 4, "the runs lasted {elapsed:?}");
+    let executions = setup.tools.executions();
+    for (tag, thread_id, run_id) in [
+        ("resumable", "t-forty-resumable", "r-resumable"),
+        ("plain", "t-forty-plain", "r-plain"),
+    ] {
+        // Every tool once.
+        for step in 0..STEPS {
+            assert_eq!(
+                executions.get(&format!("step:{tag}-s{step}")),
+                Some(&1),
+                "{tag} s{step}"
+            );
+        }
+        // One assistant message per step (and the answer), each step's result after it.
+        let stored = thread(&setup.emulator.url, thread_id).await;
+        let roles: Vec<&str> = stored["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|message| message["role"].as_str().unwrap())
+            .collect();
+        let mut expected = vec!["user"];
+        for _ in 0..STEPS {
+            expected.extend(["assistant", "tool"]);
+        }
+        expected.push("assistant");
+        assert_eq!(roles, expected, "{tag}");
+        // One run in the event log: one RUN_STARTED, one RUN_FINISHED, ids without gaps.
+        let replayed = replay(&setup.emulator.url, thread_id, run_id).await;
+        let replayed: Vec<&Frame> = replayed.iter().collect();
+        assert_one_run(&replayed);
+        assert_eq!(replayed.last().unwrap().kind(), "RUN_FINISHED");
+        // Its invocations: the first, and one continuation per hand-off, each taken once.
+        let continued = continuations(&setup.emulator)
+            .into_iter()
+            .filter(|(event, answer)| event["threadId"] == thread_id && answer == "continued")
+            .count();
+        assert!(continued >= 4, "{tag}: {continued} hand-offs");
+    }
+    println!(
+        "forty steps, twice at once: {elapsed:?}, {} invocations",
+        setup.emulator.records().len()
+    );
+}
+
 #[tokio::test]
 async fn long_runs_duplicate_and_late_continuation_deliveries_change_nothing() {
     let delivery = Delivery {
@@ -450,7 +560,7 @@ async fn long_runs_a_process_killed_inside_a_tool_call_resumes_and_never_runs_a_
  {
     // Step 1 reads a page (idempotent), step 4 charges a card (not); both long enough to be
     // killed in.
-    let script = |step: usize| match step {
+    let script = |asked: &Asked| match asked.step {
         1 => Answer::Call {
             name: "slow__fetch".into(),
             arguments: json!({"key": "page", "ms": 1_500}),
@@ -597,7 +707,8 @@ async fn long_runs_a_cancel_during_a_hand_off_stops_the_run() {
 #[tokio::test]
 async fn long_runs_reaching_run_max_secs_ends_cleanly_with_the_partial_answer_stored() {
     // A few steps, then an answer streamed slowly, cut by RUN_MAX_SECS in a later invocation.
-    let script = |step: usize| {
+    let script = |asked: &Asked| {
+        let step = asked.step;
         if step < 3 {
             Answer::Call {
                 name: "slow__step".into(),

@@ -18,7 +18,14 @@ pub(crate) enum Answer {
     Text { words: Vec<String>, every: Duration },
 }
 
-type Script = dyn Fn(usize) -> Answer + Send + Sync;
+/// What the model is asked: the step (tool results so far) and the first user message.
+#[derive(Debug, Clone)]
+pub(crate) struct Asked {
+    pub step: usize,
+    pub user: String,
+}
+
+type Script = dyn Fn(&Asked) -> Answer + Send + Sync;
 
 pub(crate) struct StepModel {
     pub url: String,
@@ -27,11 +34,10 @@ pub(crate) struct StepModel {
 }
 
 impl StepModel {
-    /// Answers with `script(step)`, `step` the number of tool results in the request; each
-    /// answer starts after `latency`.
+    /// Answers with `script(asked)`; each answer starts after `latency`.
     pub(crate) async fn start(
         latency: Duration,
-        script: impl Fn(usize) -> Answer + Send + Sync + 'static,
+        script: impl Fn(&Asked) -> Answer + Send + Sync + 'static,
     ) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/v1", listener.local_addr().unwrap());
@@ -51,11 +57,18 @@ impl StepModel {
                     };
                     *counted.lock().unwrap() += 1;
                     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    let step = request["messages"].as_array().map_or(0, |messages| {
-                        messages.iter().filter(|m| m["role"] == "tool").count()
-                    });
+                    let messages = request["messages"].as_array().cloned().unwrap_or_default();
+                    let asked = Asked {
+                        step: messages.iter().filter(|m| m["role"] == "tool").count(),
+                        user: messages
+                            .iter()
+                            .find(|m| m["role"] == "user")
+                            .and_then(|m| m["content"].as_str())
+                            .unwrap_or_default()
+                            .to_owned(),
+                    };
                     tokio::time::sleep(latency).await;
-                    let _ = answer(&mut socket, script(step), step).await;
+                    let _ = answer(&mut socket, script(&asked), asked.step).await;
                 });
             }
         });
