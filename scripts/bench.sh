@@ -18,7 +18,9 @@
 # 3. cargo bench: chunk→frame delay (benches/chunk_to_frame.rs), a full-history request's cost
 #    (benches/full_history.rs) and the criterion hot paths
 #    (benches/hot_paths.rs); on DynamoDB Local, store reads per run with long-term memory
-#    (benches/memory_reads.rs)
+#    (benches/memory_reads.rs), and what a hand-off to the next Lambda invocation costs under
+#    the test suite's Lambda emulator (benches/handoff.rs: invocations, the take-over's store
+#    calls, the gap a client sees)
 # Everything listens on 127.0.0.1 on free ports; every process started here is stopped on exit.
 set -euo pipefail
 
@@ -117,6 +119,9 @@ AGUI_BENCH_DYNAMODB_ENDPOINT="http://127.0.0.1:$DDB_PORT" cargo bench --locked -
 
 step "cargo bench --bench memory_reads (store reads per run with 10, 1,000 and 2,000 memories, cold and warm)"
 AGUI_BENCH_DYNAMODB_ENDPOINT="http://127.0.0.1:$DDB_PORT" cargo bench --locked --bench memory_reads | tee "$OUT/memory_reads.txt"
+
+step "cargo bench --bench handoff (a run handed from invocation to invocation under the Lambda emulator)"
+AGUI_BENCH_DYNAMODB_ENDPOINT="http://127.0.0.1:$DDB_PORT" cargo bench --locked --bench handoff | tee "$OUT/handoff.txt"
 
 step "run event recording on vs off: the release binary on DynamoDB Local"
 DDB_ENV=(THREADS_TABLE=bench-recording AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$DDB_PORT"

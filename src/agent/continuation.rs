@@ -173,6 +173,18 @@ impl Agent {
                 .instrument(span.clone()),
         )
         .await;
+        let took = meter.usage();
+        tracing::info!(
+            run_id = %claimed.lease.run_id,
+            runner = claimed.lease.epoch,
+            store_read_calls = took.read_calls,
+            store_write_calls = took.write_calls,
+            store_read_capacity = took.read_capacity_units,
+            store_read_ms = took.read_time.as_secs_f64() * 1000.0,
+            store_write_ms = took.write_time.as_secs_f64() * 1000.0,
+            tail_events = tail.len(),
+            "run taken over"
+        );
         let telemetry = RunTelemetry::new(span, trace, meter, std::time::Instant::now());
         let take = TakeOver {
             claimed,

@@ -59,6 +59,7 @@ pub(crate) struct Settings {
 /// What became of one invocation, for the tests' assertions.
 #[derive(Debug, Clone)]
 pub(crate) struct Record {
+    /// Delivered through the Invoke API (not a Function URL request).
     pub asynchronous: bool,
     /// The event's first key (`aguiContinuedRun` …), or the HTTP path for a Function URL one.
     pub kind: String,
@@ -121,6 +122,8 @@ struct Shared {
     records: Mutex<Vec<Record>>,
     next_id: AtomicU64,
     pub log: Arc<Mutex<Vec<String>>>,
+    /// When the emulator started: log lines say how long after.
+    epoch: Instant,
 }
 
 /// A running emulator; its environments are killed when it is dropped.
@@ -172,6 +175,7 @@ impl Emulator {
             records: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(1),
             log: Arc::new(Mutex::new(Vec::new())),
+            epoch: Instant::now(),
         });
         let serving = shared.clone();
         let front = tokio::spawn(async move {
@@ -413,6 +417,10 @@ fn enqueue(shared: &Arc<Shared>, invocation: Invocation) {
 /// A new execution environment: its Runtime API listener, then the function's process.
 fn start_environment(shared: Arc<Shared>) {
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+    lock(&shared.log).push(format!(
+        "[emulator {:.3}] environment {id} starts",
+        shared.epoch.elapsed().as_secs_f64()
+    ));
     lock(&shared.environments).push(Environment {
         id,
         pid: None,
@@ -480,10 +488,14 @@ fn start_environment(shared: Arc<Shared>) {
         .flatten()
         {
             let log = shared.log.clone();
+            let epoch = shared.epoch;
             tokio::spawn(async move {
                 let mut lines = tokio::io::BufReader::new(pipe).lines();
                 while let Ok(Some(line)) = lines.next_line().await {
-                    lock(&log).push(format!("[env {id}] {line}"));
+                    lock(&log).push(format!(
+                        "[env {id} {:.3}] {line}",
+                        epoch.elapsed().as_secs_f64()
+                    ));
                 }
             });
         }
@@ -545,7 +557,7 @@ async fn runtime_api(
                 "[env {id}] invocation error: {}",
                 String::from_utf8_lossy(&body)
             ));
-            finish(&shared, id, &request_id.to_owned(), None, true);
+            finish(&shared, id, request_id, None, true);
             plain(202, "{}")
         }
         _ => plain(404, "unknown"),
@@ -583,6 +595,11 @@ async fn next_invocation(shared: Arc<Shared>, id: u64) -> hyper::Response<BoxedB
         Responder::Sync(sink) => (false, 0, Some(sink)),
         Responder::Async { attempt } => (true, attempt, None),
     };
+    lock(&shared.log).push(format!(
+        "[emulator {:.3}] environment {id} invoked: {}",
+        shared.epoch.elapsed().as_secs_f64(),
+        first_key(&invocation.payload)
+    ));
     lock(&shared.records).push(Record {
         asynchronous,
         kind: first_key(&invocation.payload),
@@ -796,7 +813,8 @@ fn kill(shared: &Arc<Shared>, id: u64, timed_out: bool) {
         environment.busy.take()
     };
     lock(&shared.log).push(format!(
-        "[emulator] environment {id} killed ({})",
+        "[emulator {:.3}] environment {id} killed ({})",
+        shared.epoch.elapsed().as_secs_f64(),
         if timed_out { "timeout" } else { "crash" }
     ));
     let Some(busy) = busy else {

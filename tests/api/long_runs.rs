@@ -7,8 +7,8 @@
 use crate::dynamo_local;
 use crate::lambda_emulator::{Delivery, Emulator, Settings};
 use crate::slow_tools::SlowTools;
+pub(crate) use crate::sse_follow::{Frame, follow};
 use crate::step_model::{Answer, Asked, StepModel};
-use futures_util::StreamExt;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +21,8 @@ pub(crate) const TIMEOUT: Duration = Duration::from_secs(5);
 pub(crate) struct Setup {
     pub emulator: Emulator,
     pub tools: SlowTools,
-    pub model: StepModel,
+    /// Serving the function's model for as long as the setup lives.
+    pub _model: StepModel,
 }
 
 /// A function under the emulator whose model answers `script(step)`.
@@ -75,7 +76,7 @@ pub(crate) async fn setup_with(
     Setup {
         emulator,
         tools,
-        model,
+        _model: model,
     }
 }
 
@@ -128,147 +129,6 @@ pub(crate) fn input(thread: &str, run: &str) -> Value {
     })
 }
 
-/// One SSE frame: its id (none for a notice) and its event.
-#[derive(Debug, Clone)]
-pub(crate) struct Frame {
-    pub id: Option<u64>,
-    pub event: Value,
-}
-
-impl Frame {
-    pub(crate) fn kind(&self) -> &str {
-        self.event["type"].as_str().unwrap_or_default()
-    }
-
-    /// The notice that the stream ends while the run goes on.
-    pub(crate) fn continues(&self) -> bool {
-        self.event["metadata"]["agui-lambda"]["continues"].is_object()
-    }
-
-    pub(crate) fn terminal(&self) -> bool {
-        matches!(self.kind(), "RUN_FINISHED" | "RUN_ERROR") && !self.continues()
-    }
-}
-
-/// The frames of one response, until its end or a cut (`true` when it was cut).
-async fn frames(
-    response: reqwest::Response,
-    mut on_frame: impl FnMut(&Frame),
-) -> (Vec<Frame>, bool) {
-    let mut body = response.bytes_stream();
-    let mut buffer = String::new();
-    let mut frames = Vec::new();
-    loop {
-        match body.next().await {
-            Some(Ok(chunk)) => buffer.push_str(&String::from_utf8_lossy(&chunk)),
-            Some(Err(_)) => return (frames, true),
-            None => return (frames, false),
-        }
-        while let Some(end) = buffer.find("\n\n") {
-            let raw: String = buffer.drain(..end + 2).collect();
-            let mut id = None;
-            let mut data = None;
-            for line in raw.lines() {
-                if let Some(value) = line.strip_prefix("id: ") {
-                    id = value.trim().parse().ok();
-                } else if let Some(value) = line.strip_prefix("data: ") {
-                    data = serde_json::from_str::<Value>(value).ok();
-                }
-            }
-            if let Some(event) = data {
-                let frame = Frame { id, event };
-                on_frame(&frame);
-                frames.push(frame);
-            }
-        }
-    }
-}
-
-/// What a client that follows a run across its invocations saw.
-#[derive(Debug, Default)]
-pub(crate) struct Followed {
-    pub frames: Vec<Frame>,
-    /// Streams that ended with the notice that the run goes on.
-    pub notices: usize,
-    /// Streams cut without a terminal event (the function killed).
-    pub cuts: usize,
-    /// The longest wait between two events of the run, around hand-offs and cuts included.
-    pub longest_gap: Duration,
-}
-
-impl Followed {
-    /// The run's own events (notices left out).
-    pub(crate) fn events(&self) -> Vec<&Frame> {
-        self.frames
-            .iter()
-            .filter(|frame| frame.id.is_some())
-            .collect()
-    }
-}
-
-/// Starts `input` and follows the run to its terminal event as our resumable client does: on
-/// the notice, or a cut, it follows the events route after the last id it has.
-pub(crate) async fn follow(url: &str, input: &Value, mut on_frame: impl FnMut(&Frame)) -> Followed {
-    let http = reqwest::Client::new();
-    let thread = input["threadId"].as_str().unwrap();
-    let run = input["runId"].as_str().unwrap();
-    let mut followed = Followed::default();
-    let mut last_id = 0;
-    let mut last_event = Instant::now();
-    let mut response = http
-        .post(format!("{url}/agent"))
-        .json(input)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
-    let give_up = Instant::now() + Duration::from_secs(150);
-    loop {
-        let (got, cut) = frames(response, |frame| on_frame(frame)).await;
-        for frame in got {
-            if let Some(id) = frame.id {
-                followed.longest_gap = followed.longest_gap.max(last_event.elapsed());
-                last_event = Instant::now();
-                assert_eq!(
-                    id,
-                    last_id + 1,
-                    "ids without gaps or repeats: {:?}",
-                    frame.event
-                );
-                last_id = id;
-            }
-            let terminal = frame.terminal();
-            if frame.continues() {
-                followed.notices += 1;
-                assert_eq!(frame.event["result"]["lastEventId"], last_id);
-            }
-            followed.frames.push(frame);
-            if terminal {
-                return followed;
-            }
-        }
-        if cut || !followed.frames.last().is_some_and(Frame::continues) {
-            followed.cuts += 1;
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-        assert!(
-            Instant::now() < give_up,
-            "the run did not end: {followed:?}"
-        );
-        response = loop {
-            let answer = http
-                .get(format!("{url}/threads/{thread}/runs/{run}/events"))
-                .header("last-event-id", last_id.to_string())
-                .send()
-                .await;
-            match answer {
-                Ok(answer) if answer.status() == 200 => break answer,
-                _ => tokio::time::sleep(Duration::from_millis(200)).await,
-            }
-        };
-    }
-}
-
 /// The thread as `GET /threads/{id}` returns it.
 pub(crate) async fn thread(url: &str, thread: &str) -> Value {
     reqwest::get(format!("{url}/threads/{thread}?limit=500"))
@@ -285,7 +145,7 @@ pub(crate) async fn replay(url: &str, thread: &str, run: &str) -> Vec<Frame> {
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    frames(response, |_| {}).await.0
+    crate::sse_follow::frames(response, |_| {}).await.0
 }
 
 /// One RUN_STARTED, one terminal event last, ids 1..=n.
@@ -409,9 +269,13 @@ async fn wire_a_forty_step_run_outlasts_four_invocations_and_both_clients_follow
             .count();
         assert!(continued >= 4, "{tag}: {continued} hand-offs");
     }
+    let records = setup.emulator.records();
+    let first = records.iter().map(|record| record.started).min().unwrap();
     println!(
-        "forty steps, twice at once: {elapsed:?}, {} invocations",
-        setup.emulator.records().len()
+        "forty steps, twice at once: {elapsed:?}, {} invocations ({} asynchronous) over {:?}",
+        records.len(),
+        records.iter().filter(|record| record.asynchronous).count(),
+        first.elapsed()
     );
 }
 

@@ -21,6 +21,7 @@ mod lambda_emulator;
 mod s3_local;
 mod slow_model;
 mod slow_tools;
+mod sse_follow;
 mod step_model;
 mod window_model;
 

@@ -4,9 +4,9 @@
 //! function's processes that a test kills.
 
 use serde_json::{Value, json};
-use std::sync::{Arc, Mutex};
+use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
 /// What the model answers.
@@ -29,7 +29,6 @@ type Script = dyn Fn(&Asked) -> Answer + Send + Sync;
 
 pub(crate) struct StepModel {
     pub url: String,
-    requests: Arc<Mutex<u32>>,
     _server: tokio::task::JoinHandle<()>,
 }
 
@@ -42,47 +41,77 @@ impl StepModel {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/v1", listener.local_addr().unwrap());
         let script: Arc<Script> = Arc::new(script);
-        let requests = Arc::new(Mutex::new(0));
-        let counted = requests.clone();
         let server = tokio::spawn(async move {
             loop {
-                let Ok((mut socket, _)) = listener.accept().await else {
+                let Ok((socket, _)) = listener.accept().await else {
                     return;
                 };
                 let script = script.clone();
-                let counted = counted.clone();
                 tokio::spawn(async move {
-                    let Some(body) = super::window_model::read_request(&mut socket).await else {
-                        return;
-                    };
-                    *counted.lock().unwrap() += 1;
-                    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    let messages = request["messages"].as_array().cloned().unwrap_or_default();
-                    let asked = Asked {
-                        step: messages.iter().filter(|m| m["role"] == "tool").count(),
-                        user: messages
-                            .iter()
-                            .find(|m| m["role"] == "user")
-                            .and_then(|m| m["content"].as_str())
-                            .unwrap_or_default()
-                            .to_owned(),
-                    };
-                    tokio::time::sleep(latency).await;
-                    let _ = answer(&mut socket, script(&asked), asked.step).await;
+                    let service = hyper::service::service_fn(move |request| {
+                        let script = script.clone();
+                        async move {
+                            Ok::<_, std::convert::Infallible>(
+                                serve(request, script.as_ref(), latency).await,
+                            )
+                        }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(socket), service)
+                        .await;
                 });
             }
         });
         Self {
             url,
-            requests,
             _server: server,
         }
     }
+}
 
-    /// How many completions were requested.
-    pub(crate) fn requests(&self) -> u32 {
-        *self.requests.lock().unwrap()
-    }
+type Body = http_body_util::StreamBody<
+    futures_util::stream::BoxStream<'static, Result<hyper::body::Frame<bytes::Bytes>, Infallible>>,
+>;
+
+/// One completion: what the script answers, streamed as Chat Completions chunks.
+async fn serve(
+    request: hyper::Request<hyper::body::Incoming>,
+    script: &Script,
+    latency: Duration,
+) -> hyper::Response<Body> {
+    use http_body_util::BodyExt;
+    let body = request
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let messages = request["messages"].as_array().cloned().unwrap_or_default();
+    let asked = Asked {
+        step: messages.iter().filter(|m| m["role"] == "tool").count(),
+        user: messages
+            .iter()
+            .find(|m| m["role"] == "user")
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default()
+            .to_owned(),
+    };
+    let answer = script(&asked);
+    let step = asked.step;
+    let frames = async_stream::stream! {
+        tokio::time::sleep(latency).await;
+        for (piece, pause) in pieces(answer, step) {
+            yield Ok(hyper::body::Frame::data(bytes::Bytes::from(piece)));
+            tokio::time::sleep(pause).await;
+        }
+    };
+    hyper::Response::builder()
+        .status(200)
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .body(http_body_util::StreamBody::new(Box::pin(frames) as _))
+        .unwrap()
 }
 
 fn chunk(delta: &Value, finish: Option<&str>) -> String {
@@ -95,13 +124,9 @@ fn chunk(delta: &Value, finish: Option<&str>) -> String {
     format!("data: {frame}\n\n")
 }
 
-async fn answer(
-    socket: &mut tokio::net::TcpStream,
-    answer: Answer,
-    step: usize,
-) -> std::io::Result<()> {
-    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
-    socket.write_all(head.as_bytes()).await?;
+/// The SSE chunks of `answer`, each with the pause after it.
+fn pieces(answer: Answer, step: usize) -> Vec<(String, Duration)> {
+    let mut out = Vec::new();
     match answer {
         Answer::Call { name, arguments } => {
             let call = json!({"tool_calls": [{
@@ -110,27 +135,17 @@ async fn answer(
                 "type": "function",
                 "function": {"name": name, "arguments": arguments.to_string()},
             }]});
-            socket.write_all(chunk(&call, None).as_bytes()).await?;
-            socket
-                .write_all(chunk(&json!({}), Some("tool_calls")).as_bytes())
-                .await?;
+            out.push((chunk(&call, None), Duration::ZERO));
+            out.push((chunk(&json!({}), Some("tool_calls")), Duration::ZERO));
         }
         Answer::Text { words, every } => {
             for word in words {
-                socket
-                    .write_all(chunk(&json!({"content": word}), None).as_bytes())
-                    .await?;
-                socket.flush().await?;
-                tokio::time::sleep(every).await;
+                out.push((chunk(&json!({"content": word}), None), every));
             }
-            socket
-                .write_all(chunk(&json!({}), Some("stop")).as_bytes())
-                .await?;
+            out.push((chunk(&json!({}), Some("stop")), Duration::ZERO));
         }
     }
     let usage = json!({"id": "chatcmpl-step", "object": "chat.completion.chunk", "model": "step-model", "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}});
-    socket
-        .write_all(format!("data: {usage}\n\ndata: [DONE]\n\n").as_bytes())
-        .await?;
-    socket.shutdown().await
+    out.push((format!("data: {usage}\n\ndata: [DONE]\n\n"), Duration::ZERO));
+    out
 }

@@ -105,7 +105,7 @@ pub(crate) enum Phase {
     /// The next step is model turn `step`.
     Model { step: u32 },
     /// Model turn `step` asked for tool calls; the plan says what is left of them.
-    Tools(ToolPlan),
+    Tools(Box<ToolPlan>),
 }
 
 /// What is left of a turn's tool calls, as the gate sorted them.

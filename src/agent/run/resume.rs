@@ -185,7 +185,8 @@ impl PreparedRun {
                 self.progress.phase = Phase::Model { step };
                 Ok(Next::Step(step))
             }
-            Phase::Tools(mut plan) => {
+            Phase::Tools(plan) => {
+                let mut plan = *plan;
                 let next = plan.step + 1;
                 self.answer_cut_calls(out, &mut plan, &mut left.results);
                 match self.carry_out(out, plan, stop).await? {

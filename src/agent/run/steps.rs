@@ -306,11 +306,11 @@ impl PreparedRun {
                 break;
             }
             if self.hand_off_before_calls(&batch) {
-                self.progress.phase = Phase::Tools(plan);
+                self.progress.phase = Phase::Tools(Box::new(plan));
                 return Ok(Some(RunEnd::HandedOff));
             }
             plan.started = batch.iter().map(|call| call.id.clone()).collect();
-            self.progress.phase = Phase::Tools(plan.clone());
+            self.progress.phase = Phase::Tools(Box::new(plan.clone()));
             self.checkpoint(out).await?;
             self.segment.steps += 1;
             let calls: Vec<&TurnCall> = batch.iter().collect();
@@ -323,7 +323,7 @@ impl PreparedRun {
             self.stream_in_order(out, &mut plan);
             plan.pending.retain(|call| !plan.started.contains(&call.id));
             plan.started.clear();
-            self.progress.phase = Phase::Tools(plan.clone());
+            self.progress.phase = Phase::Tools(Box::new(plan.clone()));
         }
         for refusal in std::mem::take(&mut plan.refusals) {
             self.record_result(out, refusal);

@@ -92,7 +92,7 @@ struct Closing {
 enum ClosingKind {
     /// The run's record replaced; the lease renewed, and handed off when `hand_off`.
     Checkpoint {
-        live: Put,
+        live: Box<Put>,
         lease_until_ms: i64,
         hand_off: bool,
     },
@@ -247,7 +247,7 @@ impl DynamoStore {
                 interrupts,
                 context,
                 ClosingKind::Checkpoint {
-                    live: self.live_put(lease, record)?,
+                    live: Box::new(self.live_put(lease, record)?),
                     lease_until_ms,
                     hand_off,
                 },
@@ -278,7 +278,7 @@ impl DynamoStore {
         let mut items: Vec<TransactWriteItem> =
             closing.checkpoint.iter().cloned().map(as_item).collect();
         match &closing.kind {
-            ClosingKind::Checkpoint { live, .. } => items.push(as_item(live.clone())),
+            ClosingKind::Checkpoint { live, .. } => items.push(as_item(live.as_ref().clone())),
             ClosingKind::Release => {
                 if lease.input_messages + new_messages > 0 {
                     items.push(as_item(self.run_end_put(lease, end_seq)?));
