@@ -87,8 +87,8 @@ pub mod startup {
 
 pub mod store {
     pub use crate::store::{
-        Blobs, Checkpoint, Claim, ClaimedRun, ContextMark, ContextUpdate, Deletion, EventLog,
-        History, HistoryQuery, Lease, Memories, Memory, MemoryEdit, MemoryId, MemorySet,
+        Blobs, CancelState, Checkpoint, Claim, ClaimedRun, ContextMark, ContextUpdate, Deletion,
+        EventLog, History, HistoryQuery, Lease, Memories, Memory, MemoryEdit, MemoryId, MemorySet,
         MemoryStore, NewMemory, NewThread, QuotaExceeded, QuotaLimits, RunCheckpoint,
         RunCheckpoints, RunClaim, RunFinish, RunLeases, RunStart, RunTokens, Runner, Settlement,
         StoreError, StoredBlob, TaskFailure, TaskRecord, TaskRecords, TaskState, ThreadActivity,

@@ -225,8 +225,9 @@ impl Agent {
     }
 
     /// Has a stalled run taken over (its runner stopped without letting it go): by the next
-    /// invocation under Lambda, else on a task of this process.
-    pub(crate) fn recover(&self, owner: &Principal, thread_id: &ThreadId, run_id: &RunId) {
+    /// invocation under Lambda (sent before this returns: the invocation that asks may end
+    /// soon after), else on a task of this process.
+    pub(crate) async fn recover(&self, owner: &Principal, thread_id: &ThreadId, run_id: &RunId) {
         let continuation = Continuation {
             principal: owner.as_str().to_owned(),
             thread_id: thread_id.to_string(),
@@ -234,21 +235,21 @@ impl Agent {
             handed_off_by: None,
         };
         tracing::info!(%run_id, "the run's runner stopped: asking for its recovery");
-        let agent = self.clone();
-        tokio::spawn(
-            async move {
-                match &agent.continuations {
-                    Some(continuations) => {
-                        if let Err(error) = continuations.send(&continuation).await {
-                            tracing::warn!(%error, "asking for a run's recovery failed");
-                        }
-                    }
-                    None => {
-                        agent.continue_run(&continuation, None).await;
-                    }
+        match &self.continuations {
+            Some(continuations) => {
+                if let Err(error) = continuations.send(&continuation).await {
+                    tracing::warn!(%error, "asking for a run's recovery failed");
                 }
             }
-            .in_current_span(),
-        );
+            None => {
+                let agent = self.clone();
+                tokio::spawn(
+                    async move {
+                        agent.continue_run(&continuation, None).await;
+                    }
+                    .in_current_span(),
+                );
+            }
+        }
     }
 }

@@ -307,7 +307,7 @@ impl Agent {
                 Ok(ThreadActivity::Stalled { run_id: stalled, .. }) if &stalled == run_id
             ) {
                 // Its runner stopped: the runner that takes it over ends it as cancelled.
-                self.recover(owner, thread_id, run_id);
+                self.recover(owner, thread_id, run_id).await;
             }
         }
         Ok(state)

@@ -176,7 +176,7 @@ pub(crate) fn follow_stored(
                     {
                         released_polls = 0;
                         if recovery.1.is_none_or(|at| at.elapsed() >= RECOVERY_EVERY) {
-                            agent.recover(&owner, &run.thread_id, &run.run_id);
+                            agent.recover(&owner, &run.thread_id, &run.run_id).await;
                             recovery = (recovery.0 + 1, Some(Instant::now()));
                         }
                     }

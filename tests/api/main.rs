@@ -44,6 +44,7 @@ mod mcp;
 mod memories;
 mod multimodal;
 mod observability;
+mod store_checkpoints;
 mod store_context;
 mod store_contract;
 mod store_history;

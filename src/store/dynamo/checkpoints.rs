@@ -100,7 +100,10 @@ fn refused(old: Option<&Item>, claim: &RunClaim<'_>, now: i64) -> Claim {
         return Claim::Gone;
     };
     let run = claim.run_id.as_str();
-    let held = get_s(old, "leaseRun") == Some(run) && get_s(old, LIVE_RUN) == Some(run);
+    let held = get_s(old, OWNER) == Some(claim.owner.as_str())
+        && !old.contains_key(DELETED_AT)
+        && get_s(old, "leaseRun") == Some(run)
+        && get_s(old, LIVE_RUN) == Some(run);
     match (held, get_n(old, "leaseUntil"), get_n(old, LEASE_EPOCH)) {
         (true, Some(until_ms), Some(epoch)) if until_ms >= now => Claim::Held {
             epoch: u64::try_from(epoch).unwrap_or(0),

@@ -42,7 +42,7 @@ impl RunCheckpoints for MemoryStore {
             }
         }
         if let Some(held) = record.lease.as_mut() {
-            held.until_ms = held.until_ms.max(lease_until_ms);
+            held.until_ms = lease_until_ms;
             held.handed_off = hand_off;
         }
         record.live = Some(LiveRecord {
