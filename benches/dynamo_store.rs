@@ -193,6 +193,7 @@ async fn main() {
                 r#"{"action":"x"}"#.into(),
             )],
             name: None,
+            encrypted_value: None,
         },
         Message::Tool {
             id: MessageId::parse("t1", 128).unwrap(),
@@ -493,14 +494,14 @@ async fn threads_and_quotas(store: &Arc<DynamoStore>, model: &ScriptedModel) {
     store
         .settle(agui_lambda::testing::store::Settlement {
             reservation: &reservation,
-            run: Some(agui_lambda::testing::store::RunTokens {
+            run: Some(&[agui_lambda::testing::store::RunTokens {
                 provider: "openai",
                 model: "gpt-4o-mini",
                 input: 20,
                 output: 12,
                 reasoning: 0,
                 cached_input: 0,
-            }),
+            }]),
         })
         .await
         .unwrap();

@@ -112,6 +112,7 @@ fn message(id: String, user: bool, text: String) -> Message {
             content: Some(text),
             tool_calls: Vec::new(),
             name: None,
+            encrypted_value: None,
         }
     }
 }

@@ -211,6 +211,27 @@ wait_for_function "http://127.0.0.1:$EXAMPLE_PORT" "the example agent (examples/
 (cd tests/node && AGUI_BASE="http://127.0.0.1:$EXAMPLE_PORT" AIMOCK_URL="http://127.0.0.1:$AIMOCK_PORT" \
   CAPTURE_DIR="$ARTIFACTS/captures" node --test example.test.mjs) 2>&1 | tee "$SUITES/example.log" \
   || { echo "--- example agent log"; tail -n 50 "$ARTIFACTS/example.log"; exit 1; }
+# Each model provider's reasoning and tool streams through both real clients: the OpenAI
+# Responses API and Gemini's OpenAI-compatible endpoint, on the strict stand-ins of
+# tests/strict_models.py (which refuse a reasoning item or thought signature not sent back as
+# given).
+STRICT_PORT=$(free_port)
+setsid python3 tests/strict_models.py --port "$STRICT_PORT" </dev/null >"$ARTIFACTS/strict-models.log" 2>&1 &
+PIDS+=($!)
+wait_for "http://127.0.0.1:$STRICT_PORT/health" "the strict model stand-ins" "${PIDS[-1]}"
+RESPONSES_PORT=$(free_port)
+PORT="$RESPONSES_PORT" OPENAI_BASE_URL="http://127.0.0.1:$STRICT_PORT/v1" OPENAI_API_KEY=e2e-test-key OPENAI_API=responses \
+  AGENT_MODEL=gpt-5-mini REASONING_EFFORT=low RUST_LOG=info setsid target/debug/agui-lambda </dev/null >"$ARTIFACTS/responses.log" 2>&1 &
+PIDS+=($!)
+wait_for_function "http://127.0.0.1:$RESPONSES_PORT" "the local server (OpenAI Responses)" "${PIDS[-1]}"
+GEMINI_PORT=$(free_port)
+PORT="$GEMINI_PORT" MODEL_PROVIDER=gemini GEMINI_BASE_URL="http://127.0.0.1:$STRICT_PORT/v1beta/openai" GEMINI_API_KEY=e2e-test-key \
+  AGENT_MODEL=gemini-3-flash-preview RUST_LOG=info setsid target/debug/agui-lambda </dev/null >"$ARTIFACTS/gemini.log" 2>&1 &
+PIDS+=($!)
+wait_for_function "http://127.0.0.1:$GEMINI_PORT" "the local server (Gemini)" "${PIDS[-1]}"
+(cd tests/node && AGUI_PROVIDER_BASES="responses=http://127.0.0.1:$RESPONSES_PORT,gemini=http://127.0.0.1:$GEMINI_PORT" \
+  CAPTURE_DIR="$ARTIFACTS/captures" node --test providers.test.mjs) 2>&1 | tee "$SUITES/providers.log" \
+  || { echo "--- provider servers' logs"; tail -n 30 "$ARTIFACTS/responses.log" "$ARTIFACTS/gemini.log" "$ARTIFACTS/strict-models.log"; exit 1; }
 # The resumable client's own tests: against the demo model, which streams slowly enough to cut.
 DEMO_PORT=$(free_port)
 PORT="$DEMO_PORT" RUST_LOG=info setsid target/debug/agui-lambda </dev/null >"$ARTIFACTS/demo.log" 2>&1 &

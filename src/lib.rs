@@ -131,7 +131,7 @@ mod layering {
             ("telemetry", &[][..]),
             (
                 "config",
-                &["agent", "auth", "mcp", "protocol", "telemetry"][..],
+                &["agent", "auth", "mcp", "model", "protocol", "telemetry"][..],
             ),
             ("mcp", &["agent", "protocol"][..]),
             (

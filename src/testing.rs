@@ -34,8 +34,8 @@ pub mod model {
     pub use crate::model::demo::DemoModel;
     pub use crate::model::refusal::Refusal;
     pub use crate::model::{
-        AssembledCall, DeltaStream, FinishReason, ModelDelta, ModelError, ModelIdentity,
-        ModelProvider, ModelRequest, ToolCallAccumulator, Usage,
+        AssembledCall, Attempt, DeltaStream, FinishReason, ModelDelta, ModelError, ModelIdentity,
+        ModelProvider, ModelRequest, RetryHint, Served, ToolCallAccumulator, Usage,
     };
 
     #[cfg(feature = "bedrock")]
@@ -47,6 +47,15 @@ pub mod model {
 
     pub mod openai {
         pub use crate::model::openai::{ChunkParser, delta_stream};
+
+        /// The Responses API's receive path, for the parser bench.
+        pub fn responses_delta_stream<S, E>(bytes: S, model: &str) -> super::DeltaStream
+        where
+            S: futures_util::Stream<Item = Result<bytes::Bytes, E>> + Send + 'static,
+            E: std::fmt::Display + Send + 'static,
+        {
+            crate::model::openai::responses::delta_stream(bytes, model)
+        }
     }
 
     pub mod scripted {
@@ -81,7 +90,7 @@ pub mod startup {
     pub use crate::startup::{
         Models, StartupError, add_mcp_tools, authenticator, build, build_app,
         build_app_with_models, build_app_with_tools, model_from_config, models_from_config,
-        store_from_config,
+        store_from_config, with_retry_policy,
     };
 }
 

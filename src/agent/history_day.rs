@@ -140,6 +140,7 @@ mod tests {
             content: text.map(str::to_owned),
             tool_calls: Vec::new(),
             name: None,
+            encrypted_value: None,
         }
     }
 

@@ -419,7 +419,7 @@ impl Agent {
             "reasoning": {
                 "supported": true,
                 "streaming": true,
-                "encrypted": false,
+                "encrypted": true,
             },
             "multimodal": {
                 "input": self.multimodal_input(),

@@ -63,6 +63,8 @@ pub(super) struct RunRequest {
     pub(super) received_at_ms: Option<i64>,
     /// The client parses AG-UI 1.0 fields (`RUN_FINISHED.outcome`).
     pub(super) speaks_v1: bool,
+    /// The client reads AG-UI 1.1's `encryptedValueType`.
+    pub(super) encrypted_value_types: bool,
 
     /// The client's sampling options, capped.
     pub(super) sampling: crate::model::Sampling,

@@ -197,6 +197,7 @@ async fn frontend_tool_call_ends_the_run_and_its_result_continues_the_thread() {
             r#"{"keyword":"报告"}"#.into(),
         )],
         name: None,
+        encrypted_value: None,
     };
     let result = Message::Tool {
         id: MessageId::parse("msg_3", 128).unwrap(),
@@ -714,6 +715,7 @@ async fn confirmation_tool_pauses_the_run_until_the_user_answers() {
             r#"{"action":"删除临时文件","count":15}"#.into(),
         )],
         name: None,
+        encrypted_value: None,
     };
     let confirmed = Message::Tool {
         id: MessageId::parse("msg_3", 128).unwrap(),

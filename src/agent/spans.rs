@@ -175,6 +175,8 @@ impl ChatSpan {
             gen_ai.request.max_tokens = tracing::field::Empty,
             gen_ai.request.temperature = tracing::field::Empty,
             gen_ai.response.id = tracing::field::Empty,
+            gen_ai.response.model = tracing::field::Empty,
+            agui.model.attempts = tracing::field::Empty,
             gen_ai.usage.input_tokens = tracing::field::Empty,
             gen_ai.usage.output_tokens = tracing::field::Empty,
             gen_ai.response.time_to_first_chunk = tracing::field::Empty,
@@ -215,8 +217,28 @@ impl ChatSpan {
             ModelDelta::Usage(usage) => {
                 self.usage += *usage;
             }
+            ModelDelta::Served(served) => {
+                self.span
+                    .record("gen_ai.response.model", served.identity.model.as_str());
+                self.attempts(&served.attempts);
+            }
             _ => {}
         }
+    }
+
+    /// Every attempt of the call (the model and how it ended), when there was more than one.
+    pub(super) fn attempts(&self, attempts: &[crate::model::Attempt]) {
+        if self.span.is_disabled() || attempts.len() < 2 {
+            return;
+        }
+        otel::set_strings(
+            &self.span,
+            "agui.model.attempts",
+            attempts
+                .iter()
+                .map(|attempt| format!("{} {}", attempt.model, attempt.outcome))
+                .collect(),
+        );
     }
 
     pub(super) fn end(mut self, end: ChatEnd<'_>) {

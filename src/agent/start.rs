@@ -379,6 +379,7 @@ impl Agent {
             context,
         } = taken;
         let speaks_v1 = input.speaks_v1();
+        let encrypted_value_types = input.speaks_at_least(1, 1);
         let request = RunRequest {
             parent_run_id: input.parent_run_id,
             system: self.system_prompt(&input.context),
@@ -393,6 +394,7 @@ impl Agent {
                 .unwrap_or(i64::MAX / 2),
             received_at_ms: None,
             speaks_v1,
+            encrypted_value_types,
             sampling: input
                 .forwarded_props
                 .sampling

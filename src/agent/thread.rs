@@ -287,6 +287,7 @@ mod tests {
                 .map(|c| ToolCall::new(cid(c), "f".into(), "{}".into()))
                 .collect(),
             name: None,
+            encrypted_value: None,
         }
     }
     #[test]

@@ -234,7 +234,7 @@ impl Agent {
 
     /// Records a run's tokens on its day and gives back what it reserved; `run` is `None` for
     /// a run that did not start. A failure is logged: usage never fails a run.
-    pub(super) async fn settle(&self, reservation: &Reservation, run: Option<RunTokens<'_>>) {
+    pub(super) async fn settle(&self, reservation: &Reservation, run: Option<&[RunTokens<'_>]>) {
         if let Err(error) = self.store.settle(Settlement { reservation, run }).await {
             tracing::error!(%error, principal = reservation.owner.as_str(), "recording usage failed");
         }

@@ -1,8 +1,9 @@
 //! One model turn's assembly, without I/O: model deltas in, AG-UI events and the assembled
 //! reasoning and assistant messages out. The run loop feeds it and sends what it returns.
 
+use crate::model::artefact::Artefact;
 use crate::model::reasoning::ReasoningArtefact;
-use crate::model::{FinishReason, ModelDelta, Usage};
+use crate::model::{FinishReason, ModelDelta, Served, Usage};
 use crate::protocol::events::{EncryptedValueSubtype, ReasoningRole, TextRole};
 use crate::protocol::{Event, Message, MessageId, ToolCall, ToolCallId};
 use std::collections::HashSet;
@@ -14,6 +15,8 @@ pub(super) struct TurnCall {
     pub(super) id: ToolCallId,
     pub(super) name: String,
     pub(super) arguments: String,
+    /// The provider's opaque artefact for the call (a thought signature, an item id).
+    pub(super) encrypted_value: Option<String>,
 }
 
 /// How a turn ended, from the model's finish reason.
@@ -42,6 +45,12 @@ pub(super) struct TurnAssembler {
     calls: Vec<TurnCall>,
     finish: Option<FinishReason>,
     usage: Usage,
+    /// The provider's opaque artefact for the turn's assistant message.
+    message_artefact: Option<String>,
+    /// Which model served the turn, when the resilience layer said.
+    served: Option<Served>,
+    /// The client reads AG-UI 1.1's `encryptedValueType`.
+    value_types: bool,
 }
 
 impl TurnAssembler {
@@ -55,11 +64,26 @@ impl TurnAssembler {
             calls: Vec::new(),
             finish: None,
             usage: Usage::default(),
+            message_artefact: None,
+            served: None,
+            value_types: false,
         }
+    }
+
+    /// Names each encrypted value's type (AG-UI 1.1's `encryptedValueType`), for clients that
+    /// read it.
+    pub(super) fn with_value_types(mut self, value_types: bool) -> Self {
+        self.value_types = value_types;
+        self
     }
 
     pub(super) fn usage(&self) -> Usage {
         self.usage
+    }
+
+    /// Which model served the turn, when the resilience layer said.
+    pub(super) fn served(&self) -> Option<&Served> {
+        self.served.as_ref()
     }
 
     /// Takes one delta; the events it causes are appended to `out`. `used_call_ids` holds the
@@ -112,6 +136,20 @@ impl TurnAssembler {
                 self.open_reasoning(out).artefact = Some(ReasoningArtefact::Redacted(bytes));
                 self.close_reasoning(out);
             }
+            // The item closes the summary streamed before it: one block, complete.
+            ModelDelta::ReasoningItem(item) if !item.is_empty() => {
+                self.close_text(out);
+                self.close_signed_reasoning(out);
+                self.open_reasoning(out).artefact = Some(ReasoningArtefact::Item(item));
+                self.close_reasoning(out);
+            }
+            ModelDelta::ToolCallArtefact { index, value } if !value.is_empty() => {
+                self.set_call_artefact(index, value, out);
+            }
+            ModelDelta::MessageArtefact(value) if !value.is_empty() => {
+                self.message_artefact = Some(value);
+            }
+            ModelDelta::Served(served) => self.served = Some(served),
             ModelDelta::ToolCallStart { index, id, name } => {
                 self.start_call(index, id, name, used_call_ids, out);
             }
@@ -130,6 +168,9 @@ impl TurnAssembler {
             | ModelDelta::Reasoning(_)
             | ModelDelta::ReasoningSignature(_)
             | ModelDelta::RedactedReasoning(_)
+            | ModelDelta::ReasoningItem(_)
+            | ModelDelta::ToolCallArtefact { .. }
+            | ModelDelta::MessageArtefact(_)
             | ModelDelta::ResponseId(_)
             | ModelDelta::ToolCallArgs { .. } => {}
         }
@@ -162,7 +203,26 @@ impl TurnAssembler {
             id,
             name,
             arguments: String::new(),
+            encrypted_value: None,
         });
+    }
+
+    /// Keeps the provider's artefact with call `index` and gives it to the client, whose
+    /// history must carry it back (`REASONING_ENCRYPTED_VALUE` for a tool call).
+    fn set_call_artefact(&mut self, index: usize, value: String, out: &mut Vec<Event>) {
+        let Some(call) = self.calls.iter_mut().rev().find(|call| call.index == index) else {
+            return;
+        };
+        out.push(Event::ReasoningEncryptedValue {
+            subtype: EncryptedValueSubtype::ToolCall,
+            entity_id: call.id.to_string(),
+            encrypted_value: value.clone(),
+            encrypted_value_type: self
+                .value_types
+                .then(|| Artefact::type_of(&value))
+                .flatten(),
+        });
+        call.encrypted_value = Some(value);
     }
 
     /// Closes the open text and reasoning messages; the tool calls stay open for the caller to
@@ -170,6 +230,17 @@ impl TurnAssembler {
     pub(super) fn close(&mut self, out: &mut Vec<Event>) {
         self.close_reasoning(out);
         self.close_text(out);
+        // After the text, so that the client holds the message it names.
+        if let Some(value) = &self.message_artefact
+            && (!self.text.is_empty() || !self.calls.is_empty())
+        {
+            out.push(Event::ReasoningEncryptedValue {
+                subtype: EncryptedValueSubtype::Message,
+                entity_id: self.message_id.to_string(),
+                encrypted_value: value.clone(),
+                encrypted_value_type: self.value_types.then(|| Artefact::type_of(value)).flatten(),
+            });
+        }
     }
 
     /// The turn's reasoning messages, closed by [`Self::close`]; they go before its assistant
@@ -206,9 +277,11 @@ impl TurnAssembler {
                 .iter()
                 .map(|call| {
                     ToolCall::new(call.id.clone(), call.name.clone(), call.arguments.clone())
+                        .with_encrypted_value(call.encrypted_value.clone())
                 })
                 .collect(),
             name: None,
+            encrypted_value: self.message_artefact,
         };
         Ok((Some(message), self.calls))
     }
@@ -241,6 +314,7 @@ impl TurnAssembler {
             content: Some(self.text),
             tool_calls: Vec::new(),
             name: None,
+            encrypted_value: None,
         })
     }
 
@@ -290,11 +364,12 @@ impl TurnAssembler {
                 message_id: open.id.clone(),
             });
             let encrypted_value = open.artefact.as_ref().map(ReasoningArtefact::encode);
-            if let Some(value) = &encrypted_value {
+            if let (Some(value), Some(artefact)) = (&encrypted_value, &open.artefact) {
                 out.push(Event::ReasoningEncryptedValue {
                     subtype: EncryptedValueSubtype::Message,
                     entity_id: open.id.to_string(),
                     encrypted_value: value.clone(),
+                    encrypted_value_type: self.value_types.then(|| artefact.value_type()),
                 });
             }
             out.push(Event::ReasoningEnd {

@@ -19,8 +19,11 @@ pub(crate) const MAX_PROFILE_MODEL_CHARS: usize = 2_048;
 pub struct ProfileConfig {
     /// Instead of `AGENT_SYSTEM_PROMPT`; `""` sends none.
     pub system_prompt: Option<String>,
-    /// Instead of `AGENT_MODEL`, for the same `MODEL_PROVIDER`.
+    /// Instead of `AGENT_MODEL`: `provider:model` of any configured provider, or a model of
+    /// `MODEL_PROVIDER`.
     pub model: Option<String>,
+    /// Instead of `REASONING_EFFORT`.
+    pub reasoning_effort: Option<super::ReasoningEffort>,
     /// The server tools offered, by name (checked against the registry at start-up); `[]` is none.
     pub tools: Option<Vec<String>>,
     /// Instead of `MODEL_CONTEXT_TOKENS`: this profile's model's input window.
@@ -200,6 +203,7 @@ mod tests {
                 ]),
                 context_tokens: None,
                 memory: None,
+                reasoning_effort: None,
             }
         );
         assert_eq!(profiles["chat-2"], ProfileConfig::default());

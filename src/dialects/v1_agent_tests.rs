@@ -752,6 +752,7 @@ fn history_message_shows_users_and_speaking_assistants_only() {
         content: content.map(str::to_owned),
         tool_calls: Vec::new(),
         name: None,
+        encrypted_value: None,
     };
     assert_eq!(
         serde_json::to_value(history_message(8, at_ms, &assistant(Some("ok"))).unwrap()).unwrap(),

@@ -2,12 +2,16 @@
 //! [`ModelDelta`] enum, so that the agent's `TurnAssembler` assembles a turn's text and tool calls
 //! the same way for all of them. Depends only on `protocol` (for messages).
 
+pub(crate) mod anthropic;
+pub(crate) mod artefact;
 #[cfg(feature = "bedrock")]
 pub(crate) mod bedrock;
 pub(crate) mod demo;
+pub(crate) mod failure;
 pub(crate) mod openai;
 pub(crate) mod reasoning;
 pub(crate) mod refusal;
+pub(crate) mod resilient;
 #[cfg(any(test, feature = "test-utils"))]
 pub(crate) mod scripted;
 
@@ -35,7 +39,49 @@ pub struct ModelRequest {
 }
 
 pub(crate) use crate::protocol::input::sampling::Sampling;
+pub(crate) use failure::FailureKind;
+pub use failure::RetryHint;
 pub(crate) use refusal::Refusal;
+
+/// How hard a reasoning model thinks (`REASONING_EFFORT`, a profile's `reasoningEffort`): the
+/// Responses API's `reasoning.effort`, Chat Completions' `reasoning_effort`, a thinking budget
+/// for Claude.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReasoningEffort {
+    None,
+    Minimal,
+    Low,
+    Medium,
+    High,
+}
+
+impl ReasoningEffort {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            ReasoningEffort::None => "none",
+            ReasoningEffort::Minimal => "minimal",
+            ReasoningEffort::Low => "low",
+            ReasoningEffort::Medium => "medium",
+            ReasoningEffort::High => "high",
+        }
+    }
+}
+
+impl std::str::FromStr for ReasoningEffort {
+    type Err = ();
+
+    fn from_str(value: &str) -> Result<Self, ()> {
+        Ok(match value {
+            "none" => ReasoningEffort::None,
+            "minimal" => ReasoningEffort::Minimal,
+            "low" => ReasoningEffort::Low,
+            "medium" => ReasoningEffort::Medium,
+            "high" => ReasoningEffort::High,
+            _ => return Err(()),
+        })
+    }
+}
 
 /// Who served a model call, as AG-UI's `TokenUsage` names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,6 +122,38 @@ pub enum ModelDelta {
     Finish(FinishReason),
     /// The provider's id of this response (OpenAI's `chatcmpl-…`), once per turn, for traces.
     ResponseId(String),
+    /// Closes the open reasoning block with the provider's opaque item (the Responses API's
+    /// reasoning item with its encrypted content), to be sent back as it came.
+    ReasoningItem(String),
+    /// The provider's opaque artefact for tool call `index` (Gemini's thought signature, the
+    /// Responses API's item id), kept on the stored call and sent back with it.
+    ToolCallArtefact {
+        index: usize,
+        value: String,
+    },
+    /// The provider's opaque artefact for the turn's assistant message (the Responses API's
+    /// item id), kept on the stored message and sent back with it.
+    MessageArtefact(String),
+    /// Which model served the turn, and the attempts before it; sent first by the resilience
+    /// layer above the providers.
+    Served(Served),
+}
+
+/// The model that served a turn and what was tried before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Served {
+    pub identity: ModelIdentity,
+    /// Every attempt of the turn, the serving one last.
+    pub attempts: Vec<Attempt>,
+}
+
+/// One attempt at a model call: which model, and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    /// `provider:model`.
+    pub model: String,
+    /// `ok`, or the failure's kind and detail (`rate_limited: HTTP 429`).
+    pub outcome: String,
 }
 
 /// Token counts in AG-UI's accounting: `input_tokens` and `output_tokens` are totals; the
@@ -117,6 +195,7 @@ impl ModelDelta {
             ModelDelta::Text(_)
                 | ModelDelta::Reasoning(_)
                 | ModelDelta::RedactedReasoning(_)
+                | ModelDelta::ReasoningItem(_)
                 | ModelDelta::ToolCallStart { .. }
         )
     }
@@ -158,11 +237,15 @@ impl FinishReason {
 /// A model failure. `Display` is safe to show a client: it never carries a response body.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ModelError {
+    /// An HTTP status, or an error the provider sent inside its stream (given the status its
+    /// kind would have: 529 for Anthropic's `overloaded_error`).
     #[error("the model API answered HTTP {status}{}", detail(.refusal.as_ref()))]
     Status {
         status: u16,
         /// What the provider said, when it said anything.
         refusal: Option<refusal::Refusal>,
+        /// What the provider said about retrying (`retry-after`, `x-should-retry`).
+        retry: RetryHint,
     },
     /// The provider refused the prompt as longer than the model's context window.
     #[error("the conversation is longer than the model's context window ({0})")]
@@ -177,9 +260,36 @@ pub enum ModelError {
     Api(String),
     #[error("the model sent a malformed stream chunk")]
     Malformed,
+    /// Nothing arrived from the model for this long (`MODEL_IDLE_TIMEOUT_MS`).
+    #[error("the model sent nothing for {} ms", .0.as_millis())]
+    IdleTimeout(std::time::Duration),
+    /// Every model of the chain failed before any output: the last failure, and every attempt.
+    #[error("{last} (after {} attempts: {})", .attempts.len(), attempt_list(.attempts))]
+    Exhausted {
+        last: Box<ModelError>,
+        attempts: Vec<Attempt>,
+    },
     #[cfg(any(test, feature = "test-utils"))]
     #[error("the scripted model has no turn left")]
     ScriptExhausted,
+}
+
+/// `openai:gpt-5 ×2, anthropic:claude-haiku-4-5`: the models tried, in order, with their counts.
+fn attempt_list(attempts: &[Attempt]) -> String {
+    let mut runs: Vec<(&str, usize)> = Vec::new();
+    for attempt in attempts {
+        match runs.last_mut() {
+            Some((model, count)) if *model == attempt.model => *count += 1,
+            _ => runs.push((&attempt.model, 1)),
+        }
+    }
+    runs.iter()
+        .map(|(model, count)| match count {
+            1 => (*model).to_owned(),
+            count => format!("{model} ×{count}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A refusal's words after its HTTP status: ` (code: message)`, or nothing.
@@ -213,14 +323,6 @@ pub trait ModelProvider: Send + Sync {
     fn reads_s3(&self) -> bool {
         false
     }
-}
-
-/// Backoff before retry `attempt` of a model call: 250 ms, 500 ms, 1 s, 2 s … with jitter so
-/// parallel runs do not retry in lock-step.
-pub(crate) fn backoff_delay(attempt: u32) -> std::time::Duration {
-    let base = 250u64.saturating_mul(1 << attempt.min(6));
-    let jitter = u64::from(uuid::Uuid::new_v4().as_bytes()[0]) % (base / 4 + 1);
-    std::time::Duration::from_millis(base + jitter)
 }
 
 /// At most `max` characters of a provider's text, for logs.

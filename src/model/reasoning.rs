@@ -7,6 +7,7 @@ use base64::Engine;
 
 const SIGNATURE: &str = "signature:";
 const REDACTED: &str = "redacted:";
+const ITEM: &str = "openai-reasoning:";
 
 /// What a reasoning block needs to be accepted back by the model that wrote it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,6 +16,9 @@ pub(crate) enum ReasoningArtefact {
     Signature(String),
     /// Reasoning the provider withheld, as the encrypted bytes it sent.
     Redacted(Vec<u8>),
+    /// A whole reasoning item of the OpenAI Responses API (its encrypted content included), as
+    /// JSON text only that provider reads.
+    Item(String),
 }
 
 impl ReasoningArtefact {
@@ -26,6 +30,16 @@ impl ReasoningArtefact {
                 "{REDACTED}{}",
                 base64::engine::general_purpose::STANDARD.encode(bytes)
             ),
+            ReasoningArtefact::Item(item) => format!("{ITEM}{item}"),
+        }
+    }
+
+    /// What AG-UI 1.1's `encryptedValueType` calls this value.
+    pub(crate) fn value_type(&self) -> &'static str {
+        match self {
+            ReasoningArtefact::Signature(_) => "thinking-signature",
+            ReasoningArtefact::Redacted(_) => "redacted-thinking",
+            ReasoningArtefact::Item(_) => "openai-reasoning-item",
         }
     }
 
@@ -34,6 +48,9 @@ impl ReasoningArtefact {
         if let Some(signature) = value.strip_prefix(SIGNATURE) {
             return (!signature.is_empty())
                 .then(|| ReasoningArtefact::Signature(signature.to_owned()));
+        }
+        if let Some(item) = value.strip_prefix(ITEM) {
+            return (!item.is_empty()).then(|| ReasoningArtefact::Item(item.to_owned()));
         }
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(value.strip_prefix(REDACTED)?)
@@ -51,6 +68,7 @@ mod tests {
         for artefact in [
             ReasoningArtefact::Signature("EqQBCkgIARABGAIiQL".into()),
             ReasoningArtefact::Redacted(vec![0, 1, 2, 250]),
+            ReasoningArtefact::Item(r#"{"type":"reasoning","id":"rs_1"}"#.into()),
         ] {
             assert_eq!(
                 ReasoningArtefact::decode(&artefact.encode()),
@@ -66,6 +84,7 @@ mod tests {
             "signature:",
             "redacted:%%",
             "redacted:",
+            "openai-reasoning:",
             "",
         ] {
             assert_eq!(ReasoningArtefact::decode(foreign), None, "{foreign}");

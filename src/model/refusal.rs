@@ -67,6 +67,11 @@ impl Refusal {
         let Ok(value) = serde_json::from_str::<serde_json::Value>(body) else {
             return Some(Self::new(None, body));
         };
+        // Gemini's OpenAI-compatible endpoint answers a list of one error.
+        let value = match value {
+            serde_json::Value::Array(mut errors) if !errors.is_empty() => errors.swap_remove(0),
+            other => other,
+        };
         let error = value.get("error").unwrap_or(&value);
         if let Some(text) = error.as_str() {
             return Some(Self::new(None, text));
@@ -79,7 +84,7 @@ impl Refusal {
             })
         };
         // OpenAI's `code` names the case; llama.cpp's is the HTTP status and its `type` does.
-        let code = match (field("code"), field("type")) {
+        let code = match (field("code"), field("type").or_else(|| field("status"))) {
             (Some(code), _) if code.parse::<u16>().is_err() => Some(code),
             (_, Some(kind)) => Some(kind),
             (code, None) => code,
@@ -172,6 +177,19 @@ mod tests {
         assert!(bedrock.is_context_overflow());
         assert_eq!(bedrock.window(), Some(200_000));
         assert!(Refusal::new(None, "Input is too long for requested model.").is_context_overflow());
+    }
+
+    #[test]
+    fn gemini_answers_a_list_and_its_status_names_the_case() {
+        let refusal = Refusal::from_body(
+            r#"[{"error":{"code":400,"message":"Function call is missing a thought_signature in functionCall parts.","status":"INVALID_ARGUMENT"}}]"#,
+        )
+        .unwrap();
+        assert_eq!(
+            refusal.message,
+            "Function call is missing a thought_signature in functionCall parts."
+        );
+        assert_eq!(refusal.code.as_deref(), Some("INVALID_ARGUMENT"));
     }
 
     #[test]

@@ -56,6 +56,8 @@ impl ScriptedTurn {
 pub struct ScriptedModel {
     turns: Arc<Mutex<VecDeque<ScriptedTurn>>>,
     requests: Arc<Mutex<Vec<ModelRequest>>>,
+    /// The model it claims to be; `scripted:scripted` unless a test names it.
+    name: Option<(String, String)>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -70,7 +72,14 @@ impl ScriptedModel {
         Self {
             turns: Arc::new(Mutex::new(turns.into_iter().collect())),
             requests: Arc::default(),
+            name: None,
         }
+    }
+
+    /// The same script, claiming to be `provider`'s `model` (for tests with several models).
+    pub fn named(mut self, provider: &str, model: &str) -> Self {
+        self.name = Some((provider.to_owned(), model.to_owned()));
+        self
     }
 
     pub fn push(&self, turn: ScriptedTurn) {
@@ -118,9 +127,10 @@ impl ModelProvider for ScriptedModel {
     }
 
     fn identity(&self) -> crate::model::ModelIdentity {
-        crate::model::ModelIdentity {
-            provider: "scripted".to_owned(),
-            model: "scripted".to_owned(),
-        }
+        let (provider, model) = self
+            .name
+            .clone()
+            .unwrap_or_else(|| ("scripted".to_owned(), "scripted".to_owned()));
+        crate::model::ModelIdentity { provider, model }
     }
 }

@@ -100,6 +100,9 @@ pub enum Event {
         subtype: EncryptedValueSubtype,
         entity_id: String,
         encrypted_value: String,
+        /// AG-UI 1.1: what the value is; sent only to clients that declared 1.1 or later.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        encrypted_value_type: Option<&'static str>,
     },
     StateSnapshot {
         snapshot: Value,
@@ -154,10 +157,6 @@ pub enum EncryptedValueSubtype {
     #[serde(rename = "message")]
     Message,
     #[serde(rename = "tool-call")]
-    #[allow(
-        dead_code,
-        reason = "AG-UI's other subtype; this server encrypts message reasoning only"
-    )]
     ToolCall,
 }
 
@@ -364,7 +363,16 @@ pub enum RunErrorCode {
     )]
     ToolNotFound,
     ToolExecutionError,
+    /// The model's stream broke off or could not be read, or its answer was unusable.
     ModelError,
+    /// The provider said too many requests (or no quota left), after the retries and fallbacks.
+    ModelRateLimited,
+    /// The provider was down, overloaded or unreachable, after the retries and fallbacks.
+    ModelUnavailable,
+    /// The provider did not answer in time, or its stream went silent.
+    ModelTimeout,
+    /// The provider refused the request (a bad parameter, auth, a model it does not serve).
+    ModelRefused,
     Timeout,
     /// The model kept calling server tools past the configured step bound.
     MaxStepsExceeded,

@@ -27,6 +27,10 @@ pub enum Message {
         tool_calls: Vec<ToolCall>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         name: Option<String>,
+        /// The provider's opaque artefact for this answer (the Responses API's item id), sent
+        /// back to it with the message.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        encrypted_value: Option<String>,
     },
     System {
         id: MessageId,
@@ -249,6 +253,14 @@ pub struct ToolCall {
     #[serde(rename = "type")]
     pub kind: FunctionKind,
     pub function: FunctionCall,
+    /// The provider's opaque artefact for this call (Gemini's thought signature, the
+    /// Responses API's item id), sent back to it with the call.
+    #[serde(
+        default,
+        rename = "encryptedValue",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub encrypted_value: Option<String>,
 }
 
 impl ToolCall {
@@ -257,7 +269,14 @@ impl ToolCall {
             id,
             kind: FunctionKind::Function,
             function: FunctionCall { name, arguments },
+            encrypted_value: None,
         }
+    }
+
+    /// The call with the provider's artefact.
+    pub(crate) fn with_encrypted_value(mut self, value: Option<String>) -> Self {
+        self.encrypted_value = value;
+        self
     }
 }
 
@@ -294,6 +313,7 @@ mod tests {
                 "{}".into(),
             )],
             name: None,
+            encrypted_value: None,
         };
         assert_eq!(
             serde_json::to_value(&message).unwrap(),

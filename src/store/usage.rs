@@ -101,8 +101,9 @@ pub struct RunTokens<'a> {
 #[derive(Debug, Clone)]
 pub struct Settlement<'a> {
     pub reservation: &'a Reservation,
+    /// What the run used, one entry per provider and model (a fallback, a sub-agent's model);
     /// `None` for a run that never started: only the reservation is given back.
-    pub run: Option<RunTokens<'a>>,
+    pub run: Option<&'a [RunTokens<'a>]>,
 }
 
 /// A model's usage on one day.

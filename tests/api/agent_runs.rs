@@ -215,7 +215,7 @@ async fn reasoning_streams_before_the_answer() {
 }
 
 #[tokio::test]
-async fn wire_a_rate_limited_model_is_retried_then_reported_as_model_error() {
+async fn wire_a_rate_limited_model_is_retried_then_reported_as_rate_limited() {
     let app = spawn_wire_app().await;
     let thread = new_thread();
     let events = app
@@ -228,7 +228,7 @@ async fn wire_a_rate_limited_model_is_retried_then_reported_as_model_error() {
         .events();
     let last = events.last().unwrap();
     assert_eq!(last["type"], "RUN_ERROR");
-    assert_eq!(last["code"], "MODEL_ERROR");
+    assert_eq!(last["code"], "MODEL_RATE_LIMITED");
     assert!(last["message"].as_str().unwrap().contains("429"));
     assert_eq!(
         app.aimock().requests_about("rate limit me").await.len(),
@@ -300,7 +300,7 @@ async fn wire_a_server_error_is_retried_then_reported() {
         ))
         .await
         .events();
-    assert_eq!(events.last().unwrap()["code"], "MODEL_ERROR");
+    assert_eq!(events.last().unwrap()["code"], "MODEL_UNAVAILABLE");
     assert_eq!(
         app.aimock()
             .requests_about("server error please")

@@ -454,7 +454,7 @@ async fn server_tools_reasoning_and_failures_have_their_message_types() {
     let failed = stream_of(&failure);
     let last = final_response(&failed);
     assert_eq!(last["status"], "failed");
-    assert_eq!(last["error"]["code"], "MODEL_ERROR");
+    assert_eq!(last["error"]["code"], "MODEL_RATE_LIMITED");
     assert!(last["error"]["message"].as_str().unwrap().contains("429"));
 
     let dropped = process(

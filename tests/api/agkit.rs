@@ -148,7 +148,7 @@ async fn server_tools_and_failures_in_this_dialect() {
     let events = frames(&failed);
     let last = events.last().unwrap();
     assert_eq!(last["type"], "error");
-    assert_eq!(last["code"], "MODEL_ERROR");
+    assert_eq!(last["code"], "MODEL_RATE_LIMITED");
     assert!(last["message"].as_str().unwrap().contains("429"));
 }
 

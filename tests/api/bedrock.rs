@@ -210,7 +210,6 @@ async fn spawn_bedrock_app_with(
     let mut client_config = bedrock::client_config(
         &sdk,
         &ClientSettings {
-            max_retries: config.model.max_retries,
             connect_timeout: config.model.connect_timeout,
         },
     )
@@ -224,7 +223,6 @@ async fn spawn_bedrock_app_with(
             model_id: config.model.name.clone(),
             max_tokens: config.model.bedrock_max_tokens,
             reasoning_budget_tokens: config.model.bedrock_reasoning_budget_tokens,
-            max_retries: config.model.max_retries,
             cache_points: match config.context.prompt_cache {
                 agui_lambda::testing::config::PromptCache::Auto => {
                     CachePoints::for_model(&config.model.name)
@@ -235,7 +233,7 @@ async fn spawn_bedrock_app_with(
     ));
     let app = startup::build_app(
         &config,
-        model,
+        startup::with_retry_policy(&config, model),
         Arc::new(MemoryStore::new()),
         startup::authenticator(&config.auth).await.unwrap(),
     )
@@ -549,7 +547,7 @@ async fn wire_bedrock_reasoning_on_aimock() {
 }
 
 #[tokio::test]
-async fn wire_bedrock_throttling_is_retried_by_the_sdk_then_reported_on_aimock() {
+async fn wire_bedrock_throttling_is_retried_then_reported_on_aimock() {
     let (aimock, app) = on_aimock().await;
     let thread = new_thread();
     let events = app
@@ -561,7 +559,7 @@ async fn wire_bedrock_throttling_is_retried_by_the_sdk_then_reported_on_aimock()
         .await
         .events();
     assert_eq!(last(&events)["type"], "RUN_ERROR");
-    assert_eq!(last(&events)["code"], "MODEL_ERROR");
+    assert_eq!(last(&events)["code"], "MODEL_RATE_LIMITED");
     assert!(last(&events)["message"].as_str().unwrap().contains("429"));
     assert_eq!(aimock.requests_about("rate limit me").await.len(), 3);
     let history = app.get(&format!("/threads/{thread}")).await.json();
@@ -586,7 +584,7 @@ async fn wire_bedrock_a_transient_429_is_retried_transparently_on_aimock() {
 async fn wire_bedrock_a_server_error_is_retried_then_reported_on_aimock() {
     let (aimock, app) = on_aimock().await;
     let events = app.ask("server error please").await;
-    assert_eq!(last(&events)["code"], "MODEL_ERROR");
+    assert_eq!(last(&events)["code"], "MODEL_UNAVAILABLE");
     assert_eq!(aimock.requests_about("server error please").await.len(), 3);
 }
 
@@ -806,7 +804,7 @@ async fn bedrock_a_mid_stream_exception_is_a_model_error_and_nothing_is_stored()
     assert_eq!(text_of(&events), "Partial ans");
     let end = last(&events);
     assert_eq!(end["type"], "RUN_ERROR");
-    assert_eq!(end["code"], "MODEL_ERROR");
+    assert_eq!(end["code"], "MODEL_UNAVAILABLE");
     assert!(
         end["message"]
             .as_str()

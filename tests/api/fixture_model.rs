@@ -115,6 +115,7 @@ impl ModelProvider for FixtureModel {
         let fixture = self.pick(request).ok_or(ModelError::Status {
             status: 404,
             refusal: None,
+            retry: Default::default(),
         })?;
         let response = &fixture["response"];
         if let Some(status) = response["status"].as_u64() {
@@ -127,6 +128,7 @@ impl ModelProvider for FixtureModel {
             return Err(ModelError::Status {
                 status: status as u16,
                 refusal,
+                retry: Default::default(),
             });
         }
         let size = fixture["chunkSize"].as_u64().unwrap_or(u64::MAX) as usize;

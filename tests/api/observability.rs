@@ -402,7 +402,7 @@ async fn wire_a_failed_run_is_an_error_span_and_an_error_record_and_content_stay
     assert_eq!(request["parentSpanId"], "", "no parent: a trace of its own");
     let agent = one(&spans, "invoke_agent agui-lambda");
     assert_eq!(agent["status"]["code"], "STATUS_CODE_ERROR");
-    assert_eq!(agent["attributes"]["error.type"], "MODEL_ERROR");
+    assert_eq!(agent["attributes"]["error.type"], "MODEL_UNAVAILABLE");
     assert_eq!(agent["attributes"]["agui.run.outcome"], "error");
     let chat = one(&spans, "chat test-model");
     assert_eq!(chat["status"]["code"], "STATUS_CODE_ERROR");

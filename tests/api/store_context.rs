@@ -30,6 +30,7 @@ fn text(id: &str, role: &str) -> Message {
             content: Some("hi".into()),
             tool_calls: Vec::new(),
             name: None,
+            encrypted_value: None,
         },
     }
 }

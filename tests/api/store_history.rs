@@ -45,6 +45,7 @@ fn assistant(id: &str, text: Option<&str>) -> Message {
         content: text.map(str::to_owned),
         tool_calls: Vec::new(),
         name: None,
+        encrypted_value: None,
     }
 }
 

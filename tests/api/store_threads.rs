@@ -843,14 +843,14 @@ async fn runs_per_minute(subject: Subject) {
                 store
                     .settle(Settlement {
                         reservation: &settled,
-                        run: Some(RunTokens {
+                        run: Some(&[RunTokens {
                             provider: "openai",
                             model: "gpt-4o",
                             input: 1,
                             output: 1,
                             reasoning: 0,
                             cached_input: 0,
-                        }),
+                        }]),
                     })
                     .await
                     .unwrap();
@@ -895,14 +895,14 @@ async fn tokens_per_day_and_usage(subject: Subject) {
     store
         .settle(Settlement {
             reservation: &reservation,
-            run: Some(RunTokens {
+            run: Some(&[RunTokens {
                 provider: "bedrock",
                 model: claude,
                 input: 700,
                 output: 300,
                 reasoning: 50,
                 cached_input: 200,
-            }),
+            }]),
         })
         .await
         .unwrap();
@@ -935,14 +935,14 @@ async fn tokens_per_day_and_usage(subject: Subject) {
     store
         .settle(Settlement {
             reservation: &bobs,
-            run: Some(RunTokens {
+            run: Some(&[RunTokens {
                 provider: "openai",
                 model: "gpt-4o",
                 input: 850,
                 output: 50,
                 reasoning: 0,
                 cached_input: 0,
-            }),
+            }]),
         })
         .await
         .unwrap();
@@ -997,14 +997,14 @@ async fn tokens_per_day_and_usage(subject: Subject) {
         store
             .settle(Settlement {
                 reservation: &free,
-                run: Some(RunTokens {
+                run: Some(&[RunTokens {
                     provider: "bedrock",
                     model,
                     input: 10,
                     output: 5,
                     reasoning: 0,
                     cached_input: 1,
-                }),
+                }]),
             })
             .await
             .unwrap();
@@ -1296,14 +1296,14 @@ async fn dynamo_calls_per_operation() {
         store
             .settle(Settlement {
                 reservation: &reservation,
-                run: Some(RunTokens {
+                run: Some(&[RunTokens {
                     provider: "openai",
                     model: "gpt-4o",
                     input: 100,
                     output: 10,
                     reasoning: 0,
                     cached_input: 0,
-                }),
+                }]),
             })
             .await
             .unwrap();

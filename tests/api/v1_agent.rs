@@ -527,6 +527,7 @@ async fn stored_exchange(store: &dyn ThreadStore, thread: &ThreadId, n: usize, a
         content: Some(format!("answer {n}")),
         tool_calls: Vec::new(),
         name: None,
+        encrypted_value: None,
     }];
     store
         .finish_run(RunFinish {

@@ -136,22 +136,34 @@ impl PreparedRun {
         }
     }
 
-    /// Records the run's tokens against its caller's quota and gives back what it reserved.
+    /// Records the run's tokens against its caller's quota, per model, and gives back what it
+    /// reserved.
     async fn settle_usage(&self) {
+        let summary = &self.progress.summary;
         let identity = self.agent.model.identity();
-        let used = self.progress.summary.usage;
-        self.agent
-            .settle(
-                &self.reservation,
-                Some(crate::store::RunTokens {
-                    provider: &identity.provider,
-                    model: &identity.model,
-                    input: used.input_tokens,
-                    output: used.output_tokens,
-                    reasoning: used.reasoning_tokens.unwrap_or(0),
-                    cached_input: used.cached_input_tokens.unwrap_or(0),
-                }),
-            )
-            .await;
+        let mut used: Vec<crate::store::RunTokens<'_>> = summary
+            .by_model
+            .iter()
+            .map(|(model, usage)| crate::store::RunTokens {
+                provider: &model.provider,
+                model: &model.model,
+                input: usage.input_tokens,
+                output: usage.output_tokens,
+                reasoning: usage.reasoning_tokens.unwrap_or(0),
+                cached_input: usage.cached_input_tokens.unwrap_or(0),
+            })
+            .collect();
+        if used.is_empty() {
+            // A run that called no model still counts as a run of its model.
+            used.push(crate::store::RunTokens {
+                provider: &identity.provider,
+                model: &identity.model,
+                input: 0,
+                output: 0,
+                reasoning: 0,
+                cached_input: 0,
+            });
+        }
+        self.agent.settle(&self.reservation, Some(&used)).await;
     }
 }

@@ -246,11 +246,16 @@ impl PreparedRun {
         let Some(compacted) = compacted else {
             return;
         };
+        // The summariser's tokens are its model's, which may be another provider's.
+        let usage = compacted.usage;
         self.apply(compacted, before, out, fixed, limit);
+        if let Some(model) = summarizer {
+            self.progress.summary.add_usage(&model.identity(), usage);
+        }
     }
 
     /// The compaction kept: the covered messages leave the model's view, the checkpoint
-    /// replaces the thread's, the summariser's tokens join the run's, and the client is told.
+    /// replaces the thread's, and the client is told (the caller counts the summariser's tokens).
     fn apply(
         &mut self,
         compacted: Compacted,
@@ -275,9 +280,6 @@ impl PreparedRun {
         });
         context.made_checkpoint = true;
         context.compactions += 1;
-        let summary = &mut progress.summary;
-        summary.usage += compacted.usage;
-        summary.usage_reported |= compacted.usage != crate::model::Usage::default();
         let view = self.view();
         let after = plan::estimate(
             &view,

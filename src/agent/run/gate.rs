@@ -78,6 +78,7 @@ impl PreparedRun {
                         id: resolved.tool_call_id.clone(),
                         name: resolved.tool_name.clone(),
                         arguments,
+                        encrypted_value: None,
                     });
                 }
                 Decision::Deny { reason } => plan.refusals.push(ToolResult {

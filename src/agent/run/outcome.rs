@@ -5,7 +5,7 @@ use super::PreparedRun;
 use crate::agent::approval::PendingApproval;
 use crate::agent::spans;
 use crate::agent::turn::TurnFault;
-use crate::model::{ModelError, Usage};
+use crate::model::{FailureKind, ModelError, ModelIdentity, Usage};
 use crate::protocol::events::{RunOutcome, RunUsage, TokenUsage};
 use crate::protocol::{Event, RunErrorCode, ToolCallId};
 use crate::store::StoreError;
@@ -82,10 +82,18 @@ impl RunFailure {
 
     fn code(&self) -> RunErrorCode {
         match self {
-            RunFailure::Model(_)
-            | RunFailure::TruncatedToolCall
-            | RunFailure::ContentFilter
-            | RunFailure::Overflow(_) => RunErrorCode::ModelError,
+            RunFailure::Model(error) => match error.kind() {
+                FailureKind::RateLimited | FailureKind::QuotaExhausted => {
+                    RunErrorCode::ModelRateLimited
+                }
+                FailureKind::Unavailable => RunErrorCode::ModelUnavailable,
+                FailureKind::TimedOut => RunErrorCode::ModelTimeout,
+                FailureKind::Refused => RunErrorCode::ModelRefused,
+                FailureKind::Overflow | FailureKind::Broken => RunErrorCode::ModelError,
+            },
+            RunFailure::TruncatedToolCall | RunFailure::ContentFilter | RunFailure::Overflow(_) => {
+                RunErrorCode::ModelError
+            }
             RunFailure::ContextTooLong { .. } => RunErrorCode::ContextTooLong,
             RunFailure::Timeout | RunFailure::SegmentOver => RunErrorCode::Timeout,
             RunFailure::MaxSteps(_) => RunErrorCode::MaxStepsExceeded,
@@ -173,10 +181,38 @@ impl RunOutcomeKind {
 pub(crate) struct RunSummary {
     pub steps: u32,
     pub tool_calls: u32,
+    /// Every model's tokens together.
     pub usage: Usage,
+    /// Each model's tokens, in the order first used (a fallback serves some turns).
+    pub by_model: Vec<(ModelIdentity, Usage)>,
     /// The model reported usage at least once.
     pub usage_reported: bool,
+    /// Every model call that took more than one attempt: `provider:model outcome`, in order.
+    pub model_attempts: Vec<String>,
     pub outcome: RunOutcomeKind,
+}
+
+impl RunSummary {
+    /// Adds one model call's tokens, to the model that served it.
+    pub(super) fn add_usage(&mut self, model: &ModelIdentity, usage: Usage) {
+        self.usage += usage;
+        self.usage_reported |= usage != Usage::default();
+        match self.by_model.iter_mut().find(|(served, _)| served == model) {
+            Some((_, total)) => *total += usage,
+            None => self.by_model.push((model.clone(), usage)),
+        }
+    }
+
+    /// A call's attempts, when it took more than one.
+    pub(super) fn add_attempts(&mut self, attempts: &[crate::model::Attempt]) {
+        if attempts.len() > 1 {
+            self.model_attempts.extend(
+                attempts
+                    .iter()
+                    .map(|attempt| format!("{} {}", attempt.model, attempt.outcome)),
+            );
+        }
+    }
 }
 
 impl PreparedRun {
@@ -215,27 +251,31 @@ impl PreparedRun {
         }
     }
 
-    /// The run's usage in AG-UI's shape, one entry for its model; empty when the model
-    /// reported none.
+    /// The run's usage in AG-UI's shape, one entry per model; empty when no model reported any.
     fn run_usage(&self) -> RunUsage {
         let summary = &self.progress.summary;
         if !summary.usage_reported {
             return RunUsage::default();
         }
-        let identity = self.agent.model.identity();
-        let usage = summary.usage;
-        RunUsage(vec![TokenUsage {
-            provider: Some(identity.provider),
-            model: Some(identity.model),
-            input_tokens: usage.input_tokens,
-            output_tokens: usage.output_tokens,
-            total_tokens: usage.input_tokens.saturating_add(usage.output_tokens),
-            reasoning_tokens: usage.reasoning_tokens,
-            cached_input_tokens: usage.cached_input_tokens,
-            cache_write_input_tokens: usage
-                .cache_write_input_tokens
-                .filter(|_| self.request.speaks_v1),
-        }])
+        RunUsage(
+            summary
+                .by_model
+                .iter()
+                .filter(|(_, usage)| *usage != Usage::default())
+                .map(|(identity, usage)| TokenUsage {
+                    provider: Some(identity.provider.clone()),
+                    model: Some(identity.model.clone()),
+                    input_tokens: usage.input_tokens,
+                    output_tokens: usage.output_tokens,
+                    total_tokens: usage.input_tokens.saturating_add(usage.output_tokens),
+                    reasoning_tokens: usage.reasoning_tokens,
+                    cached_input_tokens: usage.cached_input_tokens,
+                    cache_write_input_tokens: usage
+                        .cache_write_input_tokens
+                        .filter(|_| self.request.speaks_v1),
+                })
+                .collect(),
+        )
     }
 
     /// The per-run log line, the run's EMF metrics record, and its trace span's outcome (the
@@ -263,6 +303,7 @@ impl PreparedRun {
             memory_write_calls = store.memory_write_calls,
             handoffs = self.progress.carried.handoffs,
             runner = self.lease.epoch,
+            model_attempts = summary.model_attempts.join("; "),
             "run ended"
         );
         let failed = match summary.outcome {

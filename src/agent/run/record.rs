@@ -8,7 +8,7 @@ use super::tool_calls::ToolResult;
 use super::{PreparedRun, RunSummary};
 use crate::agent::approval::PendingApproval;
 use crate::agent::turn::TurnCall;
-use crate::model::Usage;
+use crate::model::{ModelIdentity, Usage};
 use crate::protocol::{ClientTool, MessageId, RunId, ToolCall, ToolCallId};
 use crate::store::meter::MeteredUsage;
 use serde::{Deserialize, Serialize};
@@ -50,6 +50,9 @@ pub(super) struct StoredRequest {
     /// When `RUN_MAX_SECS` ends the run (epoch ms), whichever runner has it then.
     pub(super) ends_at_ms: i64,
     pub(super) speaks_v1: bool,
+    /// The client reads AG-UI 1.1's `encryptedValueType`.
+    #[serde(default)]
+    pub(super) encrypted_value_types: bool,
     pub(super) sampling: StoredSampling,
     /// The agent profile that runs it; `None` for the default agent.
     pub(super) profile: Option<String>,
@@ -77,9 +80,13 @@ pub(super) struct StoredSampling {
 pub(super) struct StoredProgress {
     pub(super) steps: u32,
     pub(super) tool_calls: u32,
-    pub(super) usage: [u64; 5],
-    pub(super) usage_parts: [bool; 3],
+    /// Every model's tokens together.
+    pub(super) usage: StoredUsage,
+    /// Each model's tokens, in the order first used.
+    pub(super) by_model: Vec<StoredModelUsage>,
     pub(super) usage_reported: bool,
+    /// The model calls that took more than one attempt, as the summary names them.
+    pub(super) model_attempts: Vec<String>,
     pub(super) compactions: u32,
     /// The run's events up to this one were sent and recorded.
     pub(super) events_through: u64,
@@ -212,35 +219,80 @@ pub(super) fn client_tools(stored: Vec<(String, String, Value)>) -> Vec<ClientTo
         .collect()
 }
 
-/// A summary's usage as the record keeps it, and back.
-pub(super) fn store_usage(summary: &RunSummary) -> ([u64; 5], [bool; 3]) {
-    let usage = summary.usage;
-    (
-        [
-            usage.input_tokens,
-            usage.output_tokens,
-            usage.reasoning_tokens.unwrap_or(0),
-            usage.cached_input_tokens.unwrap_or(0),
-            usage.cache_write_input_tokens.unwrap_or(0),
-        ],
-        [
-            usage.reasoning_tokens.is_some(),
-            usage.cached_input_tokens.is_some(),
-            usage.cache_write_input_tokens.is_some(),
-        ],
-    )
+/// Token counts as the record keeps them ([`Usage`] mirrored).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct StoredUsage {
+    input: u64,
+    output: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reasoning: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cached_input: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cache_write_input: Option<u64>,
 }
 
-pub(super) fn usage_of(counts: [u64; 5], parts: [bool; 3]) -> Usage {
-    let [input, output, reasoning, cached, cache_write] = counts;
-    let [has_reasoning, has_cached, has_cache_write] = parts;
-    Usage {
-        input_tokens: input,
-        output_tokens: output,
-        reasoning_tokens: has_reasoning.then_some(reasoning),
-        cached_input_tokens: has_cached.then_some(cached),
-        cache_write_input_tokens: has_cache_write.then_some(cache_write),
+impl From<Usage> for StoredUsage {
+    fn from(usage: Usage) -> Self {
+        Self {
+            input: usage.input_tokens,
+            output: usage.output_tokens,
+            reasoning: usage.reasoning_tokens,
+            cached_input: usage.cached_input_tokens,
+            cache_write_input: usage.cache_write_input_tokens,
+        }
     }
+}
+
+impl From<StoredUsage> for Usage {
+    fn from(stored: StoredUsage) -> Self {
+        Self {
+            input_tokens: stored.input,
+            output_tokens: stored.output,
+            reasoning_tokens: stored.reasoning,
+            cached_input_tokens: stored.cached_input,
+            cache_write_input_tokens: stored.cache_write_input,
+        }
+    }
+}
+
+/// One model's tokens so far.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct StoredModelUsage {
+    provider: String,
+    model: String,
+    usage: StoredUsage,
+}
+
+/// A summary's tokens per model, as the record keeps them.
+pub(super) fn store_by_model(summary: &RunSummary) -> Vec<StoredModelUsage> {
+    summary
+        .by_model
+        .iter()
+        .map(|(identity, usage)| StoredModelUsage {
+            provider: identity.provider.clone(),
+            model: identity.model.clone(),
+            usage: (*usage).into(),
+        })
+        .collect()
+}
+
+/// The tokens per model that `store_by_model` kept.
+pub(super) fn by_model(stored: Vec<StoredModelUsage>) -> Vec<(ModelIdentity, Usage)> {
+    stored
+        .into_iter()
+        .map(|part| {
+            (
+                ModelIdentity {
+                    provider: part.provider,
+                    model: part.model,
+                },
+                part.usage.into(),
+            )
+        })
+        .collect()
 }
 
 /// The store figures of the runners so far, as the record keeps them.
@@ -280,7 +332,6 @@ impl PreparedRun {
         let request = &self.request;
         let progress = &self.progress;
         let telemetry = &self.telemetry;
-        let (usage, usage_parts) = store_usage(&progress.summary);
         let received = telemetry.observed.received;
         let received_at_ms = chrono::Utc::now().timestamp_millis()
             - i64::try_from(received.elapsed().as_millis()).unwrap_or(0);
@@ -292,6 +343,7 @@ impl PreparedRun {
                 device_timezone: request.device_timezone.map(|zone| zone.name().to_owned()),
                 ends_at_ms: request.ends_at_ms,
                 speaks_v1: request.speaks_v1,
+                encrypted_value_types: request.encrypted_value_types,
                 sampling: StoredSampling::from(&request.sampling),
                 profile: self.agent.name.as_deref().map(str::to_owned),
                 dialect: telemetry.observed.dialect.to_owned(),
@@ -302,9 +354,10 @@ impl PreparedRun {
             progress: StoredProgress {
                 steps: progress.summary.steps,
                 tool_calls: progress.summary.tool_calls,
-                usage,
-                usage_parts,
+                usage: progress.summary.usage.into(),
+                by_model: store_by_model(&progress.summary),
                 usage_reported: progress.summary.usage_reported,
+                model_attempts: progress.summary.model_attempts.clone(),
                 compactions: progress.context.compactions,
                 events_through,
                 handoffs: progress.carried.handoffs,

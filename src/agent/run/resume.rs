@@ -93,6 +93,7 @@ impl PreparedRun {
             ends_at_ms: stored.ends_at_ms,
             received_at_ms: Some(stored.received_at_ms),
             speaks_v1: stored.speaks_v1,
+            encrypted_value_types: stored.encrypted_value_types,
             sampling: stored.sampling.into(),
             client_is_behind: false,
             resolved: Vec::new(),
@@ -111,8 +112,10 @@ impl PreparedRun {
         );
         progress.summary.steps = counted.steps;
         progress.summary.tool_calls = counted.tool_calls;
-        progress.summary.usage = record::usage_of(counted.usage, counted.usage_parts);
+        progress.summary.usage = counted.usage.into();
+        progress.summary.by_model = record::by_model(counted.by_model);
         progress.summary.usage_reported = counted.usage_reported;
+        progress.summary.model_attempts = counted.model_attempts;
         progress.context.compactions = counted.compactions;
         progress.fallback_approvals = counted.fallback_approvals;
         progress.memory_block = counted.memory_block;
@@ -212,6 +215,7 @@ impl PreparedRun {
                     content: Some(text),
                     tool_calls: Vec::new(),
                     name: None,
+                    encrypted_value: None,
                 });
             }
         }

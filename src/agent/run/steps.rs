@@ -11,7 +11,7 @@ use super::{Emitter, PreparedRun};
 use crate::agent::context::ContextStrategy;
 use crate::agent::spans::{ChatEnd, ChatSpan};
 use crate::agent::turn::{TurnAssembler, TurnCall};
-use crate::model::{ModelError, ModelRequest, Usage};
+use crate::model::{ModelError, ModelRequest};
 use crate::protocol::{Event, Message, MessageId, ToolCall, ToolCallId};
 use futures_util::StreamExt;
 use std::collections::HashSet;
@@ -219,9 +219,14 @@ impl PreparedRun {
         };
         let took = began.elapsed();
         self.progress.longest_model_turn = self.progress.longest_model_turn.max(took);
-        let summary = &mut self.progress.summary;
-        summary.usage += turn.usage();
-        summary.usage_reported |= turn.usage() != Usage::default();
+        let served = match turn.served() {
+            Some(served) => {
+                self.progress.summary.add_attempts(&served.attempts);
+                served.identity.clone()
+            }
+            None => self.agent.model.identity(),
+        };
+        self.progress.summary.add_usage(&served, turn.usage());
         self.note_input_tokens(turn.usage().input_tokens);
         let mut events = Vec::new();
         turn.close(&mut events);
@@ -385,6 +390,10 @@ impl PreparedRun {
             let streamed = self
                 .stream_turn(out, &request, used_call_ids, stop, &mut chat)
                 .await;
+            if let Err(RunFailure::Model(ModelError::Exhausted { attempts, .. })) = &streamed {
+                chat.attempts(attempts);
+                self.progress.summary.add_attempts(attempts);
+            }
             chat.end(match &streamed {
                 Ok(TurnEnd::Done(turn)) => ChatEnd::Answered(turn),
                 Ok(TurnEnd::Stopped(_) | TurnEnd::OutOfTime { .. }) => ChatEnd::Stopped,
@@ -438,7 +447,8 @@ impl PreparedRun {
     ) -> Result<TurnEnd, RunFailure> {
         let deadline = self.limit();
         let segment = self.limit_is_segment();
-        let mut turn = TurnAssembler::new(MessageId::generate());
+        let mut turn = TurnAssembler::new(MessageId::generate())
+            .with_value_types(self.request.encrypted_value_types);
         let mut stream = tokio::select! {
             biased;
             () = stop.cancelled() => return Ok(TurnEnd::Stopped(turn)),

@@ -242,6 +242,7 @@ impl Builder {
                     name: text_value(data.get("name")),
                     arguments: Some(Value::String(text_value(data.get("arguments")))),
                 },
+                encrypted_value: None,
             });
             group.origin.calls.push((input, part));
         }
@@ -298,6 +299,7 @@ impl Builder {
                 content: (!group.text.is_empty()).then_some(Value::String(group.text)),
                 tool_calls: (!group.tool_calls.is_empty()).then_some(group.tool_calls),
                 name: None,
+                encrypted_value: None,
             };
             self.push(message, group.origin);
         }

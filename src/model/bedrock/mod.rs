@@ -1,9 +1,9 @@
 //! Amazon Bedrock ConverseStream (`MODEL_PROVIDER=bedrock`) through `aws-sdk-bedrockruntime`.
 //! Owns the mapping of a [`ModelRequest`] to Converse messages, system blocks and `toolConfig`
 //! ([`request`]), of the event stream back to [`super::ModelDelta`]s ([`stream`]), of JSON to and
-//! from the SDK's `Document` ([`document`]), and the client's retry policy: the SDK retries
-//! throttling and service errors before the stream starts; an exception as the stream's first
-//! event is retried here; nothing is retried once output has been streamed.
+//! from the SDK's `Document` ([`document`]). One attempt per call: the SDK does not retry, and
+//! its errors (an HTTP status, or an exception as the stream's first event) are classified for
+//! the one retry layer above the providers ([`super::resilient`]).
 
 mod document;
 #[cfg(test)]
@@ -15,25 +15,21 @@ mod stream;
 pub use request::BedrockSettings;
 pub use request::CachePoints;
 pub(crate) use request::{additional_fields, converse_input, inference_config};
-use stream::{retryable_first_event, stream_error};
 
 use super::refusal::Refusal;
-use super::{DeltaStream, ModelError, ModelProvider, ModelRequest, backoff_delay, truncate};
+use super::{DeltaStream, ModelError, ModelProvider, ModelRequest, RetryHint, truncate};
 use crate::protocol::UserPart;
 use async_trait::async_trait;
 use aws_sdk_bedrockruntime::config::retry::RetryConfig;
 use aws_sdk_bedrockruntime::config::{StalledStreamProtectionConfig, timeout::TimeoutConfig};
 use aws_sdk_bedrockruntime::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_bedrockruntime::operation::converse_stream::ConverseStreamError;
-use aws_smithy_runtime_api::client::interceptors::context::InterceptorContext;
-use aws_smithy_runtime_api::client::retries::classifiers::{ClassifyRetry, RetryAction};
 use std::time::Duration;
 
 /// How the SDK client behaves; applied on top of the standard AWS configuration (region,
 /// credentials, `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`).
 #[derive(Debug, Clone)]
 pub struct ClientSettings {
-    pub max_retries: u32,
     pub connect_timeout: Duration,
 }
 
@@ -52,12 +48,9 @@ pub fn client_config(
     settings: &ClientSettings,
 ) -> aws_sdk_bedrockruntime::config::Builder {
     aws_sdk_bedrockruntime::config::Builder::from(sdk)
-        .retry_config(
-            RetryConfig::standard()
-                .with_max_attempts(settings.max_retries.saturating_add(1))
-                .with_initial_backoff(Duration::from_millis(250))
-                .with_max_backoff(Duration::from_secs(20)),
-        )
+        // Retries live in one place, above every provider: two nested loops would multiply
+        // the attempts and ignore the fallbacks.
+        .retry_config(RetryConfig::disabled())
         // No operation timeout: a turn streams for as long as the model talks; the run's
         // deadline bounds it.
         .timeout_config(
@@ -65,32 +58,9 @@ pub fn client_config(
                 .connect_timeout(settings.connect_timeout)
                 .build(),
         )
-        // A reasoning model may stay silent longer than the SDK's default 5 s grace period.
-        .stalled_stream_protection(
-            StalledStreamProtectionConfig::enabled()
-                .upload_enabled(false)
-                .grace_period(Duration::from_secs(60))
-                .build(),
-        )
-        .retry_classifier(ThrottledStatus)
-}
-
-/// Classifies any HTTP 429 as throttling, also when the body does not name a modeled error
-/// (gateways and proxies in front of Bedrock answer 429 without `x-amzn-ErrorType`).
-#[derive(Debug)]
-struct ThrottledStatus;
-
-impl ClassifyRetry for ThrottledStatus {
-    fn classify_retry(&self, ctx: &InterceptorContext) -> RetryAction {
-        match ctx.response() {
-            Some(response) if response.status().as_u16() == 429 => RetryAction::throttling_error(),
-            _ => RetryAction::NoActionIndicated,
-        }
-    }
-
-    fn name(&self) -> &'static str {
-        "any HTTP 429 is throttling"
-    }
+        // A silent stream is bounded by MODEL_IDLE_TIMEOUT_MS above the providers, the same
+        // for every provider.
+        .stalled_stream_protection(StalledStreamProtectionConfig::disabled())
 }
 
 pub struct BedrockProvider {
@@ -112,35 +82,26 @@ impl ModelProvider for BedrockProvider {
             self.settings.reasoning_budget_tokens.is_some(),
             self.settings.cache_points,
         )?;
-        let inference_config = inference_config(&self.settings, &request.sampling);
-        let additional_fields = additional_fields(&self.settings);
-        let mut attempt = 0;
-        loop {
-            let output = self
-                .client
-                .converse_stream()
-                .model_id(&self.settings.model_id)
-                .set_messages(Some(input.messages.clone()))
-                .set_system((!input.system.is_empty()).then(|| input.system.clone()))
-                .set_tool_config(input.tool_config.clone())
-                .set_inference_config(inference_config.clone())
-                .set_additional_model_request_fields(additional_fields.clone())
-                .send()
-                .await
-                .map_err(send_error)?;
-            let mut events = output.stream;
-            let first = events.recv().await;
-            if let Err(error) = &first
-                && attempt < self.settings.max_retries
-                && retryable_first_event(error)
-            {
-                tracing::warn!(attempt, error = %stream_error(error), "model stream failed before any output; retrying");
-                tokio::time::sleep(backoff_delay(attempt)).await;
-                attempt += 1;
-                continue;
-            }
-            return Ok(stream::delta_stream(first, events));
+        let output = self
+            .client
+            .converse_stream()
+            .model_id(&self.settings.model_id)
+            .set_messages(Some(input.messages))
+            .set_system((!input.system.is_empty()).then_some(input.system))
+            .set_tool_config(input.tool_config)
+            .set_inference_config(inference_config(&self.settings, &request.sampling))
+            .set_additional_model_request_fields(additional_fields(&self.settings))
+            .send()
+            .await
+            .map_err(send_error)?;
+        let mut events = output.stream;
+        // An exception may come as the first event instead of an HTTP status: it is the
+        // call's failure, which the retry layer may retry, before any output.
+        let first = events.recv().await;
+        if let Err(error) = &first {
+            return Err(stream::stream_error(error));
         }
+        Ok(stream::delta_stream(first, events))
     }
 
     fn describe(&self) -> String {
@@ -188,6 +149,7 @@ fn send_error(
             ModelError::Status {
                 status,
                 refusal: Some(refusal),
+                retry: retry_hint(context.raw().headers()),
             }
         }
         SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) => {
@@ -203,6 +165,7 @@ fn send_error(
                 ModelError::Status {
                     status,
                     refusal: None,
+                    retry: retry_hint(context.raw().headers()),
                 }
             }
         }
@@ -211,4 +174,18 @@ fn send_error(
             ModelError::Api("the Bedrock request could not be built".to_owned())
         }
     }
+}
+
+/// `retry-after` and `x-should-retry`, where Bedrock or a gateway in front of it sends them.
+fn retry_hint(headers: &aws_smithy_runtime_api::http::Headers) -> RetryHint {
+    let mut map = reqwest::header::HeaderMap::new();
+    for name in ["retry-after", "retry-after-ms", "x-should-retry"] {
+        if let Some(value) = headers
+            .get(name)
+            .and_then(|value| reqwest::header::HeaderValue::from_str(value).ok())
+        {
+            map.insert(name, value);
+        }
+    }
+    RetryHint::from_headers(&map)
 }

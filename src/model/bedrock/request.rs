@@ -30,9 +30,6 @@ pub struct BedrockSettings {
     pub max_tokens: Option<u32>,
     /// Claude's extended thinking with this many tokens to think in; `None` is off.
     pub reasoning_budget_tokens: Option<u32>,
-    /// Retries of an exception that arrives as the stream's first event (the SDK retries
-    /// HTTP-level throttling and service errors itself, up to the same number).
-    pub max_retries: u32,
     /// Where requests mark their prefix for Bedrock's prompt cache.
     pub cache_points: CachePoints,
 }
@@ -196,7 +193,7 @@ impl Conversation {
         encrypted_value: Option<&str>,
     ) -> Result<(), ModelError> {
         if let Some(artefact) = encrypted_value.and_then(ReasoningArtefact::decode) {
-            self.reasoning.push(reasoning_block(text, artefact)?);
+            self.reasoning.extend(reasoning_block(text, artefact)?);
         }
         Ok(())
     }
@@ -423,7 +420,10 @@ fn tool(spec: &ToolSpec) -> Result<Tool, ModelError> {
     Ok(Tool::ToolSpec(builder.build().map_err(build_error)?))
 }
 
-fn reasoning_block(text: &str, artefact: ReasoningArtefact) -> Result<ContentBlock, ModelError> {
+fn reasoning_block(
+    text: &str,
+    artefact: ReasoningArtefact,
+) -> Result<Option<ContentBlock>, ModelError> {
     let block = match artefact {
         ReasoningArtefact::Signature(signature) => ReasoningContentBlock::ReasoningText(
             ReasoningTextBlock::builder()
@@ -435,8 +435,10 @@ fn reasoning_block(text: &str, artefact: ReasoningArtefact) -> Result<ContentBlo
         ReasoningArtefact::Redacted(bytes) => {
             ReasoningContentBlock::RedactedContent(aws_smithy_types::Blob::new(bytes))
         }
+        // Another provider's reasoning: Converse has no block for it.
+        ReasoningArtefact::Item(_) => return Ok(None),
     };
-    Ok(ContentBlock::ReasoningContent(block))
+    Ok(Some(ContentBlock::ReasoningContent(block)))
 }
 
 fn build_error(error: aws_sdk_bedrockruntime::error::BuildError) -> ModelError {

@@ -61,6 +61,7 @@ fn a_turn_with_two_tool_results() -> ModelRequest {
                     ),
                 ],
                 name: None,
+                encrypted_value: None,
             },
             Message::Tool {
                 id: id("t1"),
@@ -168,6 +169,7 @@ fn a_history_starting_with_the_assistant_gets_a_user_opening_and_blank_text_is_d
                 content: Some("Hi, I am your assistant.".to_owned()),
                 tool_calls: vec![],
                 name: None,
+                encrypted_value: None,
             },
             user("   "),
             user("hello"),
@@ -310,6 +312,7 @@ fn calling(id_text: &str, call: &str) -> Message {
             "{}".into(),
         )],
         name: None,
+        encrypted_value: None,
     }
 }
 
@@ -390,7 +393,6 @@ fn settings(max_tokens: Option<u32>, budget: Option<u32>) -> BedrockSettings {
         model_id: "m".into(),
         max_tokens,
         reasoning_budget_tokens: budget,
-        max_retries: 0,
         cache_points: CachePoints::Off,
     }
 }

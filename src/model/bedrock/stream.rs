@@ -212,18 +212,6 @@ pub(super) fn delta_stream(
 pub(super) type StreamSdkError =
     SdkError<ConverseStreamOutputError, aws_smithy_types::event_stream::RawMessage>;
 
-/// Exceptions that say "try again" and may arrive as the first event instead of an HTTP status.
-pub(super) fn retryable_first_event(error: &StreamSdkError) -> bool {
-    matches!(
-        error.as_service_error(),
-        Some(
-            ConverseStreamOutputError::ThrottlingException(_)
-                | ConverseStreamOutputError::ServiceUnavailableException(_)
-                | ConverseStreamOutputError::InternalServerException(_)
-        )
-    )
-}
-
 /// A failure inside the event stream.
 pub(super) fn stream_error(error: &StreamSdkError) -> ModelError {
     match error {
@@ -245,9 +233,20 @@ pub(super) fn stream_error(error: &StreamSdkError) -> ModelError {
             if refusal.is_context_overflow() {
                 return ModelError::ContextOverflow(refusal);
             }
-            match err.message().filter(|m| !m.is_empty()) {
-                Some(message) => ModelError::Api(format!("{name}: {}", truncate(message, 300))),
-                None => ModelError::Api(name.to_owned()),
+            // The status each exception has when Bedrock answers it over HTTP, so the retry
+            // layer treats both the same.
+            let status = match err {
+                ConverseStreamOutputError::ThrottlingException(_) => 429,
+                ConverseStreamOutputError::ServiceUnavailableException(_) => 503,
+                ConverseStreamOutputError::InternalServerException(_)
+                | ConverseStreamOutputError::ModelStreamErrorException(_) => 500,
+                _ => 400,
+            };
+            tracing::warn!(status, exception = name, message = %truncate(err.message().unwrap_or_default(), 300), "Bedrock stream exception");
+            ModelError::Status {
+                status,
+                refusal: Some(refusal),
+                retry: crate::model::RetryHint::default(),
             }
         }
         SdkError::ResponseError(context) => match context.raw() {

@@ -47,6 +47,21 @@ struct ToolCallFragment {
     id: Option<String>,
     #[serde(default)]
     function: Option<FunctionFragment>,
+    /// Gemini's OpenAI-compatible endpoint: `{"google": {"thought_signature": "…"}}`.
+    #[serde(default)]
+    extra_content: Option<ExtraContent>,
+}
+
+#[derive(Deserialize)]
+struct ExtraContent {
+    #[serde(default)]
+    google: Option<GoogleExtra>,
+}
+
+#[derive(Deserialize)]
+struct GoogleExtra {
+    #[serde(default)]
+    thought_signature: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -89,6 +104,8 @@ struct Slot {
     id: Option<String>,
     started: bool,
     pending_args: String,
+    /// A thought signature that came before the call's name.
+    pending_signature: Option<String>,
 }
 
 /// Turns the `data:` payloads of one streamed completion into deltas.
@@ -123,7 +140,7 @@ impl ChunkParser {
         }
         let chunk: Chunk = serde_json::from_str(data).map_err(|_| ModelError::Malformed)?;
         if let Some(error) = chunk.error.filter(|error| !error.is_null()) {
-            return Err(ModelError::Api(error_message(&error)));
+            return Err(in_stream_error(&error));
         }
         if !self.identified
             && let Some(id) = chunk.id.filter(|id| !id.is_empty())
@@ -233,6 +250,7 @@ impl ChunkParser {
             id,
             started: false,
             pending_args: String::new(),
+            pending_signature: None,
         });
         self.slots.len() - 1
     }
@@ -244,9 +262,17 @@ impl ChunkParser {
             Some(function) => (function.name.filter(|n| !n.is_empty()), function.arguments),
             None => (None, None),
         };
+        let signature = fragment
+            .extra_content
+            .and_then(|extra| extra.google)
+            .and_then(|google| google.thought_signature)
+            .filter(|signature| !signature.is_empty());
         let Some(slot) = self.slots.get_mut(index) else {
             return;
         };
+        if signature.is_some() {
+            slot.pending_signature = signature;
+        }
         if !slot.started
             && let Some(name) = name
         {
@@ -262,6 +288,11 @@ impl ChunkParser {
                     delta: std::mem::take(&mut slot.pending_args),
                 });
             }
+        }
+        if slot.started
+            && let Some(signature) = slot.pending_signature.take()
+        {
+            out.push(gemini_signature(index, signature));
         }
         if let Some(arguments) = arguments.filter(|a| !a.is_empty()) {
             if slot.started {
@@ -292,21 +323,42 @@ impl ChunkParser {
                         delta: std::mem::take(&mut slot.pending_args),
                     });
                 }
+                if let Some(signature) = slot.pending_signature.take() {
+                    out.push(gemini_signature(index, signature));
+                }
             }
         }
     }
 }
 
+/// Gemini's thought signature for call `index`, kept on the call to be sent back with it.
+fn gemini_signature(index: usize, signature: String) -> ModelDelta {
+    ModelDelta::ToolCallArtefact {
+        index,
+        value: crate::model::artefact::Artefact::GeminiSignature(signature).encode(),
+    }
+}
+
 /// Provider error messages name the problem (rate limit, context length) and are safe to show;
 /// they are cut short so a verbose provider cannot flood the client.
-fn error_message(error: &Value) -> String {
-    let message = error
-        .get("message")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .or_else(|| error.as_str().map(str::to_owned))
-        .unwrap_or_else(|| "unknown error".to_owned());
-    message.chars().take(300).collect()
+/// An error the server sent inside the stream (`{"error": {"message", "type", "code"}}`), with
+/// the status its type would have had, so that an overload before any output is retried.
+pub(crate) fn in_stream_error(error: &Value) -> ModelError {
+    let refusal =
+        crate::model::Refusal::from_body(&serde_json::json!({ "error": error }).to_string());
+    let kind = ["type", "code"]
+        .iter()
+        .filter_map(|field| error.get(field).and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join(" ");
+    match refusal {
+        Some(refusal) if refusal.is_context_overflow() => ModelError::ContextOverflow(refusal),
+        refusal => ModelError::Status {
+            status: crate::model::failure::status_of_error_type(&kind),
+            refusal,
+            retry: crate::model::RetryHint::default(),
+        },
+    }
 }
 
 #[cfg(test)]

@@ -155,7 +155,11 @@ fn a_mid_stream_error_event_fails_with_the_providers_message() {
         r#"{"error":{"message":"overloaded","type":"server_error"}}"#,
     ])
     .unwrap_err();
-    assert_eq!(err, ModelError::Api("overloaded".into()));
+    assert_eq!(
+        err.to_string(),
+        "the model API answered HTTP 500 (server_error: overloaded)"
+    );
+    assert!(err.is_retryable());
 }
 
 #[test]

@@ -1,15 +1,19 @@
-//! OpenAI-compatible Chat Completions streaming over reqwest + eventsource-stream. Retries
-//! 429/5xx/connect failures with backoff before the first token, never after.
+//! OpenAI-compatible Chat Completions streaming over reqwest + eventsource-stream: one attempt
+//! per call, its failure classified for the retry layer above ([`super::resilient`]).
 
 mod chunk;
 mod content;
+pub(crate) mod responses;
 
 pub use chunk::ChunkParser;
+pub(crate) use responses::{ResponsesProvider, ResponsesSettings};
 
 #[cfg(test)]
 use super::ModelDelta;
+use super::ReasoningEffort;
+use super::artefact::Artefact;
 use super::refusal::Refusal;
-use super::{DeltaStream, ModelError, ModelProvider, ModelRequest, backoff_delay, truncate};
+use super::{DeltaStream, ModelError, ModelProvider, ModelRequest, RetryHint, truncate};
 use crate::protocol::{Message, UserContent, UserPart};
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -17,7 +21,6 @@ use eventsource_stream::Eventsource;
 use futures_util::{Stream, StreamExt};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
-use std::time::Duration;
 
 #[derive(Debug, Clone)]
 pub(crate) struct OpenAiSettings {
@@ -25,12 +28,14 @@ pub(crate) struct OpenAiSettings {
     pub base_url: String,
     pub api_key: Option<SecretString>,
     pub model: String,
-    pub max_retries: u32,
-    /// Upper bound on one backoff wait, including a server's `retry-after`.
-    pub max_backoff: Duration,
     /// Send `prompt_cache_key` (api.openai.com takes it; other OpenAI-compatible servers may
     /// refuse an unknown field).
     pub prompt_cache_key: bool,
+    /// `reasoning_effort`, sent only when set (compatible servers may refuse the field).
+    pub reasoning_effort: Option<ReasoningEffort>,
+    /// The provider's name in usage and traces: `openai`, or `gemini` for its compatible
+    /// endpoint.
+    pub provider_name: &'static str,
 }
 
 pub(crate) struct OpenAiProvider {
@@ -81,6 +86,9 @@ impl OpenAiProvider {
         if let Some(seed) = sampling.seed {
             body["seed"] = json!(seed);
         }
+        if let Some(effort) = self.settings.reasoning_effort {
+            body["reasoning_effort"] = json!(effort.as_str());
+        }
         if self.settings.prompt_cache_key
             && let Some(key) = &request.cache_key
         {
@@ -100,81 +108,63 @@ impl OpenAiProvider {
         body
     }
 
-    async fn send_with_retry(&self, body: &Value) -> Result<reqwest::Response, ModelError> {
-        let body = Bytes::from(body.to_string());
-        let mut attempt = 0;
-        loop {
-            let mut builder = self
-                .http
-                .post(&self.endpoint)
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .header(reqwest::header::ACCEPT, "text/event-stream")
-                .body(body.clone());
-            if let Some(key) = &self.settings.api_key {
-                builder = builder.bearer_auth(key.expose_secret());
-            }
-            let outcome = builder.send().await;
-            let (error, retry_after) = match outcome {
-                Ok(response) if response.status().is_success() => return Ok(response),
-                Ok(response) => {
-                    let status = response.status();
-                    let retry_after = parse_retry_after(response.headers());
-                    let body = response.text().await.unwrap_or_default();
-                    tracing::warn!(
-                        status = status.as_u16(),
-                        attempt,
-                        "model API refused the request"
-                    );
-                    tracing::debug!(body = %truncate(&body, 500), "model API error body");
-                    let retryable = status.as_u16() == 429 || status.is_server_error();
-                    let refusal = Refusal::from_body(&body);
-                    if let Some(refusal) = refusal.as_ref().filter(|r| r.is_context_overflow()) {
-                        return Err(ModelError::ContextOverflow(refusal.clone()));
-                    }
-                    let error = ModelError::Status {
-                        status: status.as_u16(),
-                        refusal,
-                    };
-                    if !retryable {
-                        return Err(error);
-                    }
-                    (error, retry_after)
-                }
-                Err(err) => {
-                    tracing::warn!(error = %err, attempt, "model API unreachable");
-                    if !(err.is_connect() || err.is_timeout() || err.is_request()) {
-                        return Err(ModelError::Unreachable);
-                    }
-                    (ModelError::Unreachable, None)
-                }
-            };
-            if attempt >= self.settings.max_retries {
-                return Err(error);
-            }
-            let backoff = retry_after.unwrap_or_else(|| backoff_delay(attempt));
-            tokio::time::sleep(backoff.min(self.settings.max_backoff)).await;
-            attempt += 1;
+    async fn send(&self, body: &Value) -> Result<reqwest::Response, ModelError> {
+        let mut builder = self
+            .http
+            .post(&self.endpoint)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .body(Bytes::from(body.to_string()));
+        if let Some(key) = &self.settings.api_key {
+            builder = builder.bearer_auth(key.expose_secret());
         }
+        let response = builder.send().await.map_err(|error| {
+            tracing::warn!(%error, "model API unreachable");
+            ModelError::Unreachable
+        })?;
+        if response.status().is_success() {
+            return Ok(response);
+        }
+        Err(refused(response).await)
+    }
+}
+
+/// A non-success answer as a [`ModelError`]: the provider's overflow refusal, or its status
+/// with what it said and what it asked about retrying.
+pub(crate) async fn refused(response: reqwest::Response) -> ModelError {
+    let status = response.status().as_u16();
+    let retry = RetryHint::from_headers(response.headers());
+    let body = response.text().await.unwrap_or_default();
+    tracing::warn!(status, "model API refused the request");
+    tracing::debug!(body = %truncate(&body, 500), "model API error body");
+    let refusal = Refusal::from_body(&body);
+    match refusal {
+        Some(refusal) if refusal.is_context_overflow() => ModelError::ContextOverflow(refusal),
+        refusal => ModelError::Status {
+            status,
+            refusal,
+            retry,
+        },
     }
 }
 
 #[async_trait]
 impl ModelProvider for OpenAiProvider {
     async fn stream(&self, request: &ModelRequest) -> Result<DeltaStream, ModelError> {
-        let response = self.send_with_retry(&self.body(request)).await?;
+        let response = self.send(&self.body(request)).await?;
         Ok(delta_stream(response.bytes_stream()))
     }
 
     fn describe(&self) -> String {
         format!(
-            "openai-compatible model {} at {}",
-            self.settings.model, self.settings.base_url
+            "{} model {} at {} (chat completions)",
+            self.settings.provider_name, self.settings.model, self.settings.base_url
         )
     }
 
     fn identity(&self) -> crate::model::ModelIdentity {
         crate::model::ModelIdentity {
-            provider: "openai".to_owned(),
+            provider: self.settings.provider_name.to_owned(),
             model: self.settings.model.clone(),
         }
     }
@@ -282,9 +272,29 @@ fn system_text(request: &ModelRequest) -> Option<String> {
     }
 }
 
-/// Whether `base_url` is OpenAI's own API, the one server known to take `prompt_cache_key`.
-pub(crate) fn takes_prompt_cache_key(base_url: &str) -> bool {
+/// Whether `base_url` is OpenAI's own API: the one server known to take `prompt_cache_key`, and
+/// where `MODEL_PROVIDER=openai` speaks the Responses API.
+pub(crate) fn is_openai_itself(base_url: &str) -> bool {
     reqwest::Url::parse(base_url).is_ok_and(|url| url.host_str() == Some("api.openai.com"))
+}
+
+/// A stored call as Chat Completions takes it back, with Gemini's thought signature where the
+/// call has one (Gemini refuses a replayed call without it).
+fn tool_call(call: &crate::protocol::ToolCall) -> Value {
+    let arguments = match call.function.arguments.as_str() {
+        "" => "{}",
+        arguments => arguments,
+    };
+    let mut value = json!({"id": call.id, "type": "function", "function": {
+        "name": call.function.name,
+        "arguments": arguments,
+    }});
+    if let Some(Artefact::GeminiSignature(signature)) =
+        call.encrypted_value.as_deref().and_then(Artefact::decode)
+    {
+        value["extra_content"] = json!({"google": {"thought_signature": signature}});
+    }
+    value
 }
 
 fn to_openai_message(message: &Message) -> Option<Value> {
@@ -307,15 +317,7 @@ fn to_openai_message(message: &Message) -> Option<Value> {
         } => {
             let mut value = json!({"role": "assistant", "content": content});
             if !tool_calls.is_empty() {
-                value["tool_calls"] = tool_calls
-                    .iter()
-                    .map(|call| {
-                        json!({"id": call.id, "type": "function", "function": {
-                            "name": call.function.name,
-                            "arguments": if call.function.arguments.is_empty() { "{}" } else { call.function.arguments.as_str() },
-                        }})
-                    })
-                    .collect();
+                value["tool_calls"] = tool_calls.iter().map(tool_call).collect();
             }
             value
         }
@@ -333,16 +335,6 @@ fn to_openai_message(message: &Message) -> Option<Value> {
         }
         Message::Reasoning { .. } => return None,
     })
-}
-
-fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    value
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|secs| secs.is_finite() && *secs >= 0.0)
-        .map(Duration::from_secs_f64)
 }
 
 #[cfg(test)]
@@ -482,9 +474,9 @@ mod tests {
                 base_url: "http://127.0.0.1:9/v1".into(),
                 api_key: None,
                 model: "m".into(),
-                max_retries: 0,
-                max_backoff: Duration::from_secs(1),
                 prompt_cache_key: true,
+                reasoning_effort: None,
+                provider_name: "openai",
             },
         )
     }
@@ -549,9 +541,9 @@ mod tests {
                 .get("prompt_cache_key")
                 .is_none()
         );
-        assert!(takes_prompt_cache_key("https://api.openai.com/v1"));
-        assert!(!takes_prompt_cache_key("https://api.groq.com/openai/v1"));
-        assert!(!takes_prompt_cache_key("http://127.0.0.1:8080/v1"));
+        assert!(is_openai_itself("https://api.openai.com/v1"));
+        assert!(!is_openai_itself("https://api.groq.com/openai/v1"));
+        assert!(!is_openai_itself("http://127.0.0.1:8080/v1"));
     }
 
     #[test]
@@ -584,6 +576,7 @@ mod tests {
                     content: Some("Done.".into()),
                     tool_calls: Vec::new(),
                     name: None,
+                    encrypted_value: None,
                 },
             ],
             ..ModelRequest::default()
@@ -600,14 +593,5 @@ mod tests {
             body["messages"][0]["content"][1],
             json!({"type": "file", "file": {"filename": "document.pdf", "file_data": "data:application/pdf;base64,JVBERi0="}})
         );
-    }
-
-    #[test]
-    fn retry_after_accepts_seconds_only() {
-        let mut headers = reqwest::header::HeaderMap::new();
-        headers.insert(reqwest::header::RETRY_AFTER, "2".parse().unwrap());
-        assert_eq!(parse_retry_after(&headers), Some(Duration::from_secs(2)));
-        headers.insert(reqwest::header::RETRY_AFTER, "soon".parse().unwrap());
-        assert_eq!(parse_retry_after(&headers), None);
     }
 }

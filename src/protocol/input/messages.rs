@@ -82,6 +82,9 @@ pub(crate) enum WireMessage {
         tool_calls: Option<Vec<WireToolCall>>,
         #[serde(default)]
         name: Option<String>,
+        /// A provider's artefact the client kept from a `REASONING_ENCRYPTED_VALUE`.
+        #[serde(default, alias = "encrypted_value", rename = "encryptedValue")]
+        encrypted_value: Option<String>,
     },
     System {
         id: String,
@@ -119,6 +122,8 @@ pub(crate) enum WireMessage {
 pub(crate) struct WireToolCall {
     pub(crate) id: String,
     pub(crate) function: WireFunction,
+    #[serde(default, alias = "encrypted_value", rename = "encryptedValue")]
+    pub(crate) encrypted_value: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -156,6 +161,7 @@ impl WireMessage {
                 content,
                 tool_calls,
                 name,
+                encrypted_value,
             } => {
                 let tool_calls = parse_tool_calls(tool_calls.unwrap_or_default(), index)?;
                 Message::Assistant {
@@ -163,6 +169,7 @@ impl WireMessage {
                     content: content.map(value_to_text).filter(|text| !text.is_empty()),
                     tool_calls,
                     name,
+                    encrypted_value: encrypted_value.filter(|value| !value.is_empty()),
                 }
             }
             WireMessage::System { id, content, name } => Message::System {
@@ -222,7 +229,11 @@ fn parse_tool_calls(
             .arguments
             .map(value_to_text)
             .unwrap_or_default();
-        calls.push(ToolCall::new(call_id, call.function.name, arguments));
+        let encrypted_value = call.encrypted_value.filter(|value| !value.is_empty());
+        calls.push(
+            ToolCall::new(call_id, call.function.name, arguments)
+                .with_encrypted_value(encrypted_value),
+        );
     }
     Ok(calls)
 }

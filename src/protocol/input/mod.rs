@@ -55,11 +55,19 @@ impl RunInput {
     /// Whether the client speaks AG-UI 1.0, and so parses 1.0-only fields such as
     /// `RUN_FINISHED.outcome`.
     pub(crate) fn speaks_v1(&self) -> bool {
-        self.protocol_version
-            .as_deref()
-            .and_then(|version| version.split('.').next())
-            .and_then(|major| major.parse::<u32>().ok())
-            .is_some_and(|major| major >= 1)
+        self.speaks_at_least(1, 0)
+    }
+
+    /// Whether the client declared AG-UI `major.minor` or later.
+    pub(crate) fn speaks_at_least(&self, major: u32, minor: u32) -> bool {
+        let Some(version) = self.protocol_version.as_deref() else {
+            return false;
+        };
+        let mut parts = version.split('.').map(|part| part.parse::<u32>().ok());
+        match (parts.next().flatten(), parts.next().flatten().unwrap_or(0)) {
+            (Some(declared), declared_minor) => (declared, declared_minor) >= (major, minor),
+            (None, _) => false,
+        }
     }
 }
 

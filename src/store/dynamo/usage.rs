@@ -78,9 +78,11 @@ impl UsageLedger for DynamoStore {
 
     async fn settle(&self, settlement: Settlement<'_>) -> Result<(), StoreError> {
         let reservation = settlement.reservation;
-        let used = settlement
-            .run
-            .map_or(0, |run| u128::from(run.input) + u128::from(run.output));
+        let models = settlement.run.unwrap_or_default();
+        let used: u128 = models
+            .iter()
+            .map(|run| u128::from(run.input) + u128::from(run.output))
+            .sum();
         let delta =
             i128::try_from(used).unwrap_or(i128::MAX) - i128::from(reservation.reserved_tokens);
         if settlement.run.is_none() && delta == 0 {
@@ -103,15 +105,16 @@ impl UsageLedger for DynamoStore {
             add.push("spent :delta".to_owned());
             update = update.expression_attribute_values(":delta", num(delta));
         }
-        if let Some(run) = settlement.run {
+        for (number, run) in models.iter().enumerate() {
             let model = format!("{}/{}", run.provider, run.model);
             let counters = [1, run.input, run.output, run.reasoning, run.cached_input];
             // Model names hold `:`, `.` and `-`: always through name placeholders.
             for (index, (metric, value)) in USAGE_METRICS.iter().zip(counters).enumerate() {
-                add.push(format!("#m{index} :m{index}"));
+                let slot = format!("m{number}_{index}");
+                add.push(format!("#{slot} :{slot}"));
                 update = update
-                    .expression_attribute_names(format!("#m{index}"), format!("{metric}:{model}"))
-                    .expression_attribute_values(format!(":m{index}"), num(value));
+                    .expression_attribute_names(format!("#{slot}"), format!("{metric}:{model}"))
+                    .expression_attribute_values(format!(":{slot}"), num(value));
             }
         }
         // No condition: a run that ran is accounted for whatever the quota says by now.

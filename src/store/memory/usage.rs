@@ -70,10 +70,11 @@ impl UsageLedger for MemoryStore {
             .days
             .entry((reservation.owner.clone(), reservation.day.clone()))
             .or_default();
-        let used = settlement.run.map_or(0, |run| run.input + run.output);
+        let models = settlement.run.unwrap_or_default();
+        let used: u64 = models.iter().map(|run| run.input + run.output).sum();
         usage.spent += i64::try_from(used).unwrap_or(i64::MAX)
             - i64::try_from(reservation.reserved_tokens).unwrap_or(i64::MAX);
-        if let Some(run) = settlement.run {
+        for run in models {
             let model = usage
                 .models
                 .entry((run.provider.to_owned(), run.model.to_owned()))
