@@ -200,6 +200,7 @@ async fn main() {
             tool_call_id: ToolCallId::parse("f1", 128).unwrap(),
             content: "confirmed".into(),
             error: None,
+            metadata: None,
         },
     ];
     model.push(ScriptedTurn::text("Done."));

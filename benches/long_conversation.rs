@@ -2,9 +2,12 @@
 //!
 //! 1. A run on threads of 10, 100, 1,000 and 10,000 messages on DynamoDB Local (at
 //!    `AGUI_BENCH_DYNAMODB_ENDPOINT`; skipped without it), each past its first checkpoint
-//!    (`CONTEXT_STRATEGY=summarize`) and, for comparison, sending the whole thread
-//!    (`CONTEXT_STRATEGY=off`): store calls and read units, time from the request to the model
-//!    call, and the model's input tokens.
+//!    (`CONTEXT_STRATEGY=summarize`), for a client that names the last message it holds, one
+//!    that sends only its new message (incremental), one that holds a stale part of the thread
+//!    (behind: it gets the snapshot) and, for comparison, sending the whole thread to the model
+//!    (`CONTEXT_STRATEGY=off`): the run's store read calls, the bytes and items they read and
+//!    their read units (its EMF record), the response's bytes (its events as SSE frames), time
+//!    from the request to the model call, and the model's input tokens.
 //! 2. A 300-turn conversation in an 8,000-token window (in memory, a model that counts four
 //!    characters a token): total input tokens with compaction (summary calls included) next to
 //!    sending the whole history every turn, and the prefix reuse: for each model request, the
@@ -22,11 +25,13 @@ use agui_lambda::testing::model::{
     Usage,
 };
 use agui_lambda::testing::protocol::input::{ForwardedProps, RunInput};
+use agui_lambda::testing::protocol::sse::{encode_event, now_ms};
 use agui_lambda::testing::protocol::{Event, Message, MessageId, RunId, ThreadId, UserContent};
 use agui_lambda::testing::store::{
     Checkpoint, ContextUpdate, DynamoStore, MemoryStore, RunFinish, RunLeases, RunStart,
     ThreadStore,
 };
+use agui_lambda::testing::telemetry::emf::Emf;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use futures_util::StreamExt;
@@ -307,7 +312,7 @@ fn prompt_bytes(request: &ModelRequest) -> String {
     )
 }
 
-/// Figure 1: one run on threads of 10 to 10,000 messages on DynamoDB Local.
+/// Figure 1: one run on threads of 10 to 10,000 messages on DynamoDB Local, by kind of client.
 async fn runs_on_long_threads(endpoint: &str) {
     let config = aws_sdk_dynamodb::Config::builder()
         .behavior_version(BehaviorVersion::latest())
@@ -329,40 +334,103 @@ async fn runs_on_long_threads(endpoint: &str) {
         "\nOne run on a long thread, DynamoDB Local (a checkpoint covers all but the last 20 messages):"
     );
     println!(
-        "  messages | strategy  | read calls | read units | request to model call | model input tokens"
+        "  messages | client (strategy)          | read calls | bytes read | items read | read units | response bytes | request to model call | model input tokens"
     );
     for count in [10, 100, 1_000, 10_000] {
         let thread = seed(&store, count).await;
-        for strategy in [ContextStrategy::Summarize, ContextStrategy::Off] {
+        let mut held = format!("m{}", count - 1);
+        for client in Client::ALL {
             let model = Arc::new(CountingModel::default());
-            let agent = agent(model.clone(), store.clone(), strategy);
-            let last = message(format!("m{}", count - 1), false, "reply".to_owned());
+            let (emf, records) = Emf::in_memory("Bench", "long-conversation");
+            let agent =
+                agent(model.clone(), store.clone(), client.strategy()).with_metrics(Some(emf));
             let user = message(
-                format!("q-{strategy:?}"),
+                format!("q-{client:?}"),
                 true,
                 "One more question.".to_owned(),
             );
-            let before = store.usage();
+            let sent = match client {
+                Client::Incremental => vec![user],
+                Client::Behind => vec![stub(format!("m{}", count / 2)), user],
+                Client::Anchored | Client::WholeToModel => vec![stub(held.clone()), user],
+            };
             let began = Instant::now();
-            run(
-                &agent,
-                &thread,
-                &format!("bench-{strategy:?}"),
-                vec![last, user],
-            )
-            .await;
-            let after = store.usage();
+            let events = run(&agent, &thread, &format!("bench-{client:?}"), sent).await;
+            held = answer_id(&events);
+            let record: serde_json::Value =
+                serde_json::from_str(records.lock().unwrap().last().unwrap()).unwrap();
+            let response: usize = events
+                .iter()
+                .map(|event| encode_event(event, now_ms()).len())
+                .sum();
             let requests = model.requests.lock().unwrap();
             let (called, _, tokens) = &requests[0];
             println!(
-                "  {count:>8} | {:<9} | {:>10} | {:>10.1} | {:>17.1} ms | {tokens:>18}",
-                format!("{strategy:?}").to_lowercase(),
-                after.read_calls - before.read_calls,
-                after.read_capacity_units - before.read_capacity_units,
+                "  {count:>8} | {:<26} | {:>10} | {:>10} | {:>10} | {:>10.1} | {response:>14} | {:>18.1} ms | {tokens:>18}",
+                client.label(),
+                record["StoreReadCalls"].as_u64().unwrap(),
+                record["StoreReadBytes"].as_u64().unwrap(),
+                record["StoreReadItems"].as_u64().unwrap(),
+                record["StoreReadCapacity"].as_f64().unwrap(),
                 called.duration_since(began).as_secs_f64() * 1000.0,
             );
         }
     }
+}
+
+/// Who sends the run, and what the server sends the model.
+#[derive(Debug, Clone, Copy)]
+enum Client {
+    /// Names the last message it holds, then its new one.
+    Anchored,
+    /// Sends only its new message.
+    Incremental,
+    /// Names a message from the middle of the thread: it gets the whole thread back.
+    Behind,
+    /// Anchored, with `CONTEXT_STRATEGY=off`: the whole thread read and sent to the model.
+    WholeToModel,
+}
+
+impl Client {
+    const ALL: [Client; 4] = [
+        Client::Anchored,
+        Client::Incremental,
+        Client::Behind,
+        Client::WholeToModel,
+    ];
+
+    fn strategy(self) -> ContextStrategy {
+        match self {
+            Client::WholeToModel => ContextStrategy::Off,
+            _ => ContextStrategy::Summarize,
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Client::Anchored => "names its last (summarize)",
+            Client::Incremental => "incremental (summarize)",
+            Client::Behind => "behind (summarize)",
+            Client::WholeToModel => "names its last (off)",
+        }
+    }
+}
+
+/// A message the client holds, by id (the stored copy wins over what it says).
+fn stub(id: String) -> Message {
+    message(id, false, "reply".to_owned())
+}
+
+/// The id of the run's answer: the last message the thread holds after it.
+fn answer_id(events: &[Event]) -> String {
+    events
+        .iter()
+        .rev()
+        .find_map(|event| match event {
+            Event::TextMessageStart { message_id, .. } => Some(message_id.to_string()),
+            _ => None,
+        })
+        .unwrap()
 }
 
 /// A thread of `count` ~200-character messages, user and assistant in turn, with a checkpoint

@@ -1,13 +1,14 @@
 //! CPU per streamed answer of each provider's receive path: the same 500-token answer (500 text
-//! deltas, then usage and the end) as OpenAI Chat Completions, the OpenAI Responses API and
-//! Gemini's OpenAI-compatible endpoint send it, from raw bytes through SSE parsing to
-//! `ModelDelta`s, on one thread. A 500-token answer a second is a fast model: the figures say
+//! deltas, then usage and the end) as OpenAI Chat Completions, the OpenAI Responses API,
+//! Gemini's OpenAI-compatible endpoint and Anthropic's Messages API send it, from raw bytes
+//! through SSE parsing to `ModelDelta`s, on one thread. A 500-token answer a second is a fast model: the figures say
 //! what share of a core its parsing takes.
 //!
 //! `cargo bench --bench provider_parsers` (about 10 s). Without `--bench` (as under
 //! `cargo test --all-targets`) it runs each stream once as a smoke test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use agui_lambda::testing::model::anthropic;
 use agui_lambda::testing::model::openai::{delta_stream, responses_delta_stream};
 use agui_lambda::testing::model::{DeltaStream, ModelDelta};
 use bytes::Bytes;
@@ -68,6 +69,20 @@ fn gemini() -> Vec<Bytes> {
     chunks
 }
 
+/// Anthropic's Messages API as api.anthropic.com streams it: named events, a text block of
+/// `text_delta`s after a `ping`, usage with the cache's parts.
+fn anthropic_messages() -> Vec<Bytes> {
+    let mut chunks = vec![Bytes::from_static(b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_01XFDUDYJgAACzvnptvVoYEL\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude-sonnet-4-5-20250929\",\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":25,\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":0,\"cache_creation\":{\"ephemeral_5m_input_tokens\":0,\"ephemeral_1h_input_tokens\":0},\"output_tokens\":1,\"service_tier\":\"standard\"}}}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\nevent: ping\ndata: {\"type\": \"ping\"}\n\n")];
+    chunks.extend((0..TOKENS).map(|i| {
+        Bytes::from(format!(
+            "event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"{}\"}}}}\n\n",
+            word(i)
+        ))
+    }));
+    chunks.push(Bytes::from_static(b"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":500}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"));
+    chunks
+}
+
 /// Every delta of one answer, counted; the stream must end cleanly with all its text.
 fn drain(runtime: &tokio::runtime::Runtime, stream: DeltaStream) -> usize {
     runtime.block_on(async {
@@ -97,12 +112,14 @@ fn parsers(c: &mut Criterion) {
         ("openai_chat_completions", chat_completions()),
         ("openai_responses", responses()),
         ("gemini_openai_compatible", gemini()),
+        ("anthropic_messages", anthropic_messages()),
     ];
     let mut group = c.benchmark_group("parse_500_token_answer");
     group.throughput(Throughput::Elements(1));
     for (name, chunks) in &streams {
         let parse = |chunks: &[Bytes]| match *name {
             "openai_responses" => responses_delta_stream(source(chunks), "gpt-5-mini"),
+            "anthropic_messages" => anthropic::delta_stream(source(chunks)),
             _ => delta_stream(source(chunks)),
         };
         assert_eq!(drain(&runtime, parse(chunks)), TOKENS, "{name}");

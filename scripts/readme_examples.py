@@ -8,13 +8,15 @@ block (names are unique across the documents):
 
     <!-- example: NAME -->           a ```bash block of curl commands, or the ```ts example
     <!-- example-output: NAME -->    the sample output of example NAME
+    <!-- example-package: NAME -->   the ```json package.json the ```ts example NAME is built in
 
 The script starts the binary as `cargo run` would start it with nothing configured (the demo
 model, in-memory threads) on a free port, then:
   - runs each bash example with its `http://127.0.0.1:8787` pointed at that port;
-  - writes the TypeScript example into a scratch package with `"type": "module"` (as the README
-    says), compiles it with the README's `tsc --strict` command against tests/node's
-    @ag-ui/client 1.0.0, typescript and @types/node, and runs it with node;
+  - writes the TypeScript example into a scratch package with the README's package.json (which
+    must say `"type": "module"` and name the versions of its dependencies that tests/node has
+    installed), compiles it with the README's `tsc --strict` command against tests/node's
+    @ag-ui/client, typescript and @types/node, and runs it with node;
   - compares each output with its sample. A sample line matches a line of the real output (blank
     lines ignored) when it is equal to it, `…` inside a line standing for any text; a line that
     is only `…` stands for any number of lines. Sample lines must appear in order, and without a
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import json
 import os
 import re
 import shutil
@@ -60,6 +63,32 @@ def blocks(text: str) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
         else:
             examples[name] = (language, body)
     return examples, outputs
+
+
+def packages(text: str) -> dict[str, str]:
+    """The package.json of each TypeScript example that gives one ({name: json text})."""
+    pattern = re.compile(r"<!-- example-package: ([\w-]+) -->\n```json\n(.*?)\n```", re.DOTALL)
+    return {name: body for name, body in pattern.findall(text)}
+
+
+def package_problems(text: str) -> list[str]:
+    """What is wrong with a README package.json: not an ES module, or a dependency at another
+    version than tests/node's, which the example is checked against."""
+    try:
+        package = json.loads(text)
+    except ValueError as error:
+        return [f"its package.json is not JSON: {error}"]
+    problems = [] if package.get("type") == "module" else ['its package.json lacks "type": "module"']
+    for name, version in {**package.get("dependencies", {}), **package.get("devDependencies", {})}.items():
+        installed = os.path.join(NODE_DIR, "node_modules", name, "package.json")
+        try:
+            with open(installed, encoding="utf-8") as handle:
+                have = json.load(handle)["version"]
+        except OSError:
+            have = None
+        if have != version:
+            problems.append(f"its package.json names {name} {version}; tests/node has {have}")
+    return problems
 
 
 def read_documents() -> tuple[dict[str, tuple[str, str]], dict[str, str], list[str]]:
@@ -166,6 +195,11 @@ def main() -> int:
         for problem in problems:
             print(problem)
         return 1
+    with open(README, encoding="utf-8") as handle:
+        package_files = packages(handle.read())
+    if "typescript" not in package_files:
+        print("README: the TypeScript example's package.json is missing (<!-- example-package: typescript -->)")
+        return 1
     if "typescript" not in examples or not any(lang == "bash" for lang, _ in examples.values()):
         print("README: the marked examples are missing (<!-- example: NAME --> before a block)")
         return 1
@@ -183,7 +217,11 @@ def main() -> int:
             if language == "bash":
                 result = run(["bash", "-euo", "pipefail", "-c", code], cwd=ROOT)
             elif language == "ts":
-                result = typescript(code, args.artifacts)
+                wrong = package_problems(package_files.get(name, "{}"))
+                if wrong:
+                    failures.extend(f"{name}: {problem}" for problem in wrong)
+                    continue
+                result = typescript(code, package_files[name], args.artifacts)
             else:
                 failures.append(f"{name}: no runner for ```{language} blocks")
                 continue
@@ -218,13 +256,12 @@ def main() -> int:
     return 0
 
 
-def typescript(code: str, artifacts: str) -> subprocess.CompletedProcess[str]:
-    """Compiles the example as the README says (a package with "type": "module", tsc --strict)
-    and runs it."""
+def typescript(code: str, package_json: str, artifacts: str) -> subprocess.CompletedProcess[str]:
+    """Compiles the example as the README says (in its package.json, tsc --strict) and runs it."""
     scratch = tempfile.mkdtemp(prefix="agui-readme-ts-")
     try:
         with open(os.path.join(scratch, "package.json"), "w", encoding="utf-8") as package:
-            package.write('{ "type": "module" }\n')
+            package.write(package_json + "\n")
         os.symlink(os.path.join(NODE_DIR, "node_modules"), os.path.join(scratch, "node_modules"))
         with open(os.path.join(scratch, "agent.ts"), "w", encoding="utf-8") as source:
             source.write(code + "\n")

@@ -10,12 +10,15 @@
 #      @ag-ui/client 1.0.0 and 0.0.59, its traces flushed to an OTLP receiver and its EMF records
 #      checked against the EMF schema; then the local server: run lifecycle, 600-turn threads
 #      (both clients resending everything, the resumable client sending only what is new), AG-UI 1.0
-#      approvals (interrupts and the 0.0.59 confirm-tool fallback) and capabilities, and the
+#      approvals (interrupts and the 0.0.59 confirm-tool fallback) and capabilities, sub-agents
+#      (a coordinator, a researcher, a factchecker, a second agui-lambda process and aimock's AG-UI
+#      mock as remote children; 1.0.0, 0.0.59, and 0.0.58 for `inline`), and the
 #      example agent's own binary (examples/calculator) calling its tool; an API Gateway REST
 #      event through `cargo lambda invoke`; AgentCore Runtime mode with @ag-ui/client 1.0.0 through
 #      /invocations, then its SIGTERM; every captured stream checked by ag-ui-validate
 #      then the browser tests: Playwright driving Debian's chromium through the dev page (also
-#      across streams cut short by STREAM_MAX_SECS) and the CopilotKit example (screenshots in
+#      across streams cut short by STREAM_MAX_SECS), the CopilotKit example and the assistant-ui
+#      sub-agents example (screenshots in
 #      .ci/artifacts/screenshots)
 #   5. the links and anchors of README.md, CHANGELOG.md and docs/*.md (scripts/check_links.py);
 #      the README's and docs/' examples, as written, against the local server with the demo model: the
@@ -118,8 +121,9 @@ if grep -A4 'missing documentation' "$ARTIFACTS/build.log"; then
   echo "undocumented public items in the library (see above)"
   exit 1
 fi
-# The example agent's binary (an example may use dev-dependencies: the test build's graph).
-cargo build --locked --example calculator
+# The example agent's binary (an example may use dev-dependencies: the test build's graph), and
+# the strict stand-in of Anthropic's Messages API the Node suites use (tests/api/strict_messages.rs).
+cargo build --locked --example calculator --example strict_messages
 
 step "end to end under cargo lambda watch with @ag-ui/client 1.0.0 and 0.0.59"
 AIMOCK_PORT=$(free_port)
@@ -192,6 +196,12 @@ PIDS+=($!)
 wait_for_function "http://127.0.0.1:$APPROVAL_PORT" "the local server (approvals)" "${PIDS[-1]}"
 (cd tests/node && AGUI_BASE="http://127.0.0.1:$APPROVAL_PORT" CAPTURE_DIR="$ARTIFACTS/captures" node --test agui10.test.mjs) 2>&1 | tee "$SUITES/agui10.log" \
   || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/approval.log"; exit 1; }
+# A2A 1.0 on the same server, driven by both official SDKs over JSON-RPC and HTTP+JSON: the
+# approval is the input-required round trip.
+(cd tests/node && A2A_BASE="http://127.0.0.1:$APPROVAL_PORT" node --test a2a.test.mjs) 2>&1 | tee "$SUITES/a2a-js.log" \
+  || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/approval.log"; exit 1; }
+python tests/python/a2a_server_check.py "http://127.0.0.1:$APPROVAL_PORT" 2>&1 | tee "$SUITES/a2a-python.log" \
+  || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/approval.log"; exit 1; }
 # A conversation that outgrows a 1,000-token window, through both real clients: compaction
 # streamed as ACTIVITY_SNAPSHOT (the captures go to ag-ui-validate below).
 COMPACT_PORT=$(free_port)
@@ -214,7 +224,8 @@ wait_for_function "http://127.0.0.1:$EXAMPLE_PORT" "the example agent (examples/
 # Each model provider's reasoning and tool streams through both real clients: the OpenAI
 # Responses API and Gemini's OpenAI-compatible endpoint, on the strict stand-ins of
 # tests/strict_models.py (which refuse a reasoning item or thought signature not sent back as
-# given).
+# given), and Anthropic's Messages API on its strict stand-in (tests/api/strict_messages.rs, which
+# refuses a thinking block altered or missing from its tool loop).
 STRICT_PORT=$(free_port)
 setsid python3 tests/strict_models.py --port "$STRICT_PORT" </dev/null >"$ARTIFACTS/strict-models.log" 2>&1 &
 PIDS+=($!)
@@ -229,9 +240,20 @@ PORT="$GEMINI_PORT" MODEL_PROVIDER=gemini GEMINI_BASE_URL="http://127.0.0.1:$STR
   AGENT_MODEL=gemini-3-flash-preview RUST_LOG=info setsid target/debug/agui-lambda </dev/null >"$ARTIFACTS/gemini.log" 2>&1 &
 PIDS+=($!)
 wait_for_function "http://127.0.0.1:$GEMINI_PORT" "the local server (Gemini)" "${PIDS[-1]}"
-(cd tests/node && AGUI_PROVIDER_BASES="responses=http://127.0.0.1:$RESPONSES_PORT,gemini=http://127.0.0.1:$GEMINI_PORT" \
+STRICT_MESSAGES_PORT=$(free_port)
+setsid target/debug/examples/strict_messages --port "$STRICT_MESSAGES_PORT" --key e2e-test-key \
+  </dev/null >"$ARTIFACTS/strict-messages.log" 2>&1 &
+PIDS+=($!)
+wait_for "http://127.0.0.1:$STRICT_MESSAGES_PORT/health" "the strict Messages API stand-in" "${PIDS[-1]}"
+ANTHROPIC_PORT=$(free_port)
+PORT="$ANTHROPIC_PORT" MODEL_PROVIDER=anthropic ANTHROPIC_BASE_URL="http://127.0.0.1:$STRICT_MESSAGES_PORT" \
+  ANTHROPIC_API_KEY=e2e-test-key AGENT_MODEL=claude-sonnet-4-5 ANTHROPIC_THINKING_BUDGET_TOKENS=1024 RUST_LOG=info \
+  setsid target/debug/agui-lambda </dev/null >"$ARTIFACTS/anthropic.log" 2>&1 &
+PIDS+=($!)
+wait_for_function "http://127.0.0.1:$ANTHROPIC_PORT" "the local server (Anthropic)" "${PIDS[-1]}"
+(cd tests/node && AGUI_PROVIDER_BASES="responses=http://127.0.0.1:$RESPONSES_PORT,gemini=http://127.0.0.1:$GEMINI_PORT,anthropic=http://127.0.0.1:$ANTHROPIC_PORT" \
   CAPTURE_DIR="$ARTIFACTS/captures" node --test providers.test.mjs) 2>&1 | tee "$SUITES/providers.log" \
-  || { echo "--- provider servers' logs"; tail -n 30 "$ARTIFACTS/responses.log" "$ARTIFACTS/gemini.log" "$ARTIFACTS/strict-models.log"; exit 1; }
+  || { echo "--- provider servers' logs"; tail -n 30 "$ARTIFACTS/responses.log" "$ARTIFACTS/gemini.log" "$ARTIFACTS/anthropic.log" "$ARTIFACTS/strict-models.log"; exit 1; }
 # The resumable client's own tests: against the demo model, which streams slowly enough to cut.
 DEMO_PORT=$(free_port)
 PORT="$DEMO_PORT" RUST_LOG=info setsid target/debug/agui-lambda </dev/null >"$ARTIFACTS/demo.log" 2>&1 &
@@ -254,6 +276,38 @@ kill -TERM "$AGENTCORE_PID"
 if wait "$AGENTCORE_PID"; then echo "agentcore-sigterm: 1 passed, 0 failed" | tee "$SUITES/agentcore-sigterm.log"
 else echo "the AgentCore-mode server did not exit 0 on SIGTERM"; tail -n 20 "$ARTIFACTS/agentcore.log"; exit 1; fi
 
+step "sub-agents: a coordinator with a researcher, a factchecker, another agui-lambda and aimock's AG-UI mock"
+# One aimock serves the model (the same fixtures) and the AG-UI mock agent (/agui); a second
+# agui-lambda process is the remote AG-UI child; the coordinator runs on two servers, one showing
+# sub-agents attributed and one on `auto` (inline for clients that name no protocol version).
+SA_AIMOCK_PORT=$(free_port)
+setsid tests/node/node_modules/.bin/aimock -c tests/fixtures/aimock-subagents.json -p "$SA_AIMOCK_PORT" --host 127.0.0.1 \
+  </dev/null >"$ARTIFACTS/subagents-aimock.log" 2>&1 &
+PIDS+=($!)
+wait_for "http://127.0.0.1:$SA_AIMOCK_PORT/health" "aimock (sub-agents)" "${PIDS[-1]}"
+SA_REMOTE_PORT=$(free_port)
+PORT="$SA_REMOTE_PORT" OPENAI_BASE_URL="http://127.0.0.1:$SA_AIMOCK_PORT/v1" OPENAI_API_KEY=e2e-test-key AGENT_MODEL=remote-model \
+  MODEL_MAX_RETRIES=1 RUST_LOG=info setsid target/debug/agui-lambda </dev/null >"$ARTIFACTS/subagents-remote.log" 2>&1 &
+PIDS+=($!)
+SA_PROFILES=$(python3 scripts/subagent_profiles.py "http://127.0.0.1:$SA_REMOTE_PORT" "http://127.0.0.1:$SA_AIMOCK_PORT/agui")
+SA_PORT=$(free_port)
+SA_AUTO_PORT=$(free_port)
+for server in "$SA_PORT attributed" "$SA_AUTO_PORT auto"; do
+  read -r port visibility <<<"$server"
+  PORT="$port" OPENAI_BASE_URL="http://127.0.0.1:$SA_AIMOCK_PORT/v1" OPENAI_API_KEY=e2e-test-key AGENT_MODEL=coordinator-model \
+    MODEL_MAX_RETRIES=1 AGENT_PROFILES="$SA_PROFILES" AGENT_DEFAULT_PROFILE=coordinator APPROVAL_REQUIRED_TOOLS=get_current_time \
+    SUBAGENT_VISIBILITY="$visibility" RUST_LOG=info setsid target/debug/agui-lambda \
+    </dev/null >"$ARTIFACTS/subagents-$visibility.log" 2>&1 &
+  PIDS+=($!)
+done
+wait_for_function "http://127.0.0.1:$SA_REMOTE_PORT" "the remote sub-agent" "${PIDS[-3]}"
+wait_for_function "http://127.0.0.1:$SA_PORT" "the coordinator (attributed)" "${PIDS[-2]}"
+wait_for_function "http://127.0.0.1:$SA_AUTO_PORT" "the coordinator (auto)" "${PIDS[-1]}"
+(cd tests/node && AGUI_BASE="http://127.0.0.1:$SA_PORT" AGUI_AUTO_BASE="http://127.0.0.1:$SA_AUTO_PORT" \
+  AGUI_REMOTE_BASE="http://127.0.0.1:$SA_REMOTE_PORT" CAPTURE_DIR="$ARTIFACTS/captures" node --test subagents.test.mjs) 2>&1 \
+  | tee "$SUITES/subagents.log" \
+  || { echo "--- coordinator log"; tail -n 50 "$ARTIFACTS/subagents-attributed.log"; exit 1; }
+
 step "browser tests: Playwright + Debian chromium"
 # Headless chromium (apt, launched by its path) drives tests/node/browser/*.test.mjs: the dev
 # page (GET /) and the CopilotKit example, against a local server on aimock whose
@@ -273,7 +327,7 @@ PIDS+=($!)
 wait_for_function "http://127.0.0.1:$LIMITED_PORT" "the local server (STREAM_MAX_SECS=1)" "${PIDS[-1]}"
 (cd tests/node && AGUI_BASE="http://127.0.0.1:$APPROVAL_PORT" AIMOCK_URL="http://127.0.0.1:$AIMOCK_PORT" \
   AGUI_DEMO_BASE="http://127.0.0.1:$DEMO_PORT" AGUI_MEMORY_BASE="http://127.0.0.1:$MEMORY_PORT" \
-  AGUI_STREAM_LIMITED_BASE="http://127.0.0.1:$LIMITED_PORT" \
+  AGUI_STREAM_LIMITED_BASE="http://127.0.0.1:$LIMITED_PORT" AGUI_SUBAGENTS_BASE="http://127.0.0.1:$SA_PORT" \
   CHROMIUM_PATH="${CHROMIUM_PATH:-/usr/bin/chromium}" SCREENSHOT_DIR="$ARTIFACTS/screenshots" \
   node --test --test-concurrency=1 browser/) 2>&1 | tee "$SUITES/browser.log" \
   || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/approval.log"; exit 1; }

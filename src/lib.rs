@@ -48,6 +48,7 @@
     allow(dead_code)
 )]
 
+mod a2a;
 mod agent;
 mod api;
 mod auth;
@@ -111,6 +112,7 @@ mod layering {
             (
                 "api",
                 &[
+                    "a2a",
                     "agent",
                     "auth",
                     "dialects",
@@ -123,6 +125,7 @@ mod layering {
                 "agent",
                 &["auth", "model", "protocol", "store", "telemetry"][..],
             ),
+            ("a2a", &["protocol"][..]),
             ("auth", &[][..]),
             ("dialects", &["protocol"][..]),
             ("model", &["protocol"][..]),
@@ -155,6 +158,7 @@ mod layering {
             (
                 "testing",
                 &[
+                    "a2a",
                     "agent",
                     "api",
                     "auth",

@@ -19,6 +19,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[path = "startup/subagents.rs"]
+mod subagents;
+
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
     #[error("could not build the HTTP client: {0}")]
@@ -732,7 +735,7 @@ pub fn build_app_with_models(
         }
     }
     tools.set_max_result_bytes(config.tools.max_result_bytes);
-    let profiles = agent_profiles(config, &models, &tools);
+    let profiles = agent_profiles(config, &models, &tools)?;
     let agent = Agent::new(
         models.default,
         Arc::new(tools),
@@ -740,11 +743,13 @@ pub fn build_app_with_models(
         AgentSettings {
             context: config.context.settings(),
             memory: config.memory,
+            subagents: config.subagents.settings,
             ..config.agent.clone()
         },
     )
     .with_summarizer(models.summarizer)
-    .with_profiles(profiles)?;
+    .with_profiles(profiles)?
+    .serving(config.subagents.default_profile.as_deref())?;
     if !config.profiles.is_empty() {
         tracing::info!(
             profiles = ?agent.profile_names(),
@@ -763,6 +768,7 @@ pub fn build_app_with_models(
             cors_allowed_origins: config.http.cors_allowed_origins.clone(),
             dev_ui: config.http.dev_ui,
             agentcore: config.hosting.mode == crate::config::Hosting::AgentCore,
+            a2a_public_url: config.http.a2a_public_url.clone(),
         },
     ))
 }
@@ -774,7 +780,8 @@ fn agent_profiles(
     config: &Config,
     models: &Models,
     tools: &ToolRegistry,
-) -> Vec<(String, AgentProfile)> {
+) -> Result<Vec<(String, AgentProfile)>, StartupError> {
+    let http = subagents::remote_client(config)?;
     config
         .profiles
         .iter()
@@ -797,14 +804,16 @@ fn agent_profiles(
                     .cloned()
                     .collect()
             });
-            let profile = AgentProfile {
+            let agent_profile = AgentProfile {
                 system_prompt: profile.system_prompt.clone(),
                 model: models.profiles.get(name).cloned(),
                 tools: offered,
                 context_tokens: profile.context_tokens,
                 memory: profile.memory,
+                subagents: subagents::subagents_of(config, profile, &http)?,
+                subagent_visibility: profile.subagent_visibility,
             };
-            (name.clone(), profile)
+            Ok((name.clone(), agent_profile))
         })
         .collect()
 }
@@ -922,14 +931,18 @@ pub(crate) async fn build_with_tools(
     config: &Config,
     mut tools: ToolRegistry,
 ) -> Result<App, StartupError> {
-    let (models, store, auth, (), blobs, dispatcher) = tokio::try_join!(
+    let (models, store, auth, (), blobs, dispatcher, secret_headers) = tokio::try_join!(
         models_from_config(config),
         store_from_config(config),
         authenticator(&config.auth),
         add_mcp_tools(config, &mut tools),
         blobs_from_config(config),
         dispatcher_from_config(config),
+        subagents::subagent_secrets(config),
     )?;
+    let mut config = config.clone();
+    config.subagents.secret_headers = secret_headers;
+    let config = &config;
     Ok(build_app_with_models(config, models, store, auth, tools)?
         .with_blobs(blobs)
         .with_dispatcher(dispatcher)

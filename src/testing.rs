@@ -2,8 +2,16 @@
 //! module it lives in. Behind the `test-utils` feature and hidden from the docs: not API, and
 //! free to change in any release.
 
+pub mod a2a {
+    pub use crate::a2a::client::{
+        A2aClient, ChildEvent, ChildStream, ClientError, Credentials, Delegation,
+    };
+    pub use crate::a2a::errors::ErrorKind;
+    pub use crate::a2a::types::TaskState;
+}
+
 pub mod agent {
-    pub use crate::agent::context::summary::SUMMARY_MARKER;
+    pub use crate::agent::context::summary::{CONDENSE_MARKER, SUMMARY_MARKER};
     pub use crate::agent::history_day::history_day;
     pub use crate::agent::memory::MemorySettings;
     pub use crate::agent::tools::ToolRegistry;
@@ -58,6 +66,17 @@ pub mod model {
         }
     }
 
+    pub mod anthropic {
+        /// The Messages API's receive path, for the parser bench.
+        pub fn delta_stream<S, E>(bytes: S) -> super::DeltaStream
+        where
+            S: futures_util::Stream<Item = Result<bytes::Bytes, E>> + Send + 'static,
+            E: std::fmt::Display + Send + 'static,
+        {
+            crate::model::anthropic::delta_stream(bytes)
+        }
+    }
+
     pub mod scripted {
         pub use crate::model::scripted::{ScriptedModel, ScriptedTurn};
     }
@@ -101,7 +120,8 @@ pub mod store {
         MemoryStore, NewMemory, NewThread, QuotaExceeded, QuotaLimits, RunCheckpoint,
         RunCheckpoints, RunClaim, RunFinish, RunLeases, RunStart, RunTokens, Runner, Settlement,
         StoreError, StoredBlob, TaskFailure, TaskRecord, TaskRecords, TaskState, ThreadActivity,
-        ThreadStore, Threads, TimedMessage, TimedPage, TimedQuery, Upload, UsageLedger, usage_day,
+        ThreadLink, ThreadStore, Threads, TimedMessage, TimedPage, TimedQuery, Upload, UsageLedger,
+        usage_day,
     };
     #[cfg(feature = "aws")]
     pub use crate::store::{DynamoStore, StoreUsage};

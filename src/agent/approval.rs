@@ -3,6 +3,7 @@
 //! and the thread keeps an [`InterruptRecord`] until the next run brings the answer. This module
 //! turns that record and the answers into decisions; the run loop carries them out.
 
+use super::subagents::{ResumedChild, SuspendedChild};
 use crate::protocol::interrupt::{Interrupt, ResumeEntry, ResumeStatus, TOOL_CALL_REASON};
 use crate::protocol::{Message, RunErrorCode, ToolCallId};
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,9 @@ pub(crate) struct InterruptRecord {
     pub(crate) open: Vec<PendingApproval>,
     #[serde(default)]
     pub(crate) answered: Vec<Answered>,
+    /// Sub-agents that stopped to ask, each holding one of the thread's calls open.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) delegated: Vec<SuspendedChild>,
 }
 
 /// A server tool call waiting for a person's decision.
@@ -67,6 +71,8 @@ pub(crate) struct Resolved {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) struct Resolution {
     pub(crate) resolved: Vec<Resolved>,
+    /// Sub-agents to continue, with the answers meant for them.
+    pub(crate) delegated: Vec<ResumedChild>,
     /// The record to store when the run ends (before its own new interrupts are added).
     pub(crate) record: InterruptRecord,
     /// Every resume entry repeats an answer already acted on.
@@ -118,7 +124,7 @@ impl InterruptRecord {
     }
 
     pub(crate) fn to_value(&self) -> Option<Value> {
-        if self.open.is_empty() && self.answered.is_empty() {
+        if self.open.is_empty() && self.answered.is_empty() && self.delegated.is_empty() {
             return None;
         }
         serde_json::to_value(self).ok()
@@ -129,6 +135,11 @@ impl InterruptRecord {
         self.open
             .iter()
             .filter_map(|pending| pending.interrupt.tool_call_id.clone())
+            .chain(
+                self.delegated
+                    .iter()
+                    .map(|child| child.tool_call_id.clone()),
+            )
             .collect()
     }
 
@@ -156,7 +167,40 @@ impl InterruptRecord {
     ) -> Result<Resolution, InterruptError> {
         let mut resolved = Vec::new();
         let mut answered_now = HashSet::new();
+        // Answers for sub-agents go to them, in their own ids; all of a child's must come.
+        let delegated = std::mem::take(&mut self.delegated);
+        if strict
+            && let Some(unanswered) =
+                delegated
+                    .iter()
+                    .flat_map(|child| &child.interrupts)
+                    .find(|relayed| {
+                        !resume
+                            .iter()
+                            .any(|entry| entry.interrupt_id == relayed.interrupt.id)
+                    })
+        {
+            return Err(InterruptError::Pending(unanswered.interrupt.id.clone()));
+        }
+        for entry in resume {
+            if delegated
+                .iter()
+                .any(|child| child.asked(&entry.interrupt_id))
+            {
+                self.remember(&entry.interrupt_id, digest(entry));
+            }
+        }
+        let delegated: Vec<ResumedChild> = delegated
+            .into_iter()
+            .map(|child| child.resumed(resume, messages))
+            .collect();
         for (index, entry) in resume.iter().enumerate() {
+            if delegated
+                .iter()
+                .any(|child| child.child.asked(&entry.interrupt_id))
+            {
+                continue;
+            }
             let digest = digest(entry);
             let Some(pending) = self.answered_by(index, entry, &digest)? else {
                 continue;
@@ -188,10 +232,11 @@ impl InterruptRecord {
         if !unanswered.is_empty() {
             return Err(InterruptError::Pending(unanswered.join(", ")));
         }
-        let only_repeats = !resume.is_empty() && resolved.is_empty();
+        let only_repeats = !resume.is_empty() && resolved.is_empty() && delegated.is_empty();
         self.open.clear();
         Ok(Resolution {
             resolved,
+            delegated,
             record: self,
             only_repeats,
         })
@@ -396,6 +441,7 @@ pub(crate) fn tool_interrupt(
         response_schema: Some(crate::protocol::interrupt::approval_schema(tool_schema)),
         expires_at: chrono::DateTime::from_timestamp_millis(expires_at_ms)
             .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
+        subagent_run_id: None,
     }
 }
 

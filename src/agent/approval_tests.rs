@@ -26,6 +26,7 @@ fn record(expires_at_ms: i64, confirm: Option<&str>) -> InterruptRecord {
             confirm_call_id: confirm.map(call),
         }],
         answered: Vec::new(),
+        delegated: Vec::new(),
     }
 }
 
@@ -196,6 +197,7 @@ fn a_legacy_client_answers_the_confirm_tool() {
         tool_call_id: call("confirm-1"),
         content: content.into(),
         error: None,
+        metadata: None,
     };
     for (content, approved) in [
         ("confirmed", true),

@@ -150,6 +150,7 @@ mod tests {
             tool_call_id: ToolCallId::parse("call-1", 128).unwrap(),
             content: "result".into(),
             error: None,
+            metadata: None,
         }
     }
 

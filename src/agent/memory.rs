@@ -242,7 +242,9 @@ fn failed(error: StoreError) -> ToolError {
 }
 
 /// The block a run gives the model: `owner`'s pinned memories, then those most relevant to
-/// `user_text`, within `settings.context_tokens`; `None` when there is nothing to give. One
+/// `user_text`, then the rest newest first (an open question, "what do you know about me?",
+/// shares no word with what it asks about), within `settings.context_tokens`; a memory that does
+/// not fit is passed over for the next. `None` when there is nothing to give. One
 /// [`Memories::memories`] call, so a bounded number of store reads.
 pub(crate) async fn block(
     store: &dyn Memories,
@@ -252,20 +254,25 @@ pub(crate) async fn block(
 ) -> Result<Option<String>, StoreError> {
     let set = store.memories(owner).await?;
     let pinned = set.memories.iter().filter(|memory| memory.pinned);
-    let relevant = rank(user_text, &set.memories)
+    let relevant: Vec<&Memory> = rank(user_text, &set.memories)
         .into_iter()
         .map(|(memory, _)| memory)
-        .filter(|memory| !memory.pinned);
+        .filter(|memory| !memory.pinned)
+        .collect();
+    // `memories` come newest first.
+    let recent = set
+        .memories
+        .iter()
+        .filter(|memory| !memory.pinned && !relevant.iter().any(|r| r.id == memory.id));
     let mut budget = u64::from(settings.context_tokens).saturating_sub(text_tokens(BLOCK_HEAD));
     let mut lines = Vec::new();
-    for memory in pinned.chain(relevant) {
+    for memory in pinned.chain(relevant.iter().copied()).chain(recent) {
         let line = format!("- [{}] {}", memory.id, memory.text);
         let cost = text_tokens(&line);
-        if cost > budget {
-            break;
+        if cost <= budget {
+            budget -= cost;
+            lines.push(line);
         }
-        budget -= cost;
-        lines.push(line);
     }
     Ok((!lines.is_empty()).then(|| format!("{BLOCK_HEAD}\n{}\n</memories>", lines.join("\n"))))
 }
@@ -277,59 +284,120 @@ mod tests {
     use super::*;
     use crate::store::MemoryStore;
 
-    #[tokio::test]
-    async fn the_block_gives_pinned_memories_then_relevant_ones_within_its_budget() {
-        let store = MemoryStore::new();
-        let owner = Principal::new("sam");
-        let new = |text: &str, pinned| NewMemory {
+    fn new(text: &str, pinned: bool) -> NewMemory {
+        NewMemory {
             text: text.to_owned(),
             pinned,
             thread_id: None,
             run_id: None,
             expires_at_ms: None,
-        };
+        }
+    }
+
+    fn settings(context_tokens: u32) -> MemorySettings {
+        MemorySettings {
+            enabled: true,
+            context_tokens,
+            ..MemorySettings::default()
+        }
+    }
+
+    /// The memories' texts in the order the block gives them.
+    fn texts(block: &str) -> Vec<&str> {
+        block
+            .lines()
+            .filter_map(|line| line.strip_prefix("- [")?.split_once("] "))
+            .map(|(_, text)| text)
+            .collect()
+    }
+
+    /// The tokens of a block line for `text` (ids are `mem_` and 29 hex digits).
+    fn line_tokens(text: &str) -> u64 {
+        text_tokens(&format!("- [mem_{}] {text}", "0".repeat(29)))
+    }
+
+    #[tokio::test]
+    async fn the_block_gives_pinned_then_relevant_then_the_newest_within_its_budget() {
+        let store = MemoryStore::new();
+        let owner = Principal::new("sam");
+        for (text, pinned) in [
+            ("Call me Sam", true),
+            ("Sam lives in Lyon", false),
+            ("Sam is vegetarian", false),
+            ("Sam plays the cello", false),
+        ] {
+            store
+                .save_memory(&owner, new(text, pinned), 10)
+                .await
+                .unwrap();
+        }
+        let given = block(&store, &owner, "a vegetarian dinner?", &settings(400))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            texts(&given),
+            [
+                "Call me Sam",
+                "Sam is vegetarian",
+                "Sam plays the cello",
+                "Sam lives in Lyon"
+            ],
+            "pinned, relevant, then newest first: {given}"
+        );
+        // Room for the pinned line and one more: the relevant one.
+        let tight =
+            text_tokens(BLOCK_HEAD) + line_tokens("Call me Sam") + line_tokens("Sam is vegetarian");
+        let small = block(&store, &owner, "vegetarian", &settings(tight as u32))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(texts(&small), ["Call me Sam", "Sam is vegetarian"]);
+        let other = block(&store, &Principal::new("eve"), "vegetarian", &settings(400)).await;
+        assert_eq!(other.unwrap(), None, "another principal gets nothing");
+    }
+
+    #[tokio::test]
+    async fn an_open_question_gets_the_pinned_memories_then_the_most_recent() {
+        let store = MemoryStore::new();
+        let owner = Principal::new("sam");
+        store
+            .save_memory(&owner, new("Sam is vegetarian", false), 10)
+            .await
+            .unwrap();
         store
             .save_memory(&owner, new("Call me Sam", true), 10)
             .await
             .unwrap();
         store
-            .save_memory(&owner, new("Sam lives in Lyon", false), 10)
+            .save_memory(&owner, new("Sam moved to Lyon in May", false), 10)
             .await
             .unwrap();
-        store
-            .save_memory(&owner, new("Sam is vegetarian", false), 10)
-            .await
-            .unwrap();
-        let settings = MemorySettings {
-            enabled: true,
-            ..MemorySettings::default()
-        };
-        let given = block(&store, &owner, "a vegetarian dinner?", &settings)
+        let question = "what do you know about me?";
+        let given = block(&store, &owner, question, &settings(400))
             .await
             .unwrap()
             .unwrap();
-        assert!(given.contains("Call me Sam") && given.contains("Sam is vegetarian"));
-        assert!(
-            !given.contains("Lyon"),
-            "not relevant to the message: {given}"
+        assert_eq!(
+            texts(&given),
+            [
+                "Call me Sam",
+                "Sam moved to Lyon in May",
+                "Sam is vegetarian"
+            ]
         );
-        let tight = MemorySettings {
-            // Room for the pinned line only.
-            context_tokens: (text_tokens(BLOCK_HEAD)
-                + text_tokens("- [mem_0000000000000000000000000000] Call me Sam"))
-                as u32,
-            ..settings
-        };
-        let small = block_of(&store, &owner, &tight).await;
-        assert!(small.contains("Call me Sam") && !small.contains("vegetarian"));
-        let other = block(&store, &Principal::new("eve"), "vegetarian", &settings).await;
-        assert_eq!(other.unwrap(), None, "another principal gets nothing");
-    }
-
-    async fn block_of(store: &MemoryStore, owner: &Principal, settings: &MemorySettings) -> String {
-        block(store, owner, "vegetarian", settings)
+        // Within the budget: the pinned one and the newest.
+        let tight = text_tokens(BLOCK_HEAD)
+            + line_tokens("Call me Sam")
+            + line_tokens("Sam moved to Lyon in May");
+        let small = block(&store, &owner, question, &settings(tight as u32))
             .await
             .unwrap()
-            .unwrap()
+            .unwrap();
+        assert_eq!(texts(&small), ["Call me Sam", "Sam moved to Lyon in May"]);
+        assert_eq!(
+            block(&store, &owner, question, &settings(0)).await.unwrap(),
+            None
+        );
     }
 }

@@ -3,6 +3,7 @@
 //! own task, recording AG-UI events that any number of followers stream. Depends on
 //! `protocol`, `model` and `store`; knows nothing of HTTP.
 
+mod a2a_tasks;
 pub(crate) mod approval;
 mod background;
 pub(crate) mod context;
@@ -15,6 +16,7 @@ mod profiles;
 mod run;
 mod spans;
 mod start;
+pub(crate) mod subagents;
 pub(crate) mod thread;
 mod threads;
 pub mod tools;
@@ -34,6 +36,7 @@ pub(crate) use crate::store::QuotaLimits;
 pub(crate) use approval::InterruptError;
 pub use context::{ContextSettings, ContextStrategy};
 pub(crate) use profiles::{AgentProfile, INTERNAL_AGENT_TYPE, ProfileSetupError};
+pub(crate) use run::PreparedRun;
 pub(crate) use thread::MergeError;
 pub use threads::Quotas;
 pub(crate) use threads::{ForkError, QuotaOverride};
@@ -78,6 +81,8 @@ pub struct AgentSettings {
     /// of its own, the first model turn): a runner with an invocation deadline starts a step
     /// only when that much of its invocation is left, and hands the run off otherwise.
     pub step_estimate: Duration,
+    /// How delegations are shown and bounded (`SUBAGENT_*`).
+    pub subagents: subagents::SubagentSettings,
 }
 
 impl Default for AgentSettings {
@@ -100,6 +105,7 @@ impl Default for AgentSettings {
             context: ContextSettings::default(),
             memory: memory::MemorySettings::default(),
             step_estimate: Duration::from_secs(60),
+            subagents: subagents::SubagentSettings::default(),
         }
     }
 }
@@ -125,6 +131,8 @@ pub struct Agent {
     /// Where a run goes on when its invocation ends (under Lambda: the next invocation);
     /// `None`: runs go on in this process to their end.
     continuations: Option<Arc<dyn continuation::Continuations>>,
+    /// The agents this one may delegate to, each a tool its model sees.
+    subagents: Arc<Vec<subagents::Subagent>>,
 }
 
 /// Why a run could not start. Nothing was stored.
@@ -136,7 +144,7 @@ pub enum StartError {
     Input(crate::protocol::InputError),
     #[error(transparent)]
     Merge(#[from] MergeError),
-    #[error("frontend tool {0} has the name of a server tool")]
+    #[error("frontend tool {0} has the name of a server tool or a sub-agent")]
     ToolNameClash(String),
     #[error("the thread has an active run; retry when it has finished")]
     Busy,
@@ -255,6 +263,7 @@ impl Agent {
             name: None,
             summarizer: None,
             continuations: None,
+            subagents: Arc::default(),
         }
     }
 
@@ -265,6 +274,19 @@ impl Agent {
     ) -> Self {
         self.continuations = continuations;
         self
+    }
+
+    /// This agent without sub-agents: a child at the deepest level delegates no further.
+    pub(crate) fn without_subagents(&self) -> Self {
+        Self {
+            subagents: Arc::default(),
+            ..self.clone()
+        }
+    }
+
+    /// The sub-agent the model calls by `name`, if this agent has one.
+    pub(crate) fn subagent(&self, name: &str) -> Option<&subagents::Subagent> {
+        self.subagents.iter().find(|subagent| subagent.name == name)
     }
 
     /// Long threads summarised by `summarizer` instead of each run's own model.
@@ -365,7 +387,7 @@ impl Agent {
     pub(crate) fn check_client_tools(&self, client_tools: &[ClientTool]) -> Result<(), StartError> {
         match client_tools
             .iter()
-            .find(|tool| self.tools.contains(&tool.name))
+            .find(|tool| self.tools.contains(&tool.name) || self.subagent(&tool.name).is_some())
         {
             Some(clash) => Err(StartError::ToolNameClash(clash.name.clone())),
             None => Ok(()),
@@ -430,6 +452,15 @@ impl Agent {
                 "maxIterations": settings.max_steps,
                 "maxExecutionTime": u64::try_from(run_max.as_millis()).unwrap_or(u64::MAX),
             },
+            "multiAgent": {
+                "supported": !self.subagents.is_empty(),
+                "delegation": !self.subagents.is_empty(),
+                "handoffs": false,
+                "subagents": self.subagents.iter().map(|subagent| serde_json::json!({
+                    "name": subagent.name,
+                    "description": subagent.description,
+                })).collect::<Vec<_>>(),
+            },
             "humanInTheLoop": {
                 "supported": true,
                 "approvals": approvals,
@@ -470,6 +501,7 @@ impl Agent {
             .specs()
             .filter(|spec| self.offers(&spec.name))
             .cloned()
+            .chain(self.subagents.iter().map(subagents::Subagent::spec))
             .chain(client_tools.iter().map(|tool| ToolSpec {
                 name: tool.name.clone(),
                 description: tool.description.clone(),

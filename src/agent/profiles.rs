@@ -38,6 +38,10 @@ pub(crate) struct AgentProfile {
     pub context_tokens: Option<u32>,
     /// Whether this profile's runs keep long-term memories, instead of `MEMORY`.
     pub memory: Option<bool>,
+    /// The agents this profile may delegate to.
+    pub subagents: Vec<super::subagents::Subagent>,
+    /// How its runs show their sub-agents' work, instead of `SUBAGENT_VISIBILITY`.
+    pub subagent_visibility: Option<super::subagents::Visibility>,
 }
 
 /// Why the profiles could not be set up; stops start-up.
@@ -54,6 +58,12 @@ pub enum ProfileSetupError {
         #[source]
         source: RegistryError,
     },
+    /// A sub-agent would be offered to the model under the name of one of its tools.
+    #[error("profile {profile}: sub-agent {name} has the name of one of its server tools")]
+    SubagentNameTaken { profile: String, name: String },
+    /// `AGENT_DEFAULT_PROFILE` names no profile.
+    #[error("AGENT_DEFAULT_PROFILE: no profile is named {0}")]
+    UnknownDefault(String),
 }
 
 /// Why a request's `agent_type` chooses no agent: the caller's fault, for a 422.
@@ -73,6 +83,7 @@ struct Resolved {
     model: Arc<dyn ModelProvider>,
     tools: Arc<ToolRegistry>,
     settings: Arc<AgentSettings>,
+    subagents: Arc<Vec<super::subagents::Subagent>>,
 }
 
 /// The profiles by name; empty when none is configured.
@@ -132,9 +143,20 @@ impl Agent {
                 }
                 None => self.tools.clone(),
             };
+            if let Some(taken) = profile
+                .subagents
+                .iter()
+                .find(|subagent| tools.contains(&subagent.name))
+            {
+                return Err(ProfileSetupError::SubagentNameTaken {
+                    profile: name,
+                    name: taken.name.clone(),
+                });
+            }
             let settings = if profile.system_prompt.is_none()
                 && profile.context_tokens.is_none()
                 && profile.memory.is_none()
+                && profile.subagent_visibility.is_none()
             {
                 self.settings.clone()
             } else {
@@ -148,6 +170,9 @@ impl Agent {
                 if let Some(memory) = profile.memory {
                     settings.memory.enabled = memory;
                 }
+                if let Some(visibility) = profile.subagent_visibility {
+                    settings.subagents.visibility = visibility;
+                }
                 Arc::new(settings)
             };
             let model = profile.model.unwrap_or_else(|| self.model.clone());
@@ -157,6 +182,7 @@ impl Agent {
                     model,
                     tools,
                     settings,
+                    subagents: Arc::new(profile.subagents),
                 },
             );
         }
@@ -188,9 +214,21 @@ impl Agent {
             model: profile.model.clone(),
             tools: profile.tools.clone(),
             settings: profile.settings.clone(),
+            subagents: profile.subagents.clone(),
             name: Some(Arc::from(agent_type)),
             ..self.clone()
         })
+    }
+
+    /// The agent the AG-UI routes serve when `AGENT_DEFAULT_PROFILE` names `profile`: that
+    /// profile, with every profile still reachable by name.
+    pub(crate) fn serving(self, profile: Option<&str>) -> Result<Agent, ProfileSetupError> {
+        match profile {
+            None => Ok(self),
+            Some(name) => self
+                .profile(name)
+                .map_err(|_| ProfileSetupError::UnknownDefault(name.to_owned())),
+        }
     }
 
     /// The configured profiles' names, sorted; empty when the default agent serves every request.
@@ -267,6 +305,8 @@ mod tests {
             tools: tools.map(|names| names.iter().map(|name| (*name).to_owned()).collect()),
             context_tokens: None,
             memory: None,
+            subagents: Vec::new(),
+            subagent_visibility: None,
         }
     }
 

@@ -2,6 +2,7 @@
 //! and how it is observed, each a struct of its own; `RUN_STARTED` first and exactly one terminal
 //! event last. The run lives on its own task: a client that goes away stops nothing.
 
+mod delegate;
 mod drive;
 mod fit;
 mod gate;
@@ -47,7 +48,14 @@ pub struct PreparedRun {
     pub(super) segment: handoff::Segment,
     /// How a run taken over from another runner goes on; `None` for a run that begins here.
     pub(super) resume: Option<resume::Resume>,
+    /// What the run's starter does once it has ended ([`PreparedRun::on_end`]).
+    pub(super) end_hook: Option<EndHook>,
 }
+
+/// Work a run's starter wants done once the run has ended, with its whole log in hand, before
+/// the run counts as done: a Lambda invocation and a stopping server wait for it as for the run.
+pub(crate) type EndHook =
+    Box<dyn FnOnce(Arc<LiveRun>) -> futures_util::future::BoxFuture<'static, ()> + Send + Sync>;
 
 /// What the run's request asked, as the start checked and merged it; fixed for the whole run.
 pub(super) struct RunRequest {
@@ -70,8 +78,16 @@ pub(super) struct RunRequest {
     pub(super) sampling: crate::model::Sampling,
     /// The store holds messages the client did not send: the run opens with a snapshot.
     pub(super) client_is_behind: bool,
+    /// The whole thread, when the start read it (else the run reads it to open).
+    pub(super) snapshot: Option<Vec<Message>>,
     /// Approval decisions this run carries out before its first model turn.
     pub(super) resolved: Vec<Resolved>,
+    /// Sub-agents that stopped to ask, continued before the first model turn.
+    pub(super) delegated: Vec<crate::agent::subagents::ResumedChild>,
+    /// How deep the run is: the client's run is 0, a sub-agent's one more than its parent's.
+    pub(super) depth: u32,
+    /// How the client sees sub-agents' work (`auto` decided).
+    pub(super) visibility: crate::agent::subagents::Visibility,
     /// The input only repeats answers already acted on and adds nothing: the run streams what
     /// the client lacks and ends, calling neither model nor tools.
     pub(super) repeat_only: bool,
@@ -108,6 +124,8 @@ pub(super) struct RunProgress {
     pub(super) longest_model_turn: Duration,
     /// What the runners before this one counted.
     pub(super) carried: handoff::Carried,
+    /// Sub-agents that stopped to ask in this run: kept in the thread's interrupt record.
+    pub(super) delegated: Vec<crate::agent::subagents::SuspendedChild>,
 }
 
 impl RunProgress {
@@ -132,6 +150,7 @@ impl RunProgress {
             phase: record::Phase::Model { step: 1 },
             longest_model_turn: Duration::ZERO,
             carried: handoff::Carried::default(),
+            delegated: Vec::new(),
         }
     }
 
@@ -224,6 +243,12 @@ impl PreparedRun {
         self.telemetry.observed = observed;
     }
 
+    /// Has `hook` run once the run has ended (its terminal event in the log), before the run
+    /// counts as done.
+    pub(crate) fn on_end(&mut self, hook: EndHook) {
+        self.end_hook = Some(hook);
+    }
+
     /// Starts the run on its own task and returns its live handle; `RUN_STARTED` is already in
     /// its log. The run goes on to its end whoever follows it.
     pub(crate) fn spawn(self) -> Arc<LiveRun> {
@@ -252,12 +277,13 @@ impl PreparedRun {
 
     /// Drives the run on its own task, its events into `live`, which it returns.
     fn drive_on_task(self, live: Arc<LiveRun>) -> Arc<LiveRun> {
-        let this = self;
+        let mut this = self;
         live.hold_lease_until(
             Instant::now() + super::background::safe_share(this.agent.settings.lease),
         );
         this.agent.live.insert(live.clone());
         let agent = this.agent.clone();
+        let end_hook = this.end_hook.take();
         let driven = live.clone();
         let span = this.telemetry.span.clone();
         let trace = this.telemetry.trace.clone();
@@ -283,6 +309,16 @@ impl PreparedRun {
             }
             .instrument(span)
             .await;
+            if let Some(hook) = end_hook {
+                // A bug in the hook must not keep the run from counting as done.
+                if AssertUnwindSafe(hook(driven.clone()))
+                    .catch_unwind()
+                    .await
+                    .is_err()
+                {
+                    tracing::error!(run_id = %driven.run_id, "a run's end hook panicked");
+                }
+            }
             // Every span of the run has ended (the request's too, which the run's span kept
             // open) before the run counts as done: Lambda and a stopping server flush spans
             // once their runs are done, and these must be among them.

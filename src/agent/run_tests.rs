@@ -204,6 +204,7 @@ async fn frontend_tool_call_ends_the_run_and_its_result_continues_the_thread() {
         tool_call_id: ToolCallId::parse("call_002", 128).unwrap(),
         content: r#"["2024年度报告.pdf"]"#.into(),
         error: None,
+        metadata: None,
     };
     let second = run(
         &h,
@@ -472,7 +473,7 @@ async fn a_second_run_on_a_busy_thread_is_refused_and_changes_nothing() {
 }
 
 #[tokio::test]
-async fn an_incremental_client_gets_a_messages_snapshot_and_state_snapshot() {
+async fn an_incremental_client_gets_the_state_snapshot_but_not_the_thread() {
     let h = harness(
         vec![ScriptedTurn::text("first"), ScriptedTurn::text("second")],
         false,
@@ -483,9 +484,33 @@ async fn an_incremental_client_gets_a_messages_snapshot_and_state_snapshot() {
     let events = run(&h, next).await;
     assert_eq!(events[1]["type"], "STATE_SNAPSHOT");
     assert_eq!(events[1]["snapshot"], json!({"count": 1}));
-    assert_eq!(events[2]["type"], "MESSAGES_SNAPSHOT");
-    assert_eq!(events[2]["messages"].as_array().unwrap().len(), 3);
-    assert_eq!(h.model.requests()[1].messages.len(), 3);
+    assert!(
+        events
+            .iter()
+            .all(|event| event["type"] != "MESSAGES_SNAPSHOT")
+    );
+    assert_eq!(
+        h.model.requests()[1].messages.len(),
+        3,
+        "the model reads it all"
+    );
+}
+
+#[tokio::test]
+async fn a_client_holding_a_stale_part_of_the_thread_gets_a_messages_snapshot() {
+    let h = harness(
+        vec![ScriptedTurn::text("first"), ScriptedTurn::text("second")],
+        false,
+    );
+    run(&h, input("t", "r1", vec![user("u1", "a")], &[])).await;
+    // It holds u1 but not the answer that followed.
+    let events = run(
+        &h,
+        input("t", "r2", vec![user("u1", "a"), user("u2", "b")], &[]),
+    )
+    .await;
+    assert_eq!(events[1]["type"], "MESSAGES_SNAPSHOT");
+    assert_eq!(events[1]["messages"].as_array().unwrap().len(), 3);
 }
 
 #[tokio::test]
@@ -496,6 +521,7 @@ async fn a_tool_result_for_an_unknown_call_is_refused_before_streaming() {
         tool_call_id: ToolCallId::parse("nope", 128).unwrap(),
         content: "x".into(),
         error: None,
+        metadata: None,
     };
     let result = h
         .agent
@@ -722,6 +748,7 @@ async fn confirmation_tool_pauses_the_run_until_the_user_answers() {
         tool_call_id: ToolCallId::parse("call_003", 128).unwrap(),
         content: "confirmed".into(),
         error: None,
+        metadata: None,
     };
     let second = run(
         &h,

@@ -20,6 +20,15 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+/// A sub-agent's run, as its delegation starts it.
+pub(crate) struct ChildStart {
+    /// `Some` for a new thread, linked to the delegating one in the same write (and never read
+    /// first: it cannot exist yet); `None` to continue the child's thread.
+    pub(crate) parent: Option<crate::store::ThreadLink>,
+    /// How deep the run is (the client's run is 0).
+    pub(crate) depth: u32,
+}
+
 /// What one attempt at the start read and decided before it writes.
 struct Attempt<'a> {
     /// The thread as stored; `None` for a new thread.
@@ -29,6 +38,8 @@ struct Attempt<'a> {
     merged: Merged,
     /// The store holds messages the client lacks: the run opens with a `MESSAGES_SNAPSHOT`.
     client_is_behind: bool,
+    /// That snapshot, when the start read the whole thread to merge the input.
+    snapshot: Option<Vec<Message>>,
     resolution: Resolution,
 }
 
@@ -38,6 +49,7 @@ struct Taken {
     base_state: Option<Value>,
     merged: Merged,
     client_is_behind: bool,
+    snapshot: Option<Vec<Message>>,
     resolution: Resolution,
     lease: Lease,
     /// Where the loaded history starts, the thread's checkpoint and the provider's last count.
@@ -65,6 +77,37 @@ impl Agent {
         deadline: Instant,
         reservation: Option<Reservation>,
     ) -> Result<PreparedRun, StartError> {
+        self.start_with(owner, input, deadline, reservation, None)
+            .await
+    }
+
+    /// A sub-agent's run: no quota reservation of its own (its tokens are settled when it
+    /// ends, its delegating run's quota admitted it), and a new thread is created linked to its
+    /// parent without being read first.
+    pub(crate) async fn start_child(
+        &self,
+        owner: Principal,
+        input: RunInput,
+        deadline: Instant,
+        child: ChildStart,
+    ) -> Result<PreparedRun, StartError> {
+        let unreserved = Reservation {
+            owner: owner.clone(),
+            day: crate::store::usage_day(chrono::Utc::now()),
+            reserved_tokens: 0,
+        };
+        self.start_with(owner, input, deadline, Some(unreserved), Some(child))
+            .await
+    }
+
+    async fn start_with(
+        &self,
+        owner: Principal,
+        input: RunInput,
+        deadline: Instant,
+        reservation: Option<Reservation>,
+        child: Option<ChildStart>,
+    ) -> Result<PreparedRun, StartError> {
         let began = std::time::Instant::now();
         let thread_id = input.thread_id.clone().unwrap_or_else(ThreadId::new_uuid);
         // One span per run, from its first store call to its last: every log line of the run
@@ -80,8 +123,16 @@ impl Agent {
         let telemetry = RunTelemetry::new(span.clone(), trace.clone(), meter.clone(), began);
         let prepared = crate::store::meter::metered(
             meter,
-            self.start_in_span(owner, input, thread_id, deadline, reservation, telemetry)
-                .instrument(trace.clone()),
+            self.start_in_span(
+                owner,
+                input,
+                thread_id,
+                deadline,
+                reservation,
+                telemetry,
+                child,
+            )
+            .instrument(trace.clone()),
         )
         .instrument(span)
         .await;
@@ -91,6 +142,7 @@ impl Agent {
         prepared
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn start_in_span(
         &self,
         owner: Principal,
@@ -99,9 +151,11 @@ impl Agent {
         deadline: Instant,
         mut reservation: Option<Reservation>,
         telemetry: RunTelemetry,
+        child: Option<ChildStart>,
     ) -> Result<PreparedRun, StartError> {
+        let link = child.as_ref().and_then(|child| child.parent.as_ref());
         let taken = self
-            .take_thread(&owner, &input, &thread_id, &mut reservation)
+            .take_thread(&owner, &input, &thread_id, &mut reservation, link)
             .await;
         let taken = match taken {
             Ok(taken) => taken,
@@ -113,7 +167,14 @@ impl Agent {
             }
         };
         let reservation = reservation.ok_or(StartError::StoreCorrupt)?;
-        Ok(self.prepare(input, taken, reservation, deadline, telemetry))
+        let depth = child.as_ref().map_or(0, |child| child.depth);
+        let mut prepared = self.prepare(input, taken, reservation, deadline, telemetry);
+        prepared.request.depth = depth;
+        if child.is_some() {
+            // A child's events go to its parent, which shows them as its own client wants.
+            prepared.request.visibility = super::subagents::FOR_A_PARENT;
+        }
+        Ok(prepared)
     }
 
     /// The start's retry loop: each attempt loads, forks, merges, reserves and begins; one that
@@ -126,6 +187,7 @@ impl Agent {
         input: &RunInput,
         thread_id: &ThreadId,
         reservation: &mut Option<Reservation>,
+        link: Option<&crate::store::ThreadLink>,
     ) -> Result<Taken, StartError> {
         self.check_client_tools(&input.tools)?;
         let policy = input
@@ -136,17 +198,22 @@ impl Agent {
         // Read once, however many attempts there are.
         let mut parent: Option<StoredThread> = None;
         loop {
-            let loaded = self
-                .load_idle(owner, thread_id, input, policy, give_up)
-                .await?;
+            // A sub-agent's new thread cannot exist yet: nothing to read.
+            let loaded = match link {
+                Some(_) => None,
+                None => self.load_idle(owner, thread_id, policy, give_up).await?,
+            };
             let forked = self
                 .fork_source(owner, input, loaded.as_ref(), &mut parent)
                 .await?;
-            let attempt = self.merge(input, loaded.as_ref(), forked)?;
+            let whole = self
+                .whole_if_resent(owner, thread_id, input, loaded.as_ref())
+                .await?;
+            let attempt = self.merge(input, loaded.as_ref(), forked, whole.as_deref())?;
             if reservation.is_none() {
                 *reservation = Some(self.reserve(owner).await?);
             }
-            match self.begin(owner, thread_id, input, &attempt).await {
+            match self.begin(owner, thread_id, input, &attempt, link).await {
                 Ok(lease) => {
                     let base = attempt.loaded.or(attempt.forked);
                     let context = attempt.loaded.map_or_else(ContextState::default, |thread| {
@@ -160,6 +227,7 @@ impl Agent {
                         base_state: base.and_then(|thread| thread.state.clone()),
                         merged: attempt.merged,
                         client_is_behind: attempt.client_is_behind,
+                        snapshot: attempt.snapshot,
                         resolution: attempt.resolution,
                         lease,
                         context,
@@ -182,12 +250,11 @@ impl Agent {
         &self,
         owner: &Principal,
         thread_id: &ThreadId,
-        input: &RunInput,
         policy: BusyThreadPolicy,
         give_up: Instant,
     ) -> Result<Option<StoredThread>, StartError> {
         loop {
-            let loaded = self.load_for_run(owner, thread_id, input).await?;
+            let loaded = self.load_for_run(owner, thread_id).await?;
             let Some(active) = loaded.as_ref().and_then(|thread| thread.active_run.clone()) else {
                 return Ok(loaded);
             };
@@ -198,25 +265,42 @@ impl Agent {
         }
     }
 
-    /// The thread from its latest checkpoint on, so the read does not grow with its length;
-    /// the whole thread when compaction is off, or when the input resends older messages
-    /// without any of those loaded (a client far behind), which only the whole thread can
-    /// tell apart from new ones.
+    /// The thread from its latest checkpoint on, so the read does not grow with its length (a
+    /// client that names the last message it holds and one that sends only its new message
+    /// alike); the whole thread when compaction is off.
     async fn load_for_run(
         &self,
         owner: &Principal,
         thread_id: &ThreadId,
-        input: &RunInput,
     ) -> Result<Option<StoredThread>, StoreError> {
         if self.settings.context.strategy == ContextStrategy::Off {
             return self.store.load(owner, thread_id).await;
         }
-        let recent = self.store.load_recent(owner, thread_id).await?;
-        match &recent {
-            Some(thread) if thread.first_seq > 0 && resends_unloaded(thread, &input.messages) => {
-                self.store.load(owner, thread_id).await
+        self.store.load_recent(owner, thread_id).await
+    }
+
+    /// Every message of the thread, when the input resends older messages without any of
+    /// those `loaded` (a client far behind), which only the whole thread can tell apart from
+    /// new ones. The run itself still starts from the checkpoint.
+    async fn whole_if_resent(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        input: &RunInput,
+        loaded: Option<&StoredThread>,
+    ) -> Result<Option<Vec<Message>>, StoreError> {
+        match loaded {
+            Some(thread)
+                if thread.first_seq > 0
+                    && resends_unloaded(
+                        thread,
+                        &super::subagents::child_messages(&input.messages),
+                    ) =>
+            {
+                let whole = self.store.load(owner, thread_id).await?;
+                Ok(whole.map(|thread| thread.messages))
             }
-            _ => Ok(recent),
+            _ => Ok(None),
         }
     }
 
@@ -267,12 +351,14 @@ impl Agent {
 
     /// Merge: the input's answers to the thread's interrupts resolved, and the messages the
     /// thread does not hold yet checked and merged into the thread's (or the fork's), the calls
-    /// waiting for approval left open.
+    /// waiting for approval left open. `whole`, when read, is every message of the thread:
+    /// what the input holds is told apart against it, the new messages merge into `loaded`.
     fn merge<'a>(
         &self,
         input: &RunInput,
         loaded: Option<&'a StoredThread>,
         forked: Option<&'a StoredThread>,
+        whole: Option<&[Message]>,
     ) -> Result<Attempt<'a>, StartError> {
         let record = InterruptRecord::parse(loaded.and_then(|thread| thread.interrupts.as_ref()))
             .map_err(|error| {
@@ -290,10 +376,11 @@ impl Agent {
         let stored = loaded
             .or(forked)
             .map_or(&[][..], |thread| &thread.messages[..]);
-        let incoming = incoming::split(stored, &input.messages);
+        // What sub-agents said, sent back by the client, is theirs: never this thread's.
+        let sent = super::subagents::child_messages(&input.messages);
+        let incoming = incoming::split(whole.unwrap_or(stored), &sent);
         if let Some(limits) = &input.new_message_limits {
-            check_new_messages(&input.messages, &incoming.positions, limits)
-                .map_err(StartError::Input)?;
+            check_new_messages(&sent, &incoming.positions, limits).map_err(StartError::Input)?;
         }
         if let Some(first) = incoming.changed.first() {
             tracing::info!(
@@ -303,12 +390,17 @@ impl Agent {
             );
         }
         let merged = thread::merge_keeping_open(stored, incoming.new, &waiting)?;
-        self.check_parts(&input.messages, &merged.new_messages)?;
+        self.check_parts(&sent, &merged.new_messages)?;
+        let snapshot = whole.filter(|_| incoming.behind).map(|whole| {
+            let stored_now = whole.iter().chain(&merged.new_messages);
+            stored_now.cloned().collect()
+        });
         Ok(Attempt {
             loaded,
             forked,
             merged,
             client_is_behind: incoming.behind,
+            snapshot,
             resolution,
         })
     }
@@ -321,6 +413,7 @@ impl Agent {
         thread_id: &ThreadId,
         input: &RunInput,
         attempt: &Attempt<'_>,
+        link: Option<&crate::store::ThreadLink>,
     ) -> Result<Lease, StoreError> {
         let Attempt { loaded, forked, .. } = *attempt;
         let merged = &attempt.merged;
@@ -340,24 +433,26 @@ impl Agent {
         let title = forked
             .and_then(|parent| parent.title.clone())
             .or_else(|| thread::derive_title(&merged.history));
-        self.store
-            .begin_run(RunStart {
-                owner,
-                thread_id,
-                run_id: &input.run_id,
-                loaded,
-                lease_expires_at_ms: lease_expiry(self.settings.lease),
-                new_messages,
-                state: input
-                    .state
-                    .as_ref()
-                    .or(forked.and_then(|parent| parent.state.as_ref())),
-                title: title.as_deref(),
-                at_ms: chrono::Utc::now().timestamp_millis(),
-                // A fork from `parentRunId` keeps the copied messages' times.
-                copied_at_ms: forked.map_or(&[], |parent| &parent.message_at_ms[..]),
-            })
-            .await
+        let start = RunStart {
+            owner,
+            thread_id,
+            run_id: &input.run_id,
+            loaded,
+            lease_expires_at_ms: lease_expiry(self.settings.lease),
+            new_messages,
+            state: input
+                .state
+                .as_ref()
+                .or(forked.and_then(|parent| parent.state.as_ref())),
+            title: title.as_deref(),
+            at_ms: chrono::Utc::now().timestamp_millis(),
+            // A fork from `parentRunId` keeps the copied messages' times.
+            copied_at_ms: forked.map_or(&[], |parent| &parent.message_at_ms[..]),
+        };
+        match link {
+            Some(parent) => self.store.begin_linked_run(start, parent).await,
+            None => self.store.begin_run(start).await,
+        }
     }
 
     /// The started run: its request as the start checked it, its loop's starting point, and
@@ -374,6 +469,7 @@ impl Agent {
             base_state,
             merged,
             client_is_behind,
+            snapshot,
             resolution,
             lease,
             context,
@@ -400,7 +496,11 @@ impl Agent {
                 .sampling
                 .capped(self.settings.max_output_tokens),
             client_is_behind,
+            snapshot,
             resolved: resolution.resolved,
+            delegated: resolution.delegated,
+            depth: 0,
+            visibility: self.settings.subagents.visibility.for_client(speaks_v1),
             repeat_only: resolution.only_repeats && merged.new_messages.is_empty(),
             client_tools: input.tools,
         };
@@ -418,6 +518,7 @@ impl Agent {
             telemetry,
             segment: super::run::Segment::default(),
             resume: None,
+            end_hook: None,
         }
     }
 

@@ -77,6 +77,7 @@ pub(crate) fn not_answered(tool_call_id: ToolCallId) -> Message {
         tool_call_id,
         content: NOT_ANSWERED.to_owned(),
         error: Some("not answered".to_owned()),
+        metadata: None,
     }
 }
 
@@ -314,6 +315,7 @@ mod tests {
             tool_call_id: cid(call),
             content: "ok".into(),
             error: None,
+            metadata: None,
         }
     }
     fn ids(messages: &[Message]) -> Vec<&str> {

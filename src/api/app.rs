@@ -40,6 +40,8 @@ pub struct App {
     blobs: Option<std::sync::Arc<crate::store::Blobs>>,
     /// This app, once shared: a local detached run holds it while it runs.
     this: std::sync::OnceLock<std::sync::Weak<App>>,
+    /// `A2A_PUBLIC_URL`: where A2A clients reach this deployment, for the agent card.
+    pub(super) a2a_public_url: Option<String>,
 }
 
 /// Settings of the HTTP layer.
@@ -55,6 +57,8 @@ pub(crate) struct ApiSettings {
     pub dev_ui: bool,
     /// `HOSTING=agentcore`: AgentCore Runtime's `POST /invocations` and `GET /ping`.
     pub agentcore: bool,
+    /// `A2A_PUBLIC_URL`: the base URL the agent card names (else the request's host).
+    pub a2a_public_url: Option<String>,
 }
 
 /// When the request arrived: a run's time to first byte and token count from it.
@@ -80,6 +84,7 @@ impl App {
             dispatcher: Dispatcher::Local,
             blobs: None,
             this: std::sync::OnceLock::new(),
+            a2a_public_url: settings.a2a_public_url,
         }
     }
 
@@ -200,8 +205,9 @@ impl App {
         let origin = self.allowed_origin(request.headers());
         // Refusals on /process take the AgentScope response shape; every other route the
         // AG-UI one.
-        let agentscope_route = Route::parse(request.method(), request.uri().path(), self.routes)
-            .is_ok_and(|route| route.is_agentscope());
+        let parsed = Route::parse(request.method(), request.uri().path(), self.routes);
+        let agentscope_route = parsed.as_ref().is_ok_and(Route::is_agentscope);
+        let a2a_binding = parsed.ok().and_then(|route| route.a2a_binding());
         let mut response = if request.method() == Method::OPTIONS {
             preflight(origin.is_some())
         } else {
@@ -217,7 +223,13 @@ impl App {
                             "request refused"
                         );
                     }
-                    if agentscope_route {
+                    if let Some(binding) = a2a_binding {
+                        let body = super::a2a::refusal_body(&error, binding);
+                        let mut response =
+                            json_response(error.status(), Bytes::from(body.to_string()));
+                        refusal_headers(&mut response, &error);
+                        response
+                    } else if agentscope_route {
                         let body =
                             agentscope::error_response_body(error.code(), &error.to_string());
                         let mut response =
@@ -315,6 +327,10 @@ impl App {
         if let Ok(Route::Ping) = route {
             return Ok(self.ping());
         }
+        // An A2A client reads the card before it has credentials; it holds no data.
+        if let Ok(Route::A2a(super::a2a::A2aRoute::Card(tenant))) = &route {
+            return self.agent_card(tenant.as_deref(), request.uri().path(), request.headers());
+        }
         // Authentication comes before routing, so an unauthenticated caller learns nothing.
         let principal = self.auth.authenticate(
             request.headers(),
@@ -381,6 +397,10 @@ impl App {
                     .await
             }
             Route::HistoryDay => self.history_day(&principal, request.uri().query()).await,
+            Route::A2a(route) => {
+                self.a2a(&principal, route, request, invocation_deadline)
+                    .await
+            }
             Route::CreateUpload => {
                 self.create_upload(&principal, request.headers(), request.body())
                     .await

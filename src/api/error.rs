@@ -22,6 +22,13 @@ pub(crate) enum ApiError {
     NotFound(String),
     #[error("method not allowed")]
     MethodNotAllowed,
+    /// `GET /` with the dev page off (under Lambda, `cargo lambda watch` included, unless
+    /// `DEV_UI=true`): the 405 it always was, saying how to get the page.
+    #[error(
+        "GET / serves the dev chat page only with DEV_UI=true (off under Lambda and cargo lambda \
+         watch unless set); the agent itself answers POST / and POST /agent"
+    )]
+    DevPageOff,
     #[error("{0}")]
     BadQuery(String),
     #[error(transparent)]
@@ -51,6 +58,9 @@ pub(crate) enum ApiError {
     /// `MEMORY_MAX_ITEMS` reached.
     #[error("{0}")]
     MemoryFull(String),
+    /// An A2A operation's error, written in its binding's shape.
+    #[error("{}", .0.error)]
+    A2a(Box<super::a2a::A2aRefusal>),
 }
 
 impl From<StartError> for ApiError {
@@ -126,7 +136,8 @@ impl ApiError {
             }
             ApiError::Start(StartError::StoreCorrupt) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::MethodNotAllowed | ApiError::DevPageOff => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::A2a(refusal) => refusal.status(),
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
         }
     }
@@ -158,7 +169,7 @@ impl ApiError {
             ApiError::Start(StartError::StoreCorrupt) => "store_corrupt",
             ApiError::UnsupportedMediaType => "unsupported_media_type",
             ApiError::NotFound(_) => "not_found",
-            ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::MethodNotAllowed | ApiError::DevPageOff => "method_not_allowed",
             ApiError::BadQuery(_) => "invalid_query",
             ApiError::Unauthorized(_) => "unauthorized",
             ApiError::UnreadableBody(_) => "invalid_body",
@@ -168,10 +179,14 @@ impl ApiError {
             ApiError::MemoryOff => "memory_disabled",
             ApiError::MemoryNotFound => "memory_not_found",
             ApiError::MemoryFull(_) => "memory_full",
+            ApiError::A2a(refusal) => refusal.error.kind.reason(),
         }
     }
 
     pub(crate) fn body(&self) -> Bytes {
+        if let ApiError::A2a(refusal) = self {
+            return Bytes::from(refusal.body().to_string());
+        }
         let mut error = json!({"code": self.code(), "message": self.to_string()});
         let field = match self {
             ApiError::Input(input) | ApiError::Start(StartError::Input(input)) => {

@@ -3,6 +3,7 @@
 //! [`App`] is the door every request goes through; `routes.rs` holds the route table, and each
 //! group of routes its own file of handlers.
 
+mod a2a;
 mod agentcore;
 mod app;
 mod body;

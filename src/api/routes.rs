@@ -1,6 +1,7 @@
 //! The route table: every route parsed once from the method and the normalised path; a path
 //! with no route is 404, a method its path does not take 405.
 
+use super::a2a::{self, A2aRoute};
 use super::dev_page;
 use super::error::ApiError;
 use crate::dialects::agkit;
@@ -90,6 +91,8 @@ pub(super) enum Route {
     EditMemory(String),
     /// `DELETE /memories/{id}`
     DeleteMemory(String),
+    /// A2A 1.0: the agent card, the JSON-RPC endpoint, the HTTP+JSON paths.
+    A2a(A2aRoute),
 }
 
 /// The routes that are there only when a setting turns them on.
@@ -154,7 +157,11 @@ impl Route {
             )],
             ["invocations"] if optional.agentcore => vec![(Method::POST, Route::Invocations)],
             ["ping"] if optional.agentcore => vec![(Method::GET, Route::Ping)],
-            _ => vec![],
+            _ => a2a::routes(&segments)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(method, route)| (method, Route::A2a(route)))
+                .collect(),
         };
         if let Some(asset) = optional
             .dev_ui
@@ -166,11 +173,16 @@ impl Route {
         if routes.is_empty() {
             return Err(ApiError::NotFound(path));
         }
+        let dev_page_off = path == "/" && method == Method::GET && !optional.dev_ui;
         routes
             .into_iter()
             .find(|(allowed, _)| allowed == method)
             .map(|(_, route)| route)
-            .ok_or(ApiError::MethodNotAllowed)
+            .ok_or(if dev_page_off {
+                ApiError::DevPageOff
+            } else {
+                ApiError::MethodNotAllowed
+            })
     }
 
     pub(super) fn is_agentscope(&self) -> bool {
@@ -179,7 +191,19 @@ impl Route {
 
     /// Starts a run: refused while the server is stopping.
     pub(super) fn starts_a_run(&self) -> bool {
-        matches!(self, Route::Run(_) | Route::Invocations | Route::AcceptRun)
+        match self {
+            Route::Run(_) | Route::Invocations | Route::AcceptRun => true,
+            Route::A2a(route) => route.may_start_a_run(),
+            _ => false,
+        }
+    }
+
+    /// The A2A binding a route speaks, whose shape its refusals take.
+    pub(super) fn a2a_binding(&self) -> Option<a2a::Binding> {
+        match self {
+            Route::A2a(route) => route.binding(),
+            _ => None,
+        }
     }
 }
 
@@ -249,7 +273,7 @@ mod tests {
             get("/agent", true),
             Err(ApiError::MethodNotAllowed)
         ));
-        assert!(matches!(get("/", false), Err(ApiError::MethodNotAllowed)));
+        assert!(matches!(get("/", false), Err(ApiError::DevPageOff)));
         assert!(matches!(
             get("/dev/app.js", false),
             Err(ApiError::NotFound(_))

@@ -128,6 +128,14 @@ impl App {
         Instant::now() + self.run_max
     }
 
+    /// When an answer that waits for a run must be sent: the run's deadline, or this
+    /// invocation's end (less the margin) if sooner.
+    pub(super) fn answer_deadline(&self, invocation_deadline: Option<Instant>) -> Instant {
+        let run = self.run_deadline();
+        self.invocation_end(invocation_deadline)
+            .map_or(run, |ends| ends.min(run))
+    }
+
     /// When this invocation's part of a run must end: its deadline less the margin that
     /// leaves time to store the run and start the next invocation.
     pub(super) fn invocation_end(&self, invocation_deadline: Option<Instant>) -> Option<Instant> {

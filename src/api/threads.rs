@@ -145,6 +145,15 @@ impl App {
                 "at": iso_ms(checkpoint.at_ms),
             });
         }
+        // A sub-agent's thread says where it was delegated from.
+        if let Some(parent) = page.parent {
+            body["parent"] = json!({
+                "threadId": parent.thread_id,
+                "runId": parent.run_id,
+                "toolCallId": parent.tool_call_id,
+                "agent": parent.agent,
+            });
+        }
         Ok(json_response(StatusCode::OK, Bytes::from(body.to_string())))
     }
 

@@ -23,6 +23,8 @@ pub struct HttpConfig {
     pub deadline_margin: Duration,
     /// `DEV_UI`: `GET /` serves the dev chat page; on by default locally, off under Lambda.
     pub dev_ui: bool,
+    /// `A2A_PUBLIC_URL`: the base URL the A2A agent card names; else each request's own.
+    pub a2a_public_url: Option<String>,
 }
 
 impl Section for HttpConfig {
@@ -36,6 +38,7 @@ impl Section for HttpConfig {
         "STREAM_MAX_SECS",
         "DEADLINE_MARGIN_MS",
         "DEV_UI",
+        "A2A_PUBLIC_URL",
     ];
 
     fn from_vars(vars: &Vars) -> Result<Self, ConfigError> {
@@ -59,6 +62,7 @@ impl Section for HttpConfig {
                 0..=60_000,
             )?),
             dev_ui: vars.flag("DEV_UI", !vars.under_lambda())?,
+            a2a_public_url: vars.http_endpoint("A2A_PUBLIC_URL")?,
         })
     }
 }

@@ -14,6 +14,7 @@ mod profiles;
 mod quotas;
 mod runtime;
 mod store;
+mod subagents;
 mod telemetry;
 mod tools;
 mod vars;
@@ -32,10 +33,13 @@ pub(crate) use http_server::HttpConfig;
 pub use model::ModelChoice;
 pub(crate) use model::{ModelConfig, ModelRef};
 pub(crate) use model::{OpenAiApi, ReasoningEffort};
-pub(crate) use profiles::{ProfileConfig, ProfilesConfigError};
+pub(crate) use profiles::{
+    ProfileConfig, ProfilesConfigError, SubagentConfig, SubagentTargetConfig,
+};
 pub(crate) use runtime::RuntimeFlavor;
 pub(crate) use secrecy::{ExposeSecret, SecretString};
 pub(crate) use store::StoreConfig;
+pub(crate) use subagents::SubagentsConfig;
 pub(crate) use telemetry::TelemetryConfig;
 pub(crate) use tools::ToolsConfig;
 
@@ -68,6 +72,8 @@ pub struct Config {
     pub context: ContextConfig,
     /// Long-term memory per principal (`MEMORY`).
     pub memory: crate::agent::memory::MemorySettings,
+    /// How sub-agents are shown and bounded, and the profile the AG-UI routes serve.
+    pub subagents: SubagentsConfig,
 }
 
 /// A setting the function cannot start with; the message names the variable.
@@ -140,6 +146,7 @@ pub(crate) const SETTINGS: &[&[&str]] = &[
     TelemetryConfig::SETTINGS,
     ContextConfig::SETTINGS,
     crate::agent::memory::MemorySettings::SETTINGS,
+    SubagentsConfig::SETTINGS,
     SET_BY_LAMBDA,
 ];
 
@@ -158,7 +165,7 @@ impl Config {
     /// Section by section, in this order: of two bad values, the one whose section comes first
     /// is reported.
     fn from_vars(vars: &Vars) -> Result<Self, ConfigError> {
-        Ok(Self {
+        let config = Self {
             model: ModelConfig::from_vars(vars)?,
             http: HttpConfig::from_vars(vars)?,
             hosting: HostingConfig::from_vars(vars)?,
@@ -172,7 +179,18 @@ impl Config {
             telemetry: TelemetryConfig::from_vars(vars)?,
             context: ContextConfig::from_vars(vars)?,
             memory: crate::agent::memory::MemorySettings::from_vars(vars)?,
-        })
+            subagents: SubagentsConfig::from_vars(vars)?,
+        };
+        if let Some(profile) = &config.subagents.default_profile
+            && !config.profiles.contains_key(profile)
+        {
+            return Err(ConfigError::Invalid {
+                name: "AGENT_DEFAULT_PROFILE",
+                expected: "the name of a profile of AGENT_PROFILES",
+                value: profile.clone(),
+            });
+        }
+        Ok(config)
     }
 }
 

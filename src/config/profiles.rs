@@ -3,8 +3,10 @@
 
 use super::vars::Vars;
 use super::{ConfigError, Section};
+use crate::agent::subagents::{RemoteAgentSettings, Visibility};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::time::Duration;
 
 /// At most this many `AGENT_PROFILES`.
 pub(crate) const MAX_PROFILES: usize = 32;
@@ -14,8 +16,7 @@ pub(crate) const MAX_PROFILE_PROMPT_CHARS: usize = 100_000;
 pub(crate) const MAX_PROFILE_MODEL_CHARS: usize = 2_048;
 
 /// One profile of `AGENT_PROFILES`; a part left out is the default agent's.
-#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ProfileConfig {
     /// Instead of `AGENT_SYSTEM_PROMPT`; `""` sends none.
     pub system_prompt: Option<String>,
@@ -30,13 +31,71 @@ pub struct ProfileConfig {
     pub context_tokens: Option<u32>,
     /// Instead of `MEMORY`: whether this profile's runs keep long-term memories.
     pub memory: Option<bool>,
+    /// What the profile does: the tool description a delegating model reads.
+    pub description: Option<String>,
+    /// The agents this profile may delegate to, each a tool its model sees.
+    pub subagents: Vec<SubagentConfig>,
+    /// Instead of `SUBAGENT_VISIBILITY`.
+    pub subagent_visibility: Option<Visibility>,
+}
+
+/// One sub-agent of a profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubagentConfig {
+    /// The tool name the delegating model calls.
+    pub name: String,
+    /// Its tool description; a profile's own `description` when left out.
+    pub description: Option<String>,
+    pub target: SubagentTargetConfig,
+    /// The longest a delegation may take (`timeoutMs`).
+    pub timeout: Option<Duration>,
+}
+
+/// What runs behind a sub-agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SubagentTargetConfig {
+    /// A profile of `AGENT_PROFILES`, by name.
+    Profile(String),
+    /// A remote AG-UI agent.
+    Remote(RemoteAgentSettings),
+}
+
+/// A profile as written: checked into a [`ProfileConfig`].
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawProfile {
+    system_prompt: Option<String>,
+    model: Option<String>,
+    reasoning_effort: Option<super::ReasoningEffort>,
+    tools: Option<Vec<String>>,
+    context_tokens: Option<u32>,
+    memory: Option<bool>,
+    description: Option<String>,
+    #[serde(default)]
+    subagents: Vec<serde_json::Value>,
+    subagent_visibility: Option<String>,
+}
+
+/// A sub-agent as written, when it is more than a profile's name.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawSubagent {
+    name: Option<String>,
+    description: Option<String>,
+    profile: Option<String>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    headers_secret_id: Option<String>,
+    cancel_url: Option<String>,
+    timeout_ms: Option<u64>,
 }
 
 /// What is wrong with `AGENT_PROFILES`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProfilesConfigError {
     #[error(
-        "must be a JSON object of profile name to {{\"systemPrompt\": string, \"model\": string, \"tools\": [string], \"contextTokens\": number}}: {0}"
+        "must be a JSON object of profile name to {{\"systemPrompt\": string, \"model\": string, \"tools\": [string], \"contextTokens\": number, \"memory\": bool, \"reasoningEffort\": string, \"description\": string, \"subagents\": [...], \"subagentVisibility\": string}}: {0}"
     )]
     Json(String),
     #[error("{0} profiles; at most {MAX_PROFILES}")]
@@ -57,6 +116,16 @@ pub enum ProfilesConfigError {
     BadContextTokens(String),
     #[error("profile {profile}: tool name {tool:?} is not 1-64 letters, digits, _ or -")]
     BadToolName { profile: String, tool: String },
+    #[error("profile {profile}: subagents[{index}]: {reason}")]
+    BadSubagent {
+        profile: String,
+        index: usize,
+        reason: String,
+    },
+    #[error("profile {0}: subagentVisibility must be auto, attributed, inline or hidden")]
+    BadVisibility(String),
+    #[error("sub-agents delegate in a cycle: {0}")]
+    Cycle(String),
 }
 
 /// The profiles by name; empty when `AGENT_PROFILES` is unset.
@@ -82,14 +151,193 @@ fn parse(json: &str) -> Result<Profiles, ProfilesConfigError> {
         return Err(ProfilesConfigError::TooMany(entries.0.len()));
     }
     let mut profiles = BTreeMap::new();
-    for (name, mut profile) in entries.0 {
+    for (name, raw) in entries.0 {
+        let mut profile = ProfileConfig {
+            system_prompt: raw.system_prompt,
+            model: raw.model,
+            reasoning_effort: raw.reasoning_effort,
+            tools: raw.tools,
+            context_tokens: raw.context_tokens,
+            memory: raw.memory,
+            description: raw.description,
+            subagents: raw
+                .subagents
+                .into_iter()
+                .enumerate()
+                .map(|(index, value)| subagent(&name, index, value))
+                .collect::<Result<_, _>>()?,
+            subagent_visibility: raw
+                .subagent_visibility
+                .map(|value| value.parse())
+                .transpose()
+                .map_err(|()| ProfilesConfigError::BadVisibility(name.clone()))?,
+        };
         check(&name, &mut profile)?;
         if profiles.contains_key(&name) {
             return Err(ProfilesConfigError::Duplicate(name));
         }
         profiles.insert(name, profile);
     }
+    check_delegations(&profiles)?;
     Ok(profiles)
+}
+
+/// One entry of a profile's `subagents`: a profile's name, or an object naming a profile or a
+/// remote AG-UI agent's URL.
+fn subagent(
+    profile: &str,
+    index: usize,
+    value: serde_json::Value,
+) -> Result<SubagentConfig, ProfilesConfigError> {
+    let bad = |reason: String| ProfilesConfigError::BadSubagent {
+        profile: profile.to_owned(),
+        index,
+        reason,
+    };
+    if let serde_json::Value::String(target) = value {
+        return Ok(SubagentConfig {
+            name: target.clone(),
+            description: None,
+            target: SubagentTargetConfig::Profile(target),
+            timeout: None,
+        });
+    }
+    let raw: RawSubagent = serde_json::from_value(value).map_err(|err| {
+        bad(format!(
+            "a profile's name, or {{\"profile\"|\"url\", \"name\", \"description\", \"headers\", \"headersSecretId\", \"cancelUrl\", \"timeoutMs\"}}: {err}"
+        ))
+    })?;
+    let timeout = match raw.timeout_ms {
+        Some(ms) if !(1_000..=900_000).contains(&ms) => {
+            return Err(bad("timeoutMs must be 1000 to 900000".to_owned()));
+        }
+        ms => ms.map(Duration::from_millis),
+    };
+    let target = match (raw.profile, raw.url) {
+        (Some(target), None)
+            if raw.headers.is_empty()
+                && raw.headers_secret_id.is_none()
+                && raw.cancel_url.is_none() =>
+        {
+            SubagentTargetConfig::Profile(target)
+        }
+        (None, Some(url)) => SubagentTargetConfig::Remote(
+            remote(url, raw.headers, raw.headers_secret_id, raw.cancel_url).map_err(bad)?,
+        ),
+        _ => {
+            return Err(bad(
+                "names a profile, or a remote agent's url with its headers, not both".to_owned(),
+            ));
+        }
+    };
+    let name = match (raw.name, &target) {
+        (Some(name), _) => name,
+        (None, SubagentTargetConfig::Profile(target)) => target.clone(),
+        (None, SubagentTargetConfig::Remote(_)) => {
+            return Err(bad("a remote agent needs a name".to_owned()));
+        }
+    };
+    if !crate::protocol::input::is_valid_tool_name(&name) {
+        return Err(bad(format!(
+            "name {name:?} is not 1-64 letters, digits, _ or -"
+        )));
+    }
+    Ok(SubagentConfig {
+        name,
+        description: raw.description.filter(|text| !text.trim().is_empty()),
+        target,
+        timeout,
+    })
+}
+
+/// A remote agent's URL and headers, checked as `MCP_SERVERS`' are: credentials only from a
+/// secret.
+fn remote(
+    url: String,
+    headers: BTreeMap<String, String>,
+    headers_secret_id: Option<String>,
+    cancel_url: Option<String>,
+) -> Result<RemoteAgentSettings, String> {
+    let http_url = |url: &str| {
+        reqwest::Url::parse(url)
+            .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.has_host())
+    };
+    if !http_url(&url) {
+        return Err(format!("url {url:?} is not an http(s) URL"));
+    }
+    if let Some(cancel) = &cancel_url
+        && !http_url(&cancel.replace("{threadId}", "t").replace("{runId}", "r"))
+    {
+        return Err(format!("cancelUrl {cancel:?} is not an http(s) URL"));
+    }
+    for (header, value) in &headers {
+        crate::mcp::check_header_pair(header, value)
+            .map_err(|reason| format!("header {header:?}: {reason}"))?;
+        if crate::mcp::looks_like_a_credential(header) {
+            return Err(format!(
+                "header {header:?}: credentials go in the secret named by headersSecretId, never in the environment"
+            ));
+        }
+    }
+    Ok(RemoteAgentSettings {
+        url,
+        headers,
+        headers_secret_id: headers_secret_id.filter(|id| !id.trim().is_empty()),
+        cancel_url,
+    })
+}
+
+/// Every profile a profile delegates to exists, no profile delegates to one of the tools it
+/// has by name twice, and no chain of delegations comes back to where it began.
+fn check_delegations(profiles: &Profiles) -> Result<(), ProfilesConfigError> {
+    for (name, profile) in profiles {
+        for (index, subagent) in profile.subagents.iter().enumerate() {
+            let bad = |reason: String| ProfilesConfigError::BadSubagent {
+                profile: name.clone(),
+                index,
+                reason,
+            };
+            if let SubagentTargetConfig::Profile(target) = &subagent.target
+                && !profiles.contains_key(target)
+            {
+                return Err(bad(format!("names no profile {target:?}")));
+            }
+            if profile.subagents[..index]
+                .iter()
+                .any(|earlier| earlier.name == subagent.name)
+            {
+                return Err(bad(format!("the name {:?} is used twice", subagent.name)));
+            }
+        }
+    }
+    for start in profiles.keys() {
+        let mut path = vec![start.clone()];
+        if let Some(cycle) = cycle_from(profiles, &mut path) {
+            return Err(ProfilesConfigError::Cycle(cycle.join(" -> ")));
+        }
+    }
+    Ok(())
+}
+
+/// A chain of delegations from the last profile of `path` back into `path`, if any.
+fn cycle_from(profiles: &Profiles, path: &mut Vec<String>) -> Option<Vec<String>> {
+    let last = path.last()?.clone();
+    for subagent in &profiles.get(&last)?.subagents {
+        let SubagentTargetConfig::Profile(next) = &subagent.target else {
+            continue;
+        };
+        if let Some(at) = path.iter().position(|name| name == next) {
+            let mut cycle = path[at..].to_vec();
+            cycle.push(next.clone());
+            return Some(cycle);
+        }
+        path.push(next.clone());
+        if let Some(cycle) = cycle_from(profiles, path) {
+            return Some(cycle);
+        }
+        path.pop();
+    }
+    None
 }
 
 /// One profile's name, prompt, model and tool names; a tool listed twice is kept once.
@@ -141,7 +389,7 @@ fn check(name: &str, profile: &mut ProfileConfig) -> Result<(), ProfilesConfigEr
 
 /// A JSON object's entries in order, duplicates kept: a map would silently keep the last of two
 /// profiles of one name.
-struct Entries(Vec<(String, ProfileConfig)>);
+struct Entries(Vec<(String, RawProfile)>);
 
 impl<'de> serde::Deserialize<'de> for Entries {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -203,7 +451,7 @@ mod tests {
                 ]),
                 context_tokens: None,
                 memory: None,
-                reasoning_effort: None,
+                ..ProfileConfig::default()
             }
         );
         assert_eq!(profiles["chat-2"], ProfileConfig::default());
@@ -286,5 +534,114 @@ mod tests {
             error(r#"{"a": {"tools": ["get time"]}}"#),
             "AGENT_PROFILES: profile a: tool name \"get time\" is not 1-64 letters, digits, _ or -"
         );
+    }
+
+    #[test]
+    fn profiles_declare_their_sub_agents_and_a_cycle_stops_start_up() {
+        let profiles = config(&[(
+            "AGENT_PROFILES",
+            r#"{"coordinator": {"subagents": ["researcher",
+                    {"profile": "researcher", "name": "second_opinion", "timeoutMs": 5000},
+                    {"name": "weather", "description": "Knows the weather.", "url": "https://agents.example/weather",
+                     "headers": {"x-team": "a"}, "headersSecretId": "weather-key", "cancelUrl": "https://agents.example/threads/{threadId}/runs/{runId}/cancel"}],
+                  "subagentVisibility": "hidden"},
+                "researcher": {"description": "Finds facts."}}"#,
+        )])
+        .unwrap()
+        .profiles;
+        let coordinator = &profiles["coordinator"];
+        assert_eq!(coordinator.subagent_visibility, Some(Visibility::Hidden));
+        let names: Vec<&str> = coordinator
+            .subagents
+            .iter()
+            .map(|subagent| subagent.name.as_str())
+            .collect();
+        assert_eq!(names, ["researcher", "second_opinion", "weather"]);
+        assert_eq!(
+            coordinator.subagents[1].target,
+            SubagentTargetConfig::Profile("researcher".into())
+        );
+        assert_eq!(
+            coordinator.subagents[1].timeout,
+            Some(Duration::from_secs(5))
+        );
+        let SubagentTargetConfig::Remote(remote) = &coordinator.subagents[2].target else {
+            panic!("a remote agent");
+        };
+        assert_eq!(remote.headers_secret_id.as_deref(), Some("weather-key"));
+
+        let error = |json: &str| config(&[("AGENT_PROFILES", json)]).unwrap_err().to_string();
+        assert_eq!(
+            error(
+                r#"{"a": {"subagents": ["b"]}, "b": {"subagents": ["c"]}, "c": {"subagents": ["a"]}}"#
+            ),
+            "AGENT_PROFILES: sub-agents delegate in a cycle: a -> b -> c -> a"
+        );
+        assert!(error(r#"{"a": {"subagents": ["a"]}}"#).contains("cycle: a -> a"));
+        assert!(
+            error(r#"{"a": {"subagents": ["nobody"]}}"#).contains("names no profile \"nobody\"")
+        );
+        assert!(error(r#"{"a": {"subagents": ["b", "b"]}, "b": {}}"#).contains("used twice"));
+        assert!(
+            error(r#"{"a": {"subagents": [{"url": "https://x.example"}]}}"#)
+                .contains("needs a name")
+        );
+        assert!(
+            error(r#"{"a": {"subagents": [{"name": "x", "url": "ftp://x"}]}}"#)
+                .contains("not an http(s) URL")
+        );
+        assert!(
+            error(r#"{"a": {"subagents": [{"name": "x", "url": "https://x.example", "headers": {"Authorization": "Bearer k"}}]}}"#)
+                .contains("headersSecretId")
+        );
+        assert!(error(r#"{"a": {"subagents": [{"name": "x", "profile": "b", "url": "https://x.example"}]}, "b": {}}"#).contains("not both"));
+        assert!(
+            error(r#"{"a": {"subagents": [{"name": "x y", "url": "https://x.example"}]}}"#)
+                .contains("is not 1-64")
+        );
+        assert!(
+            error(r#"{"a": {"subagents": [{"profile": "b", "timeoutMs": 10}]}, "b": {}}"#)
+                .contains("timeoutMs")
+        );
+        assert!(error(r#"{"a": {"subagentVisibility": "loud"}}"#).contains("subagentVisibility"));
+        assert!(error(r#"{"a": {"subagents": [5]}}"#).contains("subagents[0]"));
+    }
+
+    #[test]
+    fn sub_agent_settings_are_bounded_and_the_default_profile_must_exist() {
+        use crate::agent::subagents::SubagentSettings;
+        assert_eq!(
+            config(&[]).unwrap().subagents.settings,
+            SubagentSettings::default()
+        );
+        let set = config(&[
+            ("SUBAGENT_VISIBILITY", "inline"),
+            ("SUBAGENT_MAX_DEPTH", "3"),
+            ("SUBAGENT_MAX_PER_RUN", "2"),
+            ("AGENT_PROFILES", r#"{"coordinator": {}}"#),
+            ("AGENT_DEFAULT_PROFILE", "coordinator"),
+        ])
+        .unwrap();
+        assert_eq!(set.subagents.settings.visibility, Visibility::Inline);
+        assert_eq!(
+            (
+                set.subagents.settings.max_depth,
+                set.subagents.settings.max_per_run
+            ),
+            (3, 2)
+        );
+        assert_eq!(
+            set.subagents.default_profile.as_deref(),
+            Some("coordinator")
+        );
+        for (name, value) in [
+            ("SUBAGENT_VISIBILITY", "loud"),
+            ("SUBAGENT_MAX_DEPTH", "0"),
+            ("SUBAGENT_MAX_PER_RUN", "65"),
+            ("AGENT_DEFAULT_PROFILE", "nobody"),
+        ] {
+            let err = config(&[(name, value)]).unwrap_err().to_string();
+            assert!(err.starts_with(name), "{err}");
+        }
     }
 }

@@ -767,6 +767,7 @@ fn history_message_shows_users_and_speaking_assistants_only() {
             tool_call_id: crate::protocol::ToolCallId::parse("c1", 128).unwrap(),
             content: "done".into(),
             error: None,
+            metadata: None,
         },
         Message::System {
             id: id("s1"),

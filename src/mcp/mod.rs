@@ -179,18 +179,22 @@ impl McpServerSettings {
 
 /// A header name and value that HTTP accepts.
 fn check_header(server: &str, header: &str, value: &str) -> Result<(), McpConfigError> {
-    let bad = |reason| McpConfigError::BadHeader {
+    check_header_pair(header, value).map_err(|reason| McpConfigError::BadHeader {
         server: server.to_owned(),
         header: header.to_owned(),
         reason,
-    };
-    http::HeaderName::from_bytes(header.as_bytes()).map_err(|_| bad("not a header name"))?;
-    http::HeaderValue::from_str(value).map_err(|_| bad("its value is not a header value"))?;
+    })
+}
+
+/// Why HTTP would not take a header name and value, if it would not.
+pub(crate) fn check_header_pair(header: &str, value: &str) -> Result<(), &'static str> {
+    http::HeaderName::from_bytes(header.as_bytes()).map_err(|_| "not a header name")?;
+    http::HeaderValue::from_str(value).map_err(|_| "its value is not a header value")?;
     Ok(())
 }
 
 /// Header names that carry credentials, refused in plain `headers`.
-fn looks_like_a_credential(header: &str) -> bool {
+pub(crate) fn looks_like_a_credential(header: &str) -> bool {
     let header = header.to_ascii_lowercase();
     matches!(
         header.as_str(),

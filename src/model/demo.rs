@@ -4,7 +4,7 @@
 use super::{
     DeltaStream, FinishReason, ModelDelta, ModelError, ModelProvider, ModelRequest, Usage,
 };
-use crate::protocol::{Message, UserContent};
+use crate::protocol::{Message, UserContent, UserPart};
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use std::time::Duration;
@@ -33,10 +33,7 @@ impl DemoModel {
             ));
         }
         let text = match last {
-            Some(Message::User { content, .. }) => match content {
-                UserContent::Text(text) => text.clone(),
-                parts @ UserContent::Parts(_) => parts.text(),
-            },
+            Some(Message::User { content, .. }) => written(content),
             _ => String::new(),
         };
         let lower = text.to_lowercase();
@@ -178,6 +175,23 @@ impl ModelProvider for DemoModel {
     }
 }
 
+/// What the user wrote: the message's text parts, less the block of remembered facts a run
+/// with memory attaches as a part of its own (it names the memory tools and earlier facts,
+/// which the rules above must not take for the user's words).
+fn written(content: &UserContent) -> String {
+    match content {
+        UserContent::Text(text) => text.clone(),
+        UserContent::Parts(parts) => parts
+            .iter()
+            .filter_map(|part| match part {
+                UserPart::Text { text } if !text.starts_with("<memories>") => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,6 +233,19 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    #[test]
+    fn the_demo_reads_the_users_words_not_the_memory_block_beside_them() {
+        let with_block = json!([{"id": "m1", "role": "user", "content": [
+            {"type": "text", "text": "Change background color to green"},
+            {"type": "text", "text": "<memories>\nWhat you remember (search_memories finds more):\n- Sam is vegetarian\n</memories>"}
+        ]}]);
+        let deltas = DemoModel::answer(&request(
+            with_block,
+            &["search_memories", "change-background-color"],
+        ));
+        assert_eq!(called(&deltas), Some("change-background-color"));
     }
 
     #[test]

@@ -120,6 +120,56 @@ pub enum Event {
         activity_type: &'static str,
         content: Value,
     },
+    /// A sub-agent began: the events tagged with its `subagent_run_id` that follow are its work.
+    SubagentStarted {
+        subagent_run_id: String,
+        name: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        parent_subagent_run_id: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        parent_tool_call_id: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        parent_message_id: Option<String>,
+    },
+    /// A sub-agent's part of this run is over: done, or suspended until interrupts are answered.
+    SubagentFinished {
+        subagent_run_id: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        outcome: Option<SubagentOutcome>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        metadata: Option<Value>,
+    },
+    /// A sub-agent failed; the run goes on.
+    SubagentError {
+        subagent_run_id: String,
+        message: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        code: Option<String>,
+    },
+    /// Another agent's event as AG-UI JSON, already made this run's by whoever forwards it (its
+    /// `type` first); sent as it is.
+    #[serde(untagged)]
+    Forwarded(serde_json::Map<String, Value>),
+}
+
+/// `SUBAGENT_FINISHED.outcome`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(
+    tag = "type",
+    rename_all = "lowercase",
+    rename_all_fields = "camelCase"
+)]
+pub enum SubagentOutcome {
+    Success,
+    /// Waiting for these interrupts (its own; none when a sub-agent of its own waits).
+    Suspended {
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        interrupt_ids: Vec<String>,
+    },
 }
 
 impl Event {
@@ -291,8 +341,8 @@ fn is_terminal_json(json: &[u8]) -> bool {
 
 /// Tokens one provider and model used in a run, in AG-UI's `TokenUsage` shape. The optional
 /// counts are parts of the totals and appear only where the provider reports them.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct TokenUsage {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,

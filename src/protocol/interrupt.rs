@@ -23,6 +23,9 @@ pub struct Interrupt {
     /// ISO 8601, UTC.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,
+    /// The sub-agent that asks, when one of a run's sub-agents does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent_run_id: Option<String>,
 }
 
 /// The answer schema of a tool approval: approve, deny, or approve with a full replacement of

@@ -50,6 +50,10 @@ pub enum Message {
         content: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// What the server says about the result besides its content (a delegation's link to
+        /// the sub-agent's thread, under this server's key); never sent to a model.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metadata: Option<serde_json::Value>,
     },
     /// AG-UI's `ReasoningMessage`: the model's reasoning, stored before the assistant message of
     /// its turn. `encrypted_value` is the provider's opaque artefact (a signature, or redacted
@@ -329,6 +333,7 @@ mod tests {
                 tool_call_id: ToolCallId::parse("c1", 128).unwrap(),
                 content: "ok".into(),
                 error: None,
+                metadata: None,
             },
             Message::User {
                 id: id("u1"),

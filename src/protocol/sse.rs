@@ -4,6 +4,7 @@
 
 use super::events::{Event, RecordedEvent, Stamped};
 use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
 
 pub(crate) const CONTENT_TYPE: &str = "text/event-stream";
 pub(crate) const PING_FRAME: &[u8] = b": ping\n\n";
@@ -51,6 +52,53 @@ fn push_id(out: &mut Vec<u8>, seq: u64) {
 
 pub fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
+}
+
+pub(crate) const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// `eventsource-stream` 0.2.3 panics on a body that starts with a UTF-8 byte-order mark (it
+/// slices one byte off the three-byte character; found by the `model_stream` fuzz target). The
+/// marks are dropped here, however the first bytes are split into chunks.
+pub(crate) fn without_leading_bom<S, E>(
+    bytes: S,
+) -> impl Stream<Item = Result<Bytes, E>> + Send + 'static
+where
+    S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+    E: Send + 'static,
+{
+    async_stream::stream! {
+        let mut bytes = Box::pin(bytes);
+        let mut head = bytes::BytesMut::new();
+        let mut past_head = false;
+        while let Some(chunk) = bytes.next().await {
+            let chunk = match chunk {
+                Ok(chunk) => chunk,
+                Err(error) => {
+                    if !head.is_empty() {
+                        yield Ok(head.split().freeze());
+                    }
+                    yield Err(error);
+                    return;
+                }
+            };
+            if past_head {
+                yield Ok(chunk);
+                continue;
+            }
+            head.extend_from_slice(&chunk);
+            while head.starts_with(BOM) {
+                let _ = head.split_to(BOM.len());
+            }
+            // Undecided while what is held could still be the start of a mark.
+            if !head.is_empty() && !BOM.starts_with(&head) {
+                past_head = true;
+                yield Ok(head.split().freeze());
+            }
+        }
+        if !head.is_empty() {
+            yield Ok(head.freeze());
+        }
+    }
 }
 
 #[cfg(test)]

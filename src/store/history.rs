@@ -31,6 +31,8 @@ pub struct HistoryPage {
     pub title: Option<String>,
     /// The thread's latest compaction: which messages its summary stands for in the model's view.
     pub checkpoint: Option<super::Checkpoint>,
+    /// For a sub-agent's thread: the thread, run and tool call that delegated to it.
+    pub parent: Option<super::ThreadLink>,
 }
 
 /// The runner of a thread's active run, for the history endpoint.

@@ -1,5 +1,6 @@
 //! Per-run store usage: a run's task (and the tasks it spawns) carries a [`StoreMeter`], and
-//! every DynamoDB call made inside it adds its time, and its capacity once answered, to it.
+//! every DynamoDB call made inside it adds its time, and its capacity, the bytes it read and the
+//! items it returned once answered, to it.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -23,6 +24,9 @@ pub(crate) struct StoreMeter {
     /// Of the calls, those made for long-term memory (`for_memory`).
     memory_read_calls: AtomicU64,
     memory_write_calls: AtomicU64,
+    /// What the read calls' answers carried: their bodies' bytes, and the items in them.
+    read_bytes: AtomicU64,
+    read_items: AtomicU64,
 }
 
 /// A meter's counts at one moment.
@@ -36,6 +40,8 @@ pub(crate) struct MeteredUsage {
     pub write_capacity_units: f64,
     pub memory_read_calls: u64,
     pub memory_write_calls: u64,
+    pub read_bytes: u64,
+    pub read_items: u64,
 }
 
 /// Whether a call reads or writes (DynamoDB bills and throttles the two apart).
@@ -57,6 +63,8 @@ impl StoreMeter {
             write_capacity_units: load(&self.write_milli_units) as f64 / 1000.0,
             memory_read_calls: load(&self.memory_read_calls),
             memory_write_calls: load(&self.memory_write_calls),
+            read_bytes: load(&self.read_bytes),
+            read_items: load(&self.read_items),
         }
     }
 
@@ -109,6 +117,15 @@ pub(crate) fn count_call(access: Access, took: Duration) {
     let _ = METER.try_with(|meter| meter.add_call(access, took));
 }
 
+/// Counts what a read call's answer carried (its body's bytes, its items) into the current
+/// task's meter, if it has one.
+pub(crate) fn count_read(bytes: u64, items: u64) {
+    let _ = METER.try_with(|meter| {
+        meter.read_bytes.fetch_add(bytes, Ordering::Relaxed);
+        meter.read_items.fetch_add(items, Ordering::Relaxed);
+    });
+}
+
 /// Counts consumed capacity (units × 1000) into the current task's meter, if it has one.
 pub(crate) fn count_capacity(access: Access, milli_units: u64) {
     let _ = METER.try_with(|meter| meter.add_capacity(access, milli_units));
@@ -125,6 +142,7 @@ mod tests {
             count_call(Access::Read, Duration::from_millis(3));
             count_call(Access::Write, Duration::from_millis(5));
             count_capacity(Access::Write, 1_500);
+            count_read(4_096, 3);
             let inner = METER.try_with(Arc::clone).unwrap();
             tokio::spawn(metered(inner, async {
                 count_call(Access::Read, Duration::from_millis(1))
@@ -141,5 +159,6 @@ mod tests {
         assert_eq!(usage.write_time, Duration::from_millis(5));
         assert_eq!(usage.write_capacity_units, 1.5);
         assert_eq!(usage.read_capacity_units, 0.0);
+        assert_eq!((usage.read_bytes, usage.read_items), (4_096, 3));
     }
 }

@@ -1,7 +1,8 @@
 //! Thread persistence, one trait per capability: [`Threads`], [`History`], [`RunLeases`],
-//! [`RunCheckpoints`], [`EventLog`], [`UsageLedger`], [`TaskRecords`] and [`Memories`], gathered by [`ThreadStore`] and implemented
+//! [`RunCheckpoints`], [`EventLog`], [`UsageLedger`], [`TaskRecords`], [`A2aTasks`] and [`Memories`], gathered by [`ThreadStore`] and implemented
 //! by [`MemoryStore`] and `DynamoStore`. Shared here: who owns a thread, the errors, the limits.
 
+mod a2a_tasks;
 mod blob_types;
 #[cfg(feature = "aws")]
 pub(crate) mod blobs;
@@ -30,6 +31,8 @@ mod usage;
 use crate::protocol::Message;
 use serde_json::Value;
 
+pub(crate) use a2a_tasks::MAX_TASK_ID_LEN;
+pub(crate) use a2a_tasks::{A2aTaskCursor, A2aTaskPage, A2aTaskQuery, A2aTaskRecord, A2aTasks};
 pub use checkpoints::{Claim, ClaimedRun, RunCheckpoint, RunCheckpoints, RunClaim};
 #[cfg(feature = "aws")]
 pub use dynamo::DynamoStore;
@@ -47,7 +50,7 @@ pub(crate) use runs::{Pulse, RunRef};
 pub(crate) use tasks::task_message;
 pub use tasks::{TaskFailure, TaskRecord, TaskRecords, TaskState};
 pub use threads::{Checkpoint, ContextMark};
-pub use threads::{Deletion, NewThread, ThreadActivity, Threads};
+pub use threads::{Deletion, NewThread, ThreadActivity, ThreadLink, Threads};
 pub(crate) use threads::{RunEnd, StoredThread, ThreadList, ThreadSummary};
 pub(crate) use usage::{DayUsage, ModelUsage, Reservation, secs_to_next_day, secs_to_next_minute};
 pub use usage::{QuotaExceeded, QuotaLimits, RunTokens, Settlement, UsageLedger, usage_day};
@@ -55,7 +58,15 @@ pub use usage::{QuotaExceeded, QuotaLimits, RunTokens, Settlement, UsageLedger, 
 /// Every capability of a thread store, for the places that need them all (the agent, start-up):
 /// any type with all of them is one.
 pub trait ThreadStore:
-    Threads + History + RunLeases + RunCheckpoints + EventLog + UsageLedger + TaskRecords + Memories
+    Threads
+    + History
+    + RunLeases
+    + RunCheckpoints
+    + EventLog
+    + UsageLedger
+    + TaskRecords
+    + A2aTasks
+    + Memories
 {
 }
 
@@ -67,6 +78,7 @@ impl<T> ThreadStore for T where
         + EventLog
         + UsageLedger
         + TaskRecords
+        + A2aTasks
         + Memories
         + ?Sized
 {

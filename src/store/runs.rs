@@ -3,7 +3,7 @@
 //! passing it a caller's request to stop.
 
 use super::StoreError;
-use super::threads::{Checkpoint, ContextMark, StoredThread};
+use super::threads::{Checkpoint, ContextMark, StoredThread, ThreadLink};
 use crate::auth::Principal;
 use crate::protocol::{Message, RunId, ThreadId};
 use async_trait::async_trait;
@@ -120,6 +120,15 @@ pub enum CancelState {
 pub trait RunLeases: Send + Sync {
     /// Takes the run lease and stores the run's new input messages and state, atomically.
     async fn begin_run(&self, start: RunStart<'_>) -> Result<Lease, StoreError>;
+
+    /// [`begin_run`](Self::begin_run) for a sub-agent's new thread (`start.loaded` is `None`),
+    /// linked to `parent` in the same write: only while `parent`'s thread (the same owner's, that
+    /// incarnation) exists and is not being deleted, else `NotFound`.
+    async fn begin_linked_run(
+        &self,
+        start: RunStart<'_>,
+        parent: &ThreadLink,
+    ) -> Result<Lease, StoreError>;
 
     /// Appends the run's output, stores the state, replaces the interrupt record and releases
     /// the lease, atomically; only while the lease is still held.

@@ -3,7 +3,7 @@
 
 use super::StoreError;
 use crate::auth::Principal;
-use crate::protocol::{Message, RunId, ThreadId};
+use crate::protocol::{Message, RunId, ThreadId, ToolCallId};
 use async_trait::async_trait;
 use serde_json::Value;
 
@@ -65,6 +65,19 @@ pub struct ContextMark {
     pub seen: u64,
     pub covers: u64,
     pub cleared_before: u64,
+}
+
+/// Where a sub-agent's thread comes from: the run and tool call of the thread that delegated to
+/// it. A linked thread belongs to the same owner and is deleted with its parent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadLink {
+    pub thread_id: ThreadId,
+    /// The parent thread's incarnation (its `created_at_ms`).
+    pub created_at_ms: i64,
+    pub run_id: RunId,
+    pub tool_call_id: ToolCallId,
+    /// The sub-agent's name.
+    pub agent: String,
 }
 
 /// Whether a caller's thread has a run going.
@@ -183,8 +196,9 @@ pub trait Threads: Send + Sync {
     ) -> Result<(), StoreError>;
 
     /// Removes `owner`'s thread and everything under it (messages, run event logs, interrupts,
-    /// where its runs ended). `NotFound` for another principal's thread, `Conflict` while a run
-    /// holds a live lease on it. After it returns, the id is free.
+    /// where its runs ended, the threads of its sub-agents whatever they are doing). `NotFound`
+    /// for another principal's thread, `Conflict` while a run holds a live lease on it. After it
+    /// returns, the id is free.
     async fn delete_thread(
         &self,
         owner: &Principal,

@@ -26,6 +26,9 @@ pub(crate) struct RunMetrics {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub tool_calls: u32,
+    /// Sub-agent runs the run started or continued (each also writes a record of its own, its
+    /// dialect `subagent`).
+    pub subagent_runs: u32,
     pub steps: u32,
     /// Times the run compacted its thread to fit the model's window.
     pub compactions: u32,
@@ -52,6 +55,9 @@ pub(crate) struct StoreFigures {
     /// Of the calls, those for long-term memory (the injected block and the memory tools).
     pub memory_read_calls: u64,
     pub memory_write_calls: u64,
+    /// What the read calls brought back: their answers' bytes and the items in them.
+    pub read_bytes: u64,
+    pub read_items: u64,
 }
 
 /// Where records go: stdout, or (in tests) a list of the same lines.
@@ -116,6 +122,7 @@ impl Emf {
     pub(crate) fn record(&self, run: &RunMetrics, timestamp_ms: i64) -> String {
         const MS: &str = "Milliseconds";
         const COUNT: &str = "Count";
+        const BYTES: &str = "Bytes";
         let store = &run.store;
         let mut metrics: Vec<(&str, &str, Value)> = vec![
             ("Runs", COUNT, json!(1)),
@@ -130,6 +137,7 @@ impl Emf {
             ("InputTokens", COUNT, json!(run.input_tokens)),
             ("OutputTokens", COUNT, json!(run.output_tokens)),
             ("ToolCalls", COUNT, json!(run.tool_calls)),
+            ("SubagentRuns", COUNT, json!(run.subagent_runs)),
             ("Steps", COUNT, json!(run.steps)),
             ("Compactions", COUNT, json!(run.compactions)),
             ("StoreReadTime", MS, json!(store.read_ms)),
@@ -137,6 +145,8 @@ impl Emf {
             ("StoreReadCalls", COUNT, json!(store.read_calls)),
             ("StoreWriteCalls", COUNT, json!(store.write_calls)),
             ("StoreReadCapacity", COUNT, json!(store.read_capacity_units)),
+            ("StoreReadBytes", BYTES, json!(store.read_bytes)),
+            ("StoreReadItems", COUNT, json!(store.read_items)),
             (
                 "StoreWriteCapacity",
                 COUNT,

@@ -311,7 +311,7 @@ async fn wire_a_server_error_is_retried_then_reported() {
 }
 
 #[tokio::test]
-async fn wire_an_incremental_client_gets_the_history_it_missed() {
+async fn wire_an_incremental_client_continues_the_thread_without_a_snapshot() {
     let app = spawn_wire_app().await;
     let thread = new_thread();
     app.run(&run_input(
@@ -321,6 +321,8 @@ async fn wire_an_incremental_client_gets_the_history_it_missed() {
     ))
     .await
     .events();
+    // A client that sends only its new message (AG-Kit, curl, a fresh tab) names nothing the
+    // thread holds: it gets its run, not the thread back.
     let events = app
         .run(&run_input(
             &thread,
@@ -329,24 +331,29 @@ async fn wire_an_incremental_client_gets_the_history_it_missed() {
         ))
         .await
         .events();
-    let snapshot = events
-        .iter()
-        .find(|e| e["type"] == "MESSAGES_SNAPSHOT")
-        .expect("a snapshot");
-    let ids: Vec<&str> = snapshot["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(ids.len(), 3);
-    assert_eq!((ids[0], ids[2]), ("u1", "u2"));
+    assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED");
+    assert!(
+        !types(&events).contains(&"MESSAGES_SNAPSHOT"),
+        "{:?}",
+        types(&events)
+    );
+    // The model reads the whole stored history all the same …
     let sent = app.aimock().requests_about("hello again").await;
     assert_eq!(
         sent[0]["body"]["messages"].as_array().unwrap().len(),
         4,
         "system + the whole stored history"
     );
+    // … and a client that wants the history reads it from the thread.
+    let history = app.get(&format!("/threads/{thread}")).await.json();
+    let ids: Vec<&str> = history["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 4);
+    assert_eq!((ids[0], ids[2]), ("u1", "u2"));
 }
 
 #[tokio::test]

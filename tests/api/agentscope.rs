@@ -675,8 +675,8 @@ async fn a_busy_thread_refuses_the_other_dialect_too() {
 }
 
 /// A thread started in AgentScope and continued in AG-UI (and the reverse) keeps its whole
-/// history: the model sees it, the AG-UI client gets it in MESSAGES_SNAPSHOT, and the thread
-/// stores each message once.
+/// history: the model sees it, the AG-UI client reads it from `GET /threads/{id}`, and the
+/// thread stores each message once.
 #[tokio::test]
 async fn wire_a_thread_moves_between_dialects_with_its_whole_history() {
     let app = spawn_wire_app().await;
@@ -693,17 +693,13 @@ async fn wire_a_thread_moves_between_dialects_with_its_whole_history() {
         ))
         .await
         .events();
-    let snapshot = events
-        .iter()
-        .find(|e| e["type"] == "MESSAGES_SNAPSHOT")
-        .expect("the AG-UI client gets the AgentScope turn");
-    let texts: Vec<&Value> = snapshot["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| &m["content"])
-        .collect();
-    assert_eq!(texts[1], "Hello! How can I help you today?");
+    assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED");
+    // The AG-UI client reads the AgentScope turn from the thread.
+    let stored = app.get(&format!("/threads/{thread}")).await.json();
+    assert_eq!(
+        stored["messages"][1]["content"],
+        "Hello! How can I help you today?"
+    );
     let sent = app.aimock().requests_about("what time is it").await;
     let model_history = sent[0]["body"]["messages"].to_string();
     assert!(model_history.contains("Hello! How can I help you today?"));

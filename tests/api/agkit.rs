@@ -171,17 +171,23 @@ async fn agui_bodies_on_send_message_stay_agui_and_threads_cross_dialects() {
         .await
         .events();
     assert_eq!(events[0]["type"], "RUN_STARTED");
+    let answer_id = &events
+        .iter()
+        .find(|e| e["type"] == "TEXT_MESSAGE_START")
+        .unwrap()["messageId"];
+    let answer = json!({"id": answer_id, "role": "assistant", "content": text_of(&events)});
     // … continued in AG-Kit, which sees (and the model gets) the whole history …
     let agkit = app
         .post_raw("/send-message", "application/json", json!({"messages": [{"role": "user", "content": "hello again"}], "conversationId": thread}).to_string())
         .await;
     assert_eq!(text(&frames(&agkit)), "Hello! How can I help you today?");
-    // … and back in AG-UI, where the client catches up with a snapshot of all four messages.
+    // … and back in AG-UI, where the client, which holds the first answer, catches up with a
+    // snapshot of all five messages.
     let back = app
         .run(&run_input(
             &thread,
             "r3",
-            json!([{"id": "u3", "role": "user", "content": "hello there"}]),
+            json!([answer, {"id": "u3", "role": "user", "content": "hello there"}]),
         ))
         .await
         .events();

@@ -1,5 +1,5 @@
 //! The dev chat page: `GET /` serves it (with its content type and a strict policy) unless
-//! `DEV_UI=false`, which leaves `GET /` the 405 it was.
+//! `DEV_UI=false`, which leaves `GET /` the 405 it was, now saying how to turn the page on.
 
 use crate::helpers::{spawn_app, spawn_app_with};
 
@@ -40,6 +40,14 @@ async fn dev_ui_false_turns_the_page_off() {
     assert_eq!(page.status, 405, "{}", page.body);
     assert_eq!(page.json()["error"]["code"], "method_not_allowed");
     assert_eq!(script.status, 404, "{}", script.body);
+    // As `cargo lambda watch` serves it: the 405 says how to get the page.
+    let watched = app.get("/lambda-url/agui-lambda/").await;
+    assert_eq!(watched.status, 405, "{}", watched.body);
+    let message = watched.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(message.contains("DEV_UI=true"), "{message}");
 }
 
 #[tokio::test]

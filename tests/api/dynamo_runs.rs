@@ -149,11 +149,13 @@ async fn a_thousand_message_thread_over_two_megabytes_loads_and_continues() {
     assert_eq!(loaded.messages.len(), 1000);
     assert!(serde_json::to_string(&loaded.messages).unwrap().len() > 2_000_000);
 
+    // A client that holds the thread up to its second-last message: behind, it gets all of it.
+    let held = json!({"id": "old998", "role": "user", "content": format!("998 {filler}")});
     let events = app
         .run(&run_input(
             thread.as_str(),
             "next",
-            json!([user_message("new", "hello")]),
+            json!([held, user_message("new", "hello")]),
         ))
         .await
         .events();
@@ -370,19 +372,24 @@ async fn a_process_killed_mid_run_leaves_a_thread_the_next_process_continues() {
     let events = agui_lambda::testing::protocol::verify::parse_sse(&reply).unwrap();
     agui_lambda::testing::protocol::verify::verify_run(&events).unwrap();
     assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED");
-    let snapshot = events
-        .iter()
-        .find(|e| e["type"] == "MESSAGES_SNAPSHOT")
-        .unwrap();
-    let ids: Vec<&str> = snapshot["messages"]
+    let roles = stored_roles(&http, &format!("http://127.0.0.1:{port}/threads/{thread}")).await;
+    assert_eq!(
+        roles,
+        ["u1:user", "u2:user", "assistant"],
+        "the killed run's input is kept and its half-streamed answer is not; then the new answer"
+    );
+}
+
+/// `id:role` of each message at a `GET /threads/{id}` URL (the role alone for an assistant's).
+async fn stored_roles(http: &reqwest::Client, url: &str) -> Vec<String> {
+    let page: Value = http.get(url).send().await.unwrap().json().await.unwrap();
+    page["messages"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|m| m["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        ids,
-        ["u1", "u2"],
-        "the killed run's input is kept and its half-streamed answer is not"
-    );
+        .map(|m| match m["role"].as_str().unwrap() {
+            "assistant" => "assistant".to_owned(),
+            role => format!("{}:{role}", m["id"].as_str().unwrap()),
+        })
+        .collect()
 }

@@ -215,10 +215,10 @@ async fn a_client_that_sends_only_new_messages_after_its_last_held_one_needs_no_
     assert_eq!(ids[2], "u2");
     assert_eq!(ids[4], "u3");
 
-    // One that names nothing the thread holds cannot be told apart from one that is behind.
+    // One that names nothing the thread holds sends only what is new: no snapshot.
     let bare = json!([{"id": "u4", "role": "user", "content": "[long-thread] four"}]);
     let events = app.run(&run_input(&thread, "r4", bare)).await.events();
-    assert!(types(&events).contains(&"MESSAGES_SNAPSHOT"));
+    assert!(!types(&events).contains(&"MESSAGES_SNAPSHOT"));
     assert_eq!(stored(&app, &thread).await.len(), 8);
 }
 

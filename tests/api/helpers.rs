@@ -177,6 +177,17 @@ pub(crate) async fn spawn_wire_app_on(
     .await
 }
 
+/// An app whose model is aimock over HTTP, with settings that name aimock's URL (another
+/// provider's base URL): `vars` is given that URL.
+pub(crate) async fn spawn_wire_app_at(
+    vars: impl FnOnce(&str) -> Vec<(&'static str, String)>,
+) -> TestApp {
+    let aimock = Aimock::start().await;
+    let vars = vars(&aimock.url);
+    let overrides: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    spawn(&overrides, None, TestModel::Aimock(Box::new(aimock))).await
+}
+
 /// An app on the OpenAI-compatible server at `model_url`, the given store, `tools` and, when
 /// given, an EMF metrics writer.
 pub(crate) async fn spawn_app_on_model_url(

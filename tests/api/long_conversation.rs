@@ -17,7 +17,7 @@ const WINDOW: u64 = 8_000;
 const FACT: &str = "[fact] The launch code is 7-ALPHA-42.";
 
 /// The built-in tools and `fetch_report`, whose result is about 1,600 characters.
-fn tools() -> ToolRegistry {
+pub(crate) fn tools() -> ToolRegistry {
     let mut tools = ToolRegistry::with_builtins().unwrap();
     tools
         .add(
@@ -46,14 +46,14 @@ fn message_text(n: usize) -> String {
 
 /// A client that sends each turn's new message with the last message it holds (so the server
 /// can tell it is up to date).
-struct Client<'a> {
+pub(crate) struct Client<'a> {
     app: &'a TestApp,
     thread: String,
     last: Option<Value>,
 }
 
 impl<'a> Client<'a> {
-    fn new(app: &'a TestApp) -> Self {
+    pub(crate) fn new(app: &'a TestApp) -> Self {
         Self {
             app,
             thread: new_thread(),
@@ -62,7 +62,7 @@ impl<'a> Client<'a> {
     }
 
     /// Turn `n`: its events, whatever the outcome.
-    async fn turn_with(&mut self, n: usize, text: &str) -> Vec<Value> {
+    pub(crate) async fn turn_with(&mut self, n: usize, text: &str) -> Vec<Value> {
         let user = json!({"id": format!("u{n}"), "role": "user", "content": text});
         let messages: Vec<Value> = self.last.iter().cloned().chain([user]).collect();
         let reply = self
@@ -85,7 +85,7 @@ impl<'a> Client<'a> {
     }
 
     /// Every message of the thread, read in pages.
-    async fn history(&self) -> (Vec<Value>, Value) {
+    pub(crate) async fn history(&self) -> (Vec<Value>, Value) {
         let mut messages = Vec::new();
         let mut after = String::new();
         loop {
@@ -118,7 +118,7 @@ fn last_text_message(events: &[Value]) -> Option<Value> {
     Some(json!({"id": id, "role": "assistant", "content": text}))
 }
 
-fn compactions(events: &[Value]) -> Vec<Value> {
+pub(crate) fn compactions(events: &[Value]) -> Vec<Value> {
     events
         .iter()
         .filter(|event| {

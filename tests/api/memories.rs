@@ -1,7 +1,7 @@
 //! Long-term memory: the store contract on both stores, and on DynamoDB Local with the fixture
 //! model a fact saved by the tool in one thread, given to the next thread's runs, found by the
-//! search tool, and gone after `DELETE /memories/{id}`; other principals, bounds, erasure, the
-//! cached prompt prefix, and store reads per run whatever the number of memories.
+//! search tool, and gone after `DELETE /memories/{id}`; an open question given what another
+//! thread saved; other principals, bounds, erasure, the cached prompt prefix, and store reads per run whatever the number of memories.
 
 use agui_lambda::testing::auth::{Principal, hash_api_key};
 use agui_lambda::testing::model::ModelRequest;
@@ -221,6 +221,36 @@ async fn a_fact_saved_in_one_thread_is_given_to_the_next_found_by_search_and_gon
     let searched = say(&app, ALICE, &thread_b, "[memory-search] again").await;
     assert!(!tool_results(&searched).contains(FACT));
     assert_eq!(call(&app, ALICE, "DELETE", &path, None).await.status, 404);
+}
+
+#[tokio::test]
+async fn an_open_question_in_a_new_thread_gets_what_was_saved_in_another() {
+    let app = memory_app(dynamo_local::new_store().await, &[]).await;
+    say(&app, ALICE, &new_thread(), "[memory-save] I never eat meat").await;
+    // The question shares no word with the memory: it is given all the same.
+    say(
+        &app,
+        ALICE,
+        &new_thread(),
+        "[memory-recall] What do you know about me?",
+    )
+    .await;
+    let asked = app.fixture_requests_about("[memory-recall] What do you know about me?");
+    assert!(
+        newest_user_text(&asked[0]).contains(FACT),
+        "{:?}",
+        asked[0].messages
+    );
+    // Bob asks the same in his own thread: nothing of Alice's.
+    say(
+        &app,
+        BOB,
+        &new_thread(),
+        "[memory-recall] Bob: what do you know about me?",
+    )
+    .await;
+    let bob_asked = app.fixture_requests_about("[memory-recall] Bob: what do you know");
+    assert!(!newest_user_text(&bob_asked[0]).contains("vegetarian"));
 }
 
 #[tokio::test]

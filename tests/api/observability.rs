@@ -108,9 +108,15 @@ struct Binary {
 
 impl Binary {
     async fn start(aimock: &Aimock, capture_content: bool) -> Self {
+        Self::start_with(aimock, capture_content, &[]).await
+    }
+
+    /// [`Binary::start`] with more settings.
+    async fn start_with(aimock: &Aimock, capture_content: bool, extra: &[(&str, &str)]) -> Self {
         let (_, table) = dynamo_local::new_table().await;
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_agui-lambda"))
-            .env_clear()
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agui-lambda"));
+        command.env_clear().envs(extra.iter().copied());
+        let mut child = command
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("PORT", "0")
             .env("THREADS_TABLE", &table)
@@ -486,4 +492,65 @@ async fn a_cancelled_and_rejoined_run_counts_one_cancel_and_one_resume() {
     assert_eq!(record["Errors"], 0);
     assert_eq!(record["service"], "in-process");
     assert!(record["StoreWriteCalls"].as_f64().unwrap() >= 2.0);
+}
+
+#[tokio::test]
+async fn wire_a_delegation_nests_the_child_s_trace_under_the_parent_s_tool_call_and_counts_it() {
+    let aimock = Aimock::start().await;
+    let profiles = r#"{"coordinator": {"subagents": ["researcher"]}, "researcher": {}}"#;
+    let binary = Binary::start_with(
+        &aimock,
+        false,
+        &[
+            ("AGENT_PROFILES", profiles),
+            ("AGENT_DEFAULT_PROFILE", "coordinator"),
+        ],
+    )
+    .await;
+    let (trace_id, events) = binary.run("[subagents] research the moon", &[]).await;
+    assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED");
+    let mut spans = trace(&trace_id).await;
+    for _ in 0..50 {
+        if by_name(&spans, "invoke_agent researcher").len() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        spans = trace(&trace_id).await;
+    }
+    // invoke_agent coordinator → execute_tool researcher → invoke_agent researcher → chat
+    let parent = one(&spans, "invoke_agent coordinator");
+    let call = one(&spans, "execute_tool researcher");
+    assert_eq!(call["parentSpanId"], parent["spanId"]);
+    let child = one(&spans, "invoke_agent researcher");
+    assert_eq!(child["parentSpanId"], call["spanId"]);
+    assert!(
+        children(&spans, child)
+            .iter()
+            .any(|span| span["name"] == "chat test-model"),
+        "the child's model turn is its own"
+    );
+    // One record per run, both in the trace: the parent counts its sub-agent run, the child's
+    // says what it was.
+    for _ in 0..100 {
+        let records: Vec<Value> = binary
+            .stdout
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|line| line.starts_with("{\"_aws\"") && line.contains(&trace_id))
+            .map(|line| valid_emf(line))
+            .collect();
+        if records.len() == 2 {
+            let (parent, child): (Vec<&Value>, Vec<&Value>) = records
+                .iter()
+                .partition(|record| record["dialect"] == "ag-ui");
+            assert_eq!(parent[0]["SubagentRuns"], 1);
+            assert_eq!(child[0]["dialect"], "subagent");
+            assert_eq!(child[0]["SubagentRuns"], 0);
+            assert_eq!(child[0]["outcome"], "finished");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("not one EMF record for each of the two runs");
 }

@@ -55,6 +55,7 @@ fn tool(id: &str) -> Message {
         tool_call_id: ToolCallId::parse("call-1", 128).unwrap(),
         content: "42".into(),
         error: None,
+        metadata: None,
     }
 }
 

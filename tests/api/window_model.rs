@@ -6,11 +6,13 @@
 //! as `usage.prompt_tokens`, and records every request.
 //!
 //! Its answers: a summary request (the summariser's system prompt) is answered with every line
-//! of the request that holds `[fact]`, so a fact survives any number of summaries if the server
-//! sends it to the summariser; a user message holding `[tool]` gets a call of `fetch_report`;
-//! anything else a short acknowledgement.
+//! of the request that holds `[fact]`, one bullet each, whatever length it was asked for (as
+//! models overshoot); a request to condense a summary with the same facts on one line, terse
+//! (`[fact] a; b; c`), which is as short as it gets: a fact survives any number of summaries if
+//! the server sends it to the summariser. A user message holding `[tool]` gets a call of
+//! `fetch_report`; anything else a short acknowledgement.
 
-use agui_lambda::testing::agent::SUMMARY_MARKER;
+use agui_lambda::testing::agent::{CONDENSE_MARKER, SUMMARY_MARKER};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -29,6 +31,11 @@ pub(crate) struct Seen {
 impl Seen {
     pub(crate) fn is_summary(&self) -> bool {
         system_text(&self.body).starts_with(SUMMARY_MARKER)
+    }
+
+    /// A request to condense a summary that outgrew its allowance.
+    pub(crate) fn is_condense(&self) -> bool {
+        self.is_summary() && self.text().contains(CONDENSE_MARKER)
     }
 
     /// Every text of the request (system prompt and messages), joined.
@@ -257,24 +264,7 @@ fn answer(body: &Value, tokens: u64, summary: bool) -> String {
     let last = messages.last().cloned().unwrap_or(Value::Null);
     let mut frames = Vec::new();
     let finish = if summary {
-        let facts: Vec<String> = messages
-            .iter()
-            .flat_map(|message| {
-                content_text(&message["content"])
-                    .lines()
-                    .filter(|line| line.contains("[fact]"))
-                    .map(|line| format!("- {}", fact_of(line)))
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        let mut unique: Vec<String> = Vec::new();
-        for fact in facts {
-            if !unique.contains(&fact) {
-                unique.push(fact);
-            }
-        }
-        let text = format!("Facts:\n{}", unique.join("\n"));
-        frames.push(json!({"content": text}));
+        frames.push(json!({"content": summary_of(&messages)}));
         "stop"
     } else if last["role"] == "user" && content_text(&last["content"]).contains("[tool]") {
         let call = format!("call_{}", messages.len());
@@ -294,6 +284,39 @@ fn answer(body: &Value, tokens: u64, summary: bool) -> String {
     let usage = json!({"id": "chatcmpl-w", "object": "chat.completion.chunk", "model": "window-8k", "choices": [], "usage": {"prompt_tokens": tokens, "completion_tokens": 8, "total_tokens": tokens + 8}});
     out.push_str(&format!("data: {usage}\n\ndata: [DONE]\n\n"));
     out
+}
+
+/// The summariser's answer: every fact of the request, a bullet each; or, asked to condense, all
+/// of them on one line.
+fn summary_of(messages: &[Value]) -> String {
+    let texts: Vec<String> = messages
+        .iter()
+        .map(|message| content_text(&message["content"]))
+        .collect();
+    let mut facts: Vec<String> = Vec::new();
+    for line in texts.iter().flat_map(|text| text.lines()) {
+        if !line.contains("[fact]") {
+            continue;
+        }
+        for fact in fact_of(line)
+            .split("[fact]")
+            .flat_map(|part| part.split("; "))
+        {
+            let fact = fact.trim().to_owned();
+            if !fact.is_empty() && !facts.contains(&fact) {
+                facts.push(fact);
+            }
+        }
+    }
+    if texts.iter().any(|text| text.contains(CONDENSE_MARKER)) {
+        format!("[fact] {}", facts.join("; "))
+    } else {
+        let bullets: Vec<String> = facts
+            .iter()
+            .map(|fact| format!("- [fact] {fact}"))
+            .collect();
+        format!("Facts:\n{}", bullets.join("\n"))
+    }
 }
 
 /// The fact a line states, without the transcript's speaker or a bullet.

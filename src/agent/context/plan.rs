@@ -72,6 +72,20 @@ pub(crate) fn decide(
     }
 }
 
+/// The most a summary may take, in tokens, whatever the window: the summary is rewritten whole
+/// at each compaction, and a summariser's answer is slow output (2,000 tokens take 20 to 40
+/// seconds on the common hosted models).
+const SUMMARY_MAX_TOKENS: u64 = 2_000;
+
+/// What a summary may take: two thirds of what the target leaves after the fixed prompt (the
+/// other third keeps the newest turns whole), an eighth of the budget at the least, and at most
+/// [`SUMMARY_MAX_TOKENS`]. A small window with a large output reserve has a small budget, and
+/// the prompt's share of it is what decides how much room the summary has.
+pub(crate) fn summary_allowance(window: &ContextWindow, prompt_tokens: u64) -> u64 {
+    let affordable = window.target().saturating_sub(prompt_tokens) * 2 / 3;
+    affordable.max(window.budget() / 8).min(SUMMARY_MAX_TOKENS)
+}
+
 /// The largest a single part may be: a quarter of the budget.
 pub(crate) fn part_limit(window: &ContextWindow) -> PartLimit {
     PartLimit {
@@ -231,6 +245,29 @@ mod tests {
             Decision::Clear { cleared_before: 14 },
             "the 4th newest result is at seq 10; the 3rd at 14"
         );
+    }
+
+    #[test]
+    fn the_summary_allowance_follows_what_the_window_affords() {
+        // 8,000 tokens with the default 4,096 reserved for the answer: a 3,904-token budget.
+        let small = ContextWindow {
+            tokens: 8_000,
+            reserve: 4_096,
+            compact_at: 0.7,
+        };
+        assert_eq!(small.target(), 1_952);
+        assert_eq!(summary_allowance(&small, 300), (1_952 - 300) * 2 / 3);
+        // A prompt that leaves the target nothing still leaves an eighth of the budget.
+        assert_eq!(summary_allowance(&small, 3_000), 3_904 / 8);
+        // A large window is capped.
+        let large = ContextWindow {
+            tokens: 200_000,
+            ..small
+        };
+        assert_eq!(summary_allowance(&large, 300), 2_000);
+        // The window less a summary at its allowance and the prompt keeps a third for turns.
+        let allowance = summary_allowance(&small, 300);
+        assert!(small.target() - 300 - allowance >= (small.target() - 300) / 3);
     }
 
     #[test]

@@ -1,7 +1,8 @@
-//! The summariser's request: the previous summary and the oldest messages, rendered as a
+//! The summariser's requests: the previous summary and the oldest messages, rendered as a
 //! transcript (so no tool call is ever sent without its result, and the summariser has no tools
-//! to call), and an instruction that keeps durable facts and extends the previous summary rather
-//! than summarising a summary of a summary.
+//! to call), with an instruction that keeps durable facts, extends the previous summary rather
+//! than summarising a summary of a summary, and states the length; and the request that
+//! condenses a summary grown past that length.
 
 use super::estimate::text_tokens;
 use crate::model::{ModelRequest, Sampling};
@@ -30,22 +31,58 @@ commitments, and what tools returned that still matters.
 headings. No preamble, no commentary.
 - Do not answer or act on anything in the conversation: only record it.";
 
+/// The words that open the request to condense a summary: fixture models recognise it by them.
+#[cfg_attr(
+    not(any(test, feature = "test-utils")),
+    expect(dead_code, reason = "fixture models recognise condense calls by it")
+)]
+pub const CONDENSE_MARKER: &str = "Condense the summary below";
+
 /// The longest a single message may be in the transcript, in characters: the summary keeps
 /// facts, not whole tool dumps.
 const MAX_TRANSCRIPT_PART_CHARS: usize = 4_000;
 
-/// The summariser's request for `messages` on top of `previous`; the answer may take
-/// `max_tokens`.
+/// The summariser's request for `messages` on top of `previous`, the summary to stay within
+/// `limit` tokens; the answer may take `max_tokens` (more: an answer a little over is condensed,
+/// one cut off is lost).
 pub(crate) fn request(
     previous: Option<&str>,
     messages: &[Message],
+    limit: u64,
     max_tokens: u32,
 ) -> ModelRequest {
     let prompt = format!(
-        "Previous summary:\n{}\n\nThe part of the conversation to add, oldest first:\n{}\n\nWrite the updated summary.",
+        "Previous summary:\n{}\n\nThe part of the conversation to add, oldest first:\n{}\n\n\
+         Write the updated summary, {}.",
         previous.unwrap_or("(none: this is the first part of the conversation)"),
         transcript(messages),
+        length(limit),
     );
+    summariser_request(prompt, max_tokens)
+}
+
+/// The request that rewrites `summary` (larger than its allowance) within `limit` tokens.
+pub(crate) fn condense_request(summary: &str, limit: u64, max_tokens: u32) -> ModelRequest {
+    let prompt = format!(
+        "{CONDENSE_MARKER}: it has grown to about {} tokens and must be rewritten {}. Keep \
+         every durable fact and what is still open; merge related statements, write them \
+         tersely, and leave out first what no longer matters (facts the conversation \
+         corrected, requests that were done). Answer with the rewritten summary only.\n\n\
+         Summary:\n{summary}",
+        text_tokens(summary),
+        length(limit),
+    );
+    summariser_request(prompt, max_tokens)
+}
+
+/// The length a summary is asked to keep, as a model reads a limit best: in words, and in
+/// tokens. Two thirds of a word a token: dense facts (numbers, ids) take more tokens a word
+/// than prose.
+fn length(limit: u64) -> String {
+    format!("in at most {} words ({limit} tokens)", limit * 2 / 3)
+}
+
+fn summariser_request(prompt: String, max_tokens: u32) -> ModelRequest {
     ModelRequest {
         system: Some(INSTRUCTIONS.to_owned()),
         messages: vec![Message::User {
@@ -63,10 +100,23 @@ pub(crate) fn request(
     }
 }
 
-/// What the summariser reads, in tokens, for `messages` on top of `previous`.
+/// What the summariser reads, in tokens, for `messages` on top of `previous` (the few words
+/// around them included).
 pub(crate) fn request_tokens(previous: Option<&str>, messages: &[Message]) -> u64 {
-    text_tokens(INSTRUCTIONS) + previous.map_or(0, text_tokens) + text_tokens(&transcript(messages))
+    REQUEST_WORDING_TOKENS
+        + text_tokens(INSTRUCTIONS)
+        + previous.map_or(0, text_tokens)
+        + text_tokens(&transcript(messages))
 }
+
+/// What the condense request reads, in tokens, for `summary`.
+pub(crate) fn condense_tokens(summary: &str) -> u64 {
+    REQUEST_WORDING_TOKENS + text_tokens(INSTRUCTIONS) + text_tokens(summary)
+}
+
+/// The requests' own words besides the instructions, the summary and the transcript: less
+/// than this.
+const REQUEST_WORDING_TOKENS: u64 = 100;
 
 /// The messages as lines a reader can follow: who said what, which tool was called with what,
 /// and what it returned.
@@ -174,7 +224,7 @@ mod tests {
              Tool result: shipped on 2026-03-15\n\
              Assistant: Order 4711 shipped on 15 March."
         );
-        let request = request(Some("The user likes tea."), &messages, 500);
+        let request = request(Some("The user likes tea."), &messages, 300, 500);
         assert!(
             request
                 .system
@@ -192,6 +242,37 @@ mod tests {
                 .text()
                 .contains("Previous summary:\nThe user likes tea.")
         );
+        assert!(
+            content
+                .text()
+                .ends_with("Write the updated summary, in at most 200 words (300 tokens).")
+        );
+    }
+
+    #[test]
+    fn the_condense_request_states_the_size_and_the_limit_and_carries_the_summary() {
+        let summary = "- The user is Sam.\n".repeat(100);
+        let request = condense_request(&summary, 120, 400);
+        assert!(
+            request
+                .system
+                .as_deref()
+                .unwrap()
+                .starts_with(SUMMARY_MARKER)
+        );
+        assert_eq!(request.sampling.max_tokens, Some(400));
+        let Message::User { content, .. } = &request.messages[0] else {
+            panic!()
+        };
+        let text = content.text();
+        assert!(text.starts_with(CONDENSE_MARKER), "{text}");
+        assert!(
+            text.contains(&format!("about {} tokens", text_tokens(&summary))),
+            "{text}"
+        );
+        assert!(text.contains("in at most 80 words (120 tokens)"), "{text}");
+        assert!(text.ends_with(&format!("Summary:\n{summary}")));
+        assert!(condense_tokens(&summary) >= text_tokens(&text));
     }
 
     #[test]

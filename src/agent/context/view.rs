@@ -62,6 +62,7 @@ fn cleared(message: &Message, messages: &[Message]) -> Message {
         tool_call_id,
         content,
         error,
+        metadata,
     } = message
     else {
         return message.clone();
@@ -80,6 +81,7 @@ fn cleared(message: &Message, messages: &[Message]) -> Message {
             content.chars().count()
         ),
         error: error.clone(),
+        metadata: metadata.clone(),
     }
 }
 
@@ -91,11 +93,13 @@ fn clamped(message: Message, limit: PartLimit) -> Message {
             tool_call_id,
             content,
             error,
+            metadata,
         } => Message::Tool {
             id,
             tool_call_id,
             content: clamp_text(content, limit),
             error,
+            metadata,
         },
         Message::User {
             id,

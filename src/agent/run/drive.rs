@@ -112,6 +112,10 @@ impl PreparedRun {
         interrupts
             .open
             .extend(std::mem::take(&mut progress.fallback_approvals));
+        // Cloned: the terminal event names their interrupts too.
+        interrupts
+            .delegated
+            .extend(progress.delegated.iter().cloned());
         let saved = self
             .agent
             .store

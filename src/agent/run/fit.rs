@@ -16,9 +16,6 @@ use crate::store::{Checkpoint, ContextMark, ContextUpdate};
 use serde_json::json;
 use tracing::Instrument;
 
-/// The most a summary may take, in tokens (less for a small window: an eighth of its budget).
-const SUMMARY_MAX_TOKENS: u64 = 2_000;
-
 /// The thread's view for the model as this run keeps it.
 #[derive(Debug, Default)]
 pub(crate) struct ContextState {
@@ -123,13 +120,14 @@ impl PreparedRun {
             });
         }
         let window = self.window(pressure);
+        // The memory block rides with the newest user message but is as fixed as the prompt.
+        let prompt_tokens = request.system.as_deref().map_or(0, text_tokens)
+            + tools_tokens(&request)
+            + self.progress.memory_block.as_deref().map_or(0, text_tokens);
         let fixed = Fixed {
-            // The memory block rides with the newest user message but is as fixed as the prompt.
-            prompt_tokens: request.system.as_deref().map_or(0, text_tokens)
-                + tools_tokens(&request)
-                + self.progress.memory_block.as_deref().map_or(0, text_tokens),
+            prompt_tokens,
             summary_tokens: 0,
-            summary_allowance: summary_write(&window),
+            summary_allowance: plan::summary_allowance(&window, prompt_tokens),
         };
         self.check_newest_fits(&window, fixed)?;
         self.compact_if_needed(out, &window, fixed, pressure.is_some())
@@ -233,10 +231,10 @@ impl PreparedRun {
             ContextStrategy::Summarize => Some(self.summarizer()),
             ContextStrategy::Window | ContextStrategy::Off => None,
         };
-        // The summariser's own request is bounded by the model's window, not by what the
-        // compacted request may take.
+        // The summariser's own request and answer are bounded by the model's window, not by
+        // what the compacted request may take (nor by a refusal's guess at it).
         let budget = SummaryBudget {
-            read: self.window(None).budget(),
+            read: u64::from(self.window(None).tokens),
             write: fixed.summary_allowance,
         };
         let span = crate::agent::spans::compaction(&decision);
@@ -345,11 +343,6 @@ impl PreparedRun {
             .clone()
             .unwrap_or_else(|| self.agent.model.clone())
     }
-}
-
-/// What a summary may take: [`SUMMARY_MAX_TOKENS`], or an eighth of a small window's budget.
-fn summary_write(window: &ContextWindow) -> u64 {
-    SUMMARY_MAX_TOKENS.min(window.budget() / 8)
 }
 
 /// The tools' specs as the model reads them.

@@ -15,6 +15,8 @@ use tokio_util::sync::CancellationToken;
 pub(super) struct Gated<'a> {
     /// Server tools, and unknown ones (answered with an error), to run now.
     pub(super) run: Vec<&'a TurnCall>,
+    /// Calls of sub-agents, to delegate now.
+    pub(super) delegate: Vec<&'a TurnCall>,
     /// What is asked about the calls that need a person's approval.
     pub(super) ask: Ask,
     /// How the run ends once the calls are followed; `None`: with a next model turn.
@@ -38,6 +40,8 @@ pub(super) enum Ask {
 
 enum CallKind {
     Server,
+    /// One of the agent's sub-agents.
+    Subagent,
     /// A server tool whose calls wait for a person's approval.
     NeedsApproval,
     Frontend,
@@ -86,6 +90,7 @@ impl PreparedRun {
                     tool_call_id: resolved.tool_call_id,
                     content: reason,
                     error: Some("denied".to_owned()),
+                    metadata: None,
                 }),
             }
         }
@@ -99,10 +104,12 @@ impl PreparedRun {
         let mut frontend = Vec::new();
         let mut gated = Vec::new();
         let mut run = Vec::new();
+        let mut delegate = Vec::new();
         for call in calls {
             match self.classify(&call.name) {
                 CallKind::Frontend => frontend.push(call.id.clone()),
                 CallKind::NeedsApproval => gated.push(call),
+                CallKind::Subagent => delegate.push(call),
                 CallKind::Server | CallKind::Unknown => run.push(call),
             }
         }
@@ -110,6 +117,7 @@ impl PreparedRun {
         if !approvals.is_empty() && self.request.speaks_v1 {
             return Gated {
                 run,
+                delegate,
                 ask: Ask::Nothing,
                 end: Some(RunEnd::Interrupted(approvals)),
             };
@@ -129,7 +137,12 @@ impl PreparedRun {
             )
         };
         let end = (!frontend.is_empty()).then_some(RunEnd::Finished { pending: frontend });
-        Gated { run, ask, end }
+        Gated {
+            run,
+            delegate,
+            ask,
+            end,
+        }
     }
 
     /// An approval waiting for each gated call, expiring after the configured time.
@@ -198,6 +211,7 @@ impl PreparedRun {
             tool_call_id,
             content,
             error: Some("approval unavailable".to_owned()),
+            metadata: None,
         })
     }
 
@@ -210,7 +224,9 @@ impl PreparedRun {
     }
 
     fn classify(&self, name: &str) -> CallKind {
-        if !self.agent.offers(name) && self.agent.tools.contains(name) {
+        if self.agent.subagent(name).is_some() {
+            CallKind::Subagent
+        } else if !self.agent.offers(name) && self.agent.tools.contains(name) {
             CallKind::Unknown
         } else if self.agent.tools.needs_approval(name) {
             CallKind::NeedsApproval

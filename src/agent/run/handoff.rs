@@ -35,7 +35,7 @@ pub(crate) struct Segment {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Carried {
     pub(super) handoffs: u32,
-    pub(super) store: [f64; 8],
+    pub(super) store: super::record::StoredStoreFigures,
 }
 
 impl PreparedRun {
@@ -90,13 +90,20 @@ impl PreparedRun {
     }
 
     /// Before a batch of tool calls: hand off when one of them may not finish in time (a tool's
-    /// own timeout is how long it may take; without one, the step estimate).
+    /// own timeout is how long it may take, a sub-agent's `timeoutMs` how long its delegation
+    /// may; without one, the step estimate).
     pub(super) fn hand_off_before_calls(&self, batch: &[TurnCall]) -> bool {
-        let tools = &self.agent.tools;
-        let estimate = self.agent.settings.step_estimate;
+        let agent = &self.agent;
+        let estimate = agent.settings.step_estimate;
         let needs = batch
             .iter()
-            .map(|call| tools.timeout_of(&call.name).unwrap_or(estimate))
+            .map(|call| {
+                let own = match agent.subagent(&call.name) {
+                    Some(subagent) => subagent.timeout,
+                    None => agent.tools.timeout_of(&call.name),
+                };
+                own.unwrap_or(estimate)
+            })
             .max()
             .unwrap_or_default();
         self.should_hand_off(needs)
@@ -243,15 +250,15 @@ impl PreparedRun {
     }
 }
 
-/// A turn's server calls in the batches they run in: those that may run in parallel together,
-/// then each of the others alone, in call order.
-pub(super) fn next_batch(
-    pending: &[TurnCall],
-    tools: &crate::agent::ToolRegistry,
-) -> Vec<TurnCall> {
+/// A turn's server calls and delegations in the batches they run in: those that may run in
+/// parallel together with every delegation (sub-agents run side by side), then each of the
+/// others alone, in call order.
+pub(super) fn next_batch(pending: &[TurnCall], agent: &crate::agent::Agent) -> Vec<TurnCall> {
     let parallel: Vec<TurnCall> = pending
         .iter()
-        .filter(|call| tools.may_run_in_parallel(&call.name))
+        .filter(|call| {
+            agent.subagent(&call.name).is_some() || agent.tools.may_run_in_parallel(&call.name)
+        })
         .cloned()
         .collect();
     if !parallel.is_empty() {

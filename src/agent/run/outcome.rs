@@ -105,24 +105,21 @@ impl RunFailure {
     }
 }
 
-/// The store figures of the runners before this one (as the run's record keeps them) added
-/// to this runner's.
-fn carried_usage(before: [f64; 8], now: &MeteredUsage) -> MeteredUsage {
-    let sum = super::record::store_figures(before, now);
-    let millis = |ms: f64| Duration::from_secs_f64(ms.max(0.0) / 1000.0);
-    // Counts and milliseconds summed from non-negative figures: no sign or precision issue.
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let count = |value: f64| value.round() as u64;
-    MeteredUsage {
-        read_calls: count(sum[0]),
-        write_calls: count(sum[1]),
-        read_time: millis(sum[2]),
-        write_time: millis(sum[3]),
-        read_capacity_units: sum[4],
-        write_capacity_units: sum[5],
-        memory_read_calls: count(sum[6]),
-        memory_write_calls: count(sum[7]),
-    }
+/// Adds `more` to `entry`, its optional parts where either has them.
+fn add_usage(entry: &mut TokenUsage, more: &TokenUsage) {
+    let sum = |a: Option<u64>, b: Option<u64>| match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
+    };
+    entry.input_tokens = entry.input_tokens.saturating_add(more.input_tokens);
+    entry.output_tokens = entry.output_tokens.saturating_add(more.output_tokens);
+    entry.total_tokens = entry.total_tokens.saturating_add(more.total_tokens);
+    entry.reasoning_tokens = sum(entry.reasoning_tokens, more.reasoning_tokens);
+    entry.cached_input_tokens = sum(entry.cached_input_tokens, more.cached_input_tokens);
+    entry.cache_write_input_tokens = sum(
+        entry.cache_write_input_tokens,
+        more.cache_write_input_tokens,
+    );
 }
 
 /// How a run that did not fail ended.
@@ -185,6 +182,10 @@ pub(crate) struct RunSummary {
     pub usage: Usage,
     /// Each model's tokens, in the order first used (a fallback serves some turns).
     pub by_model: Vec<(ModelIdentity, Usage)>,
+    /// What the run's sub-agents used, as they reported it.
+    pub child_usage: Vec<TokenUsage>,
+    /// Sub-agent runs this run started (or continued).
+    pub subagent_runs: u32,
     /// The model reported usage at least once.
     pub usage_reported: bool,
     /// Every model call that took more than one attempt: `provider:model outcome`, in order.
@@ -238,6 +239,13 @@ impl PreparedRun {
                 interrupts: pending
                     .iter()
                     .map(|pending| pending.interrupt.clone())
+                    .chain(
+                        self.progress
+                            .delegated
+                            .iter()
+                            .flat_map(|child| &child.interrupts)
+                            .map(|relayed| relayed.interrupt.clone()),
+                    )
                     .collect(),
             })),
             Ok(RunEnd::Finished { .. } | RunEnd::HandedOff) => finished(None),
@@ -251,38 +259,62 @@ impl PreparedRun {
         }
     }
 
-    /// The run's usage in AG-UI's shape, one entry per model; empty when no model reported any.
+    /// The run's usage in AG-UI's shape, one entry per provider and model: its own models'
+    /// (those that reported any) and its sub-agents', summed by model.
     fn run_usage(&self) -> RunUsage {
         let summary = &self.progress.summary;
-        if !summary.usage_reported {
-            return RunUsage::default();
-        }
-        RunUsage(
-            summary
-                .by_model
-                .iter()
-                .filter(|(_, usage)| *usage != Usage::default())
-                .map(|(identity, usage)| TokenUsage {
-                    provider: Some(identity.provider.clone()),
-                    model: Some(identity.model.clone()),
-                    input_tokens: usage.input_tokens,
-                    output_tokens: usage.output_tokens,
-                    total_tokens: usage.input_tokens.saturating_add(usage.output_tokens),
-                    reasoning_tokens: usage.reasoning_tokens,
-                    cached_input_tokens: usage.cached_input_tokens,
-                    cache_write_input_tokens: usage
+        let mut entries = self.own_usage();
+        for child in &summary.child_usage {
+            let same = |entry: &&mut TokenUsage| {
+                entry.provider == child.provider && entry.model == child.model
+            };
+            match entries.iter_mut().find(same) {
+                Some(entry) => add_usage(entry, child),
+                None => entries.push(TokenUsage {
+                    cache_write_input_tokens: child
                         .cache_write_input_tokens
                         .filter(|_| self.request.speaks_v1),
-                })
-                .collect(),
-        )
+                    ..child.clone()
+                }),
+            }
+        }
+        RunUsage(entries)
+    }
+
+    /// The run's own models' usage; none when no model reported any.
+    fn own_usage(&self) -> Vec<TokenUsage> {
+        let summary = &self.progress.summary;
+        if !summary.usage_reported {
+            return Vec::new();
+        }
+        summary
+            .by_model
+            .iter()
+            .filter(|(_, usage)| *usage != Usage::default())
+            .map(|(identity, usage)| TokenUsage {
+                provider: Some(identity.provider.clone()),
+                model: Some(identity.model.clone()),
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+                total_tokens: usage.input_tokens.saturating_add(usage.output_tokens),
+                reasoning_tokens: usage.reasoning_tokens,
+                cached_input_tokens: usage.cached_input_tokens,
+                cache_write_input_tokens: usage
+                    .cache_write_input_tokens
+                    .filter(|_| self.request.speaks_v1),
+            })
+            .collect()
     }
 
     /// The per-run log line, the run's EMF metrics record, and its trace span's outcome (the
     /// store figures and the hand-offs of every runner of the run).
     pub(super) fn report(&self, duration: Duration, resumes: u32) {
         let summary = &self.progress.summary;
-        let store = carried_usage(self.progress.carried.store, &self.telemetry.meter.usage());
+        let store = self
+            .progress
+            .carried
+            .store
+            .plus(&self.telemetry.meter.usage());
         let millis = |duration: Duration| duration.as_secs_f64() * 1000.0;
         tracing::info!(
             thread_id = %self.lease.thread_id,
@@ -298,6 +330,8 @@ impl PreparedRun {
             store_read_ms = millis(store.read_time),
             store_write_ms = millis(store.write_time),
             store_read_capacity = store.read_capacity_units,
+            store_read_bytes = store.read_bytes,
+            store_read_items = store.read_items,
             store_write_capacity = store.write_capacity_units,
             memory_read_calls = store.memory_read_calls,
             memory_write_calls = store.memory_write_calls,
@@ -340,6 +374,7 @@ impl PreparedRun {
             input_tokens: summary.usage.input_tokens,
             output_tokens: summary.usage.output_tokens,
             tool_calls: summary.tool_calls,
+            subagent_runs: summary.subagent_runs,
             steps: summary.steps,
             compactions: self.progress.context.compactions,
             store: StoreFigures {
@@ -351,6 +386,8 @@ impl PreparedRun {
                 write_capacity_units: store.write_capacity_units,
                 memory_read_calls: store.memory_read_calls,
                 memory_write_calls: store.memory_write_calls,
+                read_bytes: store.read_bytes,
+                read_items: store.read_items,
             },
             cancelled: summary.outcome == RunOutcomeKind::Cancelled,
             resumes,

@@ -56,6 +56,12 @@ pub(super) struct StoredRequest {
     pub(super) sampling: StoredSampling,
     /// The agent profile that runs it; `None` for the default agent.
     pub(super) profile: Option<String>,
+    /// How deep the run is: a sub-agent's is more than 0.
+    #[serde(default)]
+    pub(super) depth: u32,
+    /// How its client sees sub-agents' work.
+    #[serde(default)]
+    pub(super) visibility: crate::agent::subagents::Visibility,
     pub(super) dialect: String,
     /// When its request arrived (epoch ms): the run's duration counts from it.
     pub(super) received_at_ms: i64,
@@ -95,12 +101,20 @@ pub(super) struct StoredProgress {
     /// The longest of the run's model turns so far (ms): what the next is expected to take.
     pub(super) longest_model_ms: u64,
     pub(super) fallback_approvals: Vec<PendingApproval>,
+    /// Sub-agents that stopped to ask: the run's end names them.
+    #[serde(default)]
+    pub(super) delegated: Vec<crate::agent::subagents::SuspendedChild>,
+    /// What its sub-agents used, and how many it started.
+    #[serde(default)]
+    pub(super) child_usage: Vec<crate::protocol::events::TokenUsage>,
+    #[serde(default)]
+    pub(super) subagent_runs: u32,
     pub(super) memory_block: Option<String>,
     pub(super) time_to_first_byte_ms: f64,
     /// From the request's arrival to the model's first output (ms).
     pub(super) first_output_ms: Option<f64>,
     /// The store calls of the runners before this one, for the run's metrics.
-    pub(super) store: [f64; 8],
+    pub(super) store: StoredStoreFigures,
     /// The trace context (`traceparent`) of the last runner's span: the next one's parent.
     pub(super) trace_parent: Option<String>,
 }
@@ -295,31 +309,63 @@ pub(super) fn by_model(stored: Vec<StoredModelUsage>) -> Vec<(ModelIdentity, Usa
         .collect()
 }
 
-/// The store figures of the runners so far, as the record keeps them.
-pub(super) fn store_figures(before: [f64; 8], now: &MeteredUsage) -> [f64; 8] {
-    let millis = |duration: std::time::Duration| duration.as_secs_f64() * 1000.0;
-    // Counts well under 2^53: exact as f64.
-    #[allow(clippy::cast_precision_loss)]
-    let current = [
-        now.read_calls as f64,
-        now.write_calls as f64,
-        millis(now.read_time),
-        millis(now.write_time),
-        now.read_capacity_units,
-        now.write_capacity_units,
-        now.memory_read_calls as f64,
-        now.memory_write_calls as f64,
-    ];
-    let mut sum = before;
-    for (total, part) in sum.iter_mut().zip(current) {
-        *total += part;
+/// The store figures of the runners so far ([`MeteredUsage`] mirrored, times in ms).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(super) struct StoredStoreFigures {
+    read_calls: u64,
+    write_calls: u64,
+    read_ms: f64,
+    write_ms: f64,
+    read_capacity: f64,
+    write_capacity: f64,
+    memory_read_calls: u64,
+    memory_write_calls: u64,
+    read_bytes: u64,
+    read_items: u64,
+}
+
+impl StoredStoreFigures {
+    /// These figures with this runner's `now` added.
+    pub(super) fn plus(self, now: &MeteredUsage) -> MeteredUsage {
+        let millis = |ms: f64| std::time::Duration::from_secs_f64(ms.max(0.0) / 1000.0);
+        MeteredUsage {
+            read_calls: self.read_calls.saturating_add(now.read_calls),
+            write_calls: self.write_calls.saturating_add(now.write_calls),
+            read_time: millis(self.read_ms) + now.read_time,
+            write_time: millis(self.write_ms) + now.write_time,
+            read_capacity_units: self.read_capacity + now.read_capacity_units,
+            write_capacity_units: self.write_capacity + now.write_capacity_units,
+            memory_read_calls: self.memory_read_calls.saturating_add(now.memory_read_calls),
+            memory_write_calls: self
+                .memory_write_calls
+                .saturating_add(now.memory_write_calls),
+            read_bytes: self.read_bytes.saturating_add(now.read_bytes),
+            read_items: self.read_items.saturating_add(now.read_items),
+        }
     }
-    sum
+}
+
+impl From<MeteredUsage> for StoredStoreFigures {
+    fn from(usage: MeteredUsage) -> Self {
+        Self {
+            read_calls: usage.read_calls,
+            write_calls: usage.write_calls,
+            read_ms: usage.read_time.as_secs_f64() * 1000.0,
+            write_ms: usage.write_time.as_secs_f64() * 1000.0,
+            read_capacity: usage.read_capacity_units,
+            write_capacity: usage.write_capacity_units,
+            memory_read_calls: usage.memory_read_calls,
+            memory_write_calls: usage.memory_write_calls,
+            read_bytes: usage.read_bytes,
+            read_items: usage.read_items,
+        }
+    }
 }
 
 /// `dialect`'s label as the metrics name it (the record keeps it as text).
 pub(super) fn dialect_label(dialect: &str) -> &'static str {
-    ["ag-kit", "agentscope", "v1-agent"]
+    ["ag-kit", "agentscope", "v1-agent", "a2a", "subagent"]
         .into_iter()
         .find(|label| *label == dialect)
         .unwrap_or("ag-ui")
@@ -346,6 +392,8 @@ impl PreparedRun {
                 encrypted_value_types: request.encrypted_value_types,
                 sampling: StoredSampling::from(&request.sampling),
                 profile: self.agent.name.as_deref().map(str::to_owned),
+                depth: request.depth,
+                visibility: request.visibility,
                 dialect: telemetry.observed.dialect.to_owned(),
                 received_at_ms: request.received_at_ms.unwrap_or(received_at_ms),
                 reserved_day: self.reservation.day.clone(),
@@ -364,12 +412,15 @@ impl PreparedRun {
                 longest_model_ms: u64::try_from(progress.longest_model_turn.as_millis())
                     .unwrap_or(u64::MAX),
                 fallback_approvals: progress.fallback_approvals.clone(),
+                delegated: progress.delegated.clone(),
+                child_usage: progress.summary.child_usage.clone(),
+                subagent_runs: progress.summary.subagent_runs,
                 memory_block: progress.memory_block.clone(),
                 time_to_first_byte_ms: telemetry.time_to_first_byte.as_secs_f64() * 1000.0,
                 first_output_ms: telemetry
                     .first_output
                     .map(|at| at.saturating_duration_since(received).as_secs_f64() * 1000.0),
-                store: store_figures(progress.carried.store, &telemetry.meter.usage()),
+                store: progress.carried.store.plus(&telemetry.meter.usage()).into(),
                 trace_parent: crate::telemetry::otel::traceparent(&telemetry.trace),
             },
             phase: progress.phase.clone(),

@@ -83,7 +83,6 @@ impl PreparedRun {
             .map_or(counted.events_through, |event| event.seq);
         let now_ms = chrono::Utc::now().timestamp_millis();
         let left = |at_ms: i64| Duration::from_millis(u64::try_from(at_ms - now_ms).unwrap_or(0));
-        let thread = claimed.thread;
         let request = RunRequest {
             parent_run_id: stored.parent_run_id,
             client_tools: record::client_tools(stored.client_tools),
@@ -96,35 +95,16 @@ impl PreparedRun {
             encrypted_value_types: stored.encrypted_value_types,
             sampling: stored.sampling.into(),
             client_is_behind: false,
+            snapshot: None,
             resolved: Vec::new(),
+            delegated: Vec::new(),
+            depth: stored.depth,
+            visibility: stored.visibility,
             repeat_only: false,
         };
-        let interrupts =
-            InterruptRecord::parse(thread.interrupts.as_ref()).unwrap_or_else(|error| {
-                tracing::error!(%error, "a thread's interrupt record does not parse");
-                InterruptRecord::default()
-            });
-        let mut progress = RunProgress::new(
-            thread.messages,
-            thread.state,
-            interrupts,
-            ContextState::new(thread.first_seq, thread.checkpoint, thread.context),
-        );
-        progress.summary.steps = counted.steps;
-        progress.summary.tool_calls = counted.tool_calls;
-        progress.summary.usage = counted.usage.into();
-        progress.summary.by_model = record::by_model(counted.by_model);
-        progress.summary.usage_reported = counted.usage_reported;
-        progress.summary.model_attempts = counted.model_attempts;
-        progress.context.compactions = counted.compactions;
-        progress.fallback_approvals = counted.fallback_approvals;
-        progress.memory_block = counted.memory_block;
-        progress.phase = phase;
-        progress.longest_model_turn = Duration::from_millis(counted.longest_model_ms);
-        progress.carried = Carried {
-            handoffs: counted.handoffs,
-            store: counted.store,
-        };
+        let (time_to_first_byte_ms, first_output_ms) =
+            (counted.time_to_first_byte_ms, counted.first_output_ms);
+        let progress = restored_progress(claimed.thread, counted, phase);
         let mut telemetry = telemetry;
         let received = std::time::Instant::now()
             .checked_sub(Duration::from_millis(
@@ -136,10 +116,9 @@ impl PreparedRun {
             dialect: record::dialect_label(&stored.dialect),
         };
         telemetry.time_to_first_byte =
-            Duration::from_secs_f64(counted.time_to_first_byte_ms.max(0.0) / 1000.0);
-        telemetry.first_output = counted
-            .first_output_ms
-            .map(|ms| received + Duration::from_secs_f64(ms.max(0.0) / 1000.0));
+            Duration::from_secs_f64(time_to_first_byte_ms.max(0.0) / 1000.0);
+        telemetry.first_output =
+            first_output_ms.map(|ms| received + Duration::from_secs_f64(ms.max(0.0) / 1000.0));
         let reservation = Reservation {
             owner: claimed.lease.owner.clone(),
             day: stored.reserved_day,
@@ -157,6 +136,7 @@ impl PreparedRun {
                 cancel_requested: claimed.cancel_requested,
                 left: left_open(&tail),
             }),
+            end_hook: None,
         };
         if let Some(ends) = ends {
             run.end_invocation_at(ends);
@@ -181,6 +161,12 @@ impl PreparedRun {
         }
         self.keep_cut_texts(&mut left);
         if cancel_requested || stop.is_cancelled() {
+            return Err(RunFailure::Cancelled);
+        }
+        if self.request.depth > 0 {
+            // A sub-agent's run is one step of its parent's and ends with it: the parent's
+            // next runner answers the delegation as cut off, so this one stops as stopped.
+            tracing::warn!(run_id = %self.lease.run_id, "a sub-agent's run is not taken over: it stops with its parent's runner");
             return Err(RunFailure::Cancelled);
         }
         match std::mem::replace(&mut self.progress.phase, Phase::Model { step: 1 }) {
@@ -246,6 +232,7 @@ impl PreparedRun {
                     tool_call_id: id,
                     content,
                     error,
+                    metadata: None,
                 });
                 continue;
             }
@@ -260,10 +247,49 @@ impl PreparedRun {
                 tool_call_id: id,
                 content: CUT_OFF.to_owned(),
                 error: Some("cut off".to_owned()),
+                metadata: None,
             });
         }
         self.stream_in_order(out, plan);
     }
+}
+
+/// The run's progress as its record and the thread (read at the claim) say.
+fn restored_progress(
+    thread: crate::store::StoredThread,
+    counted: record::StoredProgress,
+    phase: Phase,
+) -> RunProgress {
+    let interrupts = InterruptRecord::parse(thread.interrupts.as_ref()).unwrap_or_else(|error| {
+        tracing::error!(%error, "a thread's interrupt record does not parse");
+        InterruptRecord::default()
+    });
+    let mut progress = RunProgress::new(
+        thread.messages,
+        thread.state,
+        interrupts,
+        ContextState::new(thread.first_seq, thread.checkpoint, thread.context),
+    );
+    let summary = &mut progress.summary;
+    summary.steps = counted.steps;
+    summary.tool_calls = counted.tool_calls;
+    summary.usage = counted.usage.into();
+    summary.by_model = record::by_model(counted.by_model);
+    summary.usage_reported = counted.usage_reported;
+    summary.model_attempts = counted.model_attempts;
+    summary.child_usage = counted.child_usage;
+    summary.subagent_runs = counted.subagent_runs;
+    progress.context.compactions = counted.compactions;
+    progress.fallback_approvals = counted.fallback_approvals;
+    progress.delegated = counted.delegated;
+    progress.memory_block = counted.memory_block;
+    progress.phase = phase;
+    progress.longest_model_turn = Duration::from_millis(counted.longest_model_ms);
+    progress.carried = Carried {
+        handoffs: counted.handoffs,
+        store: counted.store,
+    };
+    progress
 }
 
 /// What `tail` (the events after the last checkpoint) left open, and what it streamed that was

@@ -63,6 +63,12 @@ impl PreparedRun {
                     return Ok(RunEnd::finished());
                 }
                 self.carry_out_decisions(out, stop).await?;
+                if let Some(end) = self.continue_delegations(out, stop).await {
+                    return Ok(end);
+                }
+                if stop.is_cancelled() {
+                    return Err(RunFailure::Cancelled);
+                }
                 self.recall().await;
                 1
             }
@@ -160,8 +166,13 @@ impl PreparedRun {
         }
         // A run that answers approved or denied calls sends their results against calls made
         // in an earlier run: the snapshot first names those calls within this stream.
-        if self.request.client_is_behind || !self.request.resolved.is_empty() {
-            let messages = if self.progress.context.first_seq > 0 {
+        if self.request.client_is_behind
+            || !self.request.resolved.is_empty()
+            || !self.request.delegated.is_empty()
+        {
+            let messages = if let Some(whole) = &self.request.snapshot {
+                whole.clone()
+            } else if self.progress.context.first_seq > 0 {
                 self.whole_thread().await?
             } else {
                 self.progress.history.clone()
@@ -254,8 +265,8 @@ impl PreparedRun {
     }
 
     /// Follows a turn's tool calls as the gate sorted them: the turn's message (with any
-    /// confirm-tool calls) joins the history, then the plan for its calls is carried out. The
-    /// gate's end, if it has one, ends the run.
+    /// confirm-tool calls) joins the history, then the plan for its calls (server tools and
+    /// sub-agents) is carried out. The gate's end, if it has one, ends the run.
     async fn follow_calls(
         &mut self,
         step: u32,
@@ -264,7 +275,12 @@ impl PreparedRun {
         gated: Gated<'_>,
         stop: &CancellationToken,
     ) -> Result<Option<RunEnd>, RunFailure> {
-        let Gated { run, ask, end } = gated;
+        let Gated {
+            run,
+            delegate,
+            ask,
+            end,
+        } = gated;
         // Part of the turn's message, so that the confirm tool's answer is a known tool result.
         if let (Ask::Confirm { calls, .. }, Some(Message::Assistant { tool_calls, .. })) =
             (&ask, &mut message)
@@ -280,10 +296,13 @@ impl PreparedRun {
             Ask::Refuse(refusals) => (refusals, None),
             Ask::Confirm { calls, approvals } => (Vec::new(), Some((calls, approvals))),
         };
+        // In the model's order: results stream in it whichever batch ran them.
+        let mut calls: Vec<TurnCall> = run.into_iter().chain(delegate).cloned().collect();
+        calls.sort_by_key(|call| call.index);
         let plan = ToolPlan {
             step,
-            unanswered: run.iter().map(|call| call.id.clone()).collect(),
-            pending: run.into_iter().cloned().collect(),
+            unanswered: calls.iter().map(|call| call.id.clone()).collect(),
+            pending: calls,
             started: Vec::new(),
             held: Vec::new(),
             refusals,
@@ -294,11 +313,11 @@ impl PreparedRun {
         self.carry_out(out, plan, stop).await
     }
 
-    /// What is left of a turn's calls, as `plan` says: the server calls in batches, each stored
-    /// as started before it runs and with its results after (so a call whose result was stored
-    /// never runs again), the refusals, the state changes, then the confirm-tool calls. Before a
-    /// batch that may not finish in this invocation the run is handed off. Returns the plan's
-    /// end, if it has one.
+    /// What is left of a turn's calls, as `plan` says: the server calls and delegations in
+    /// batches, each stored as started before it runs and with its results after (so a call
+    /// whose result was stored never runs again), the refusals, the state changes, then the
+    /// confirm-tool calls. Before a batch that may not finish in this invocation the run is
+    /// handed off. Returns the plan's end (or the sub-agents' that wait), if it has one.
     pub(super) async fn carry_out(
         &mut self,
         out: &Emitter<'_>,
@@ -306,7 +325,7 @@ impl PreparedRun {
         stop: &CancellationToken,
     ) -> Result<Option<RunEnd>, RunFailure> {
         loop {
-            let batch = super::handoff::next_batch(&plan.pending, &self.agent.tools);
+            let batch = super::handoff::next_batch(&plan.pending, &self.agent);
             if batch.is_empty() {
                 break;
             }
@@ -318,17 +337,13 @@ impl PreparedRun {
             self.progress.phase = Phase::Tools(Box::new(plan.clone()));
             self.checkpoint(out).await?;
             self.segment.steps += 1;
-            let calls: Vec<&TurnCall> = batch.iter().collect();
-            let results = tokio::select! {
-                biased;
-                () = stop.cancelled() => return Err(RunFailure::Cancelled),
-                results = self.run_tools(&calls, stop) => results?,
-            };
-            plan.held.extend(results);
-            self.stream_in_order(out, &mut plan);
+            self.run_batch(out, &batch, &mut plan, stop).await?;
             plan.pending.retain(|call| !plan.started.contains(&call.id));
             plan.started.clear();
             self.progress.phase = Phase::Tools(Box::new(plan.clone()));
+            if stop.is_cancelled() {
+                return Err(RunFailure::Cancelled);
+            }
         }
         for refusal in std::mem::take(&mut plan.refusals) {
             self.record_result(out, refusal);
@@ -341,12 +356,62 @@ impl PreparedRun {
         self.progress.phase = Phase::Model {
             step: plan.step + 1,
         };
-        match plan.end {
-            Some(end) => Ok(Some(end.into())),
+        match self.suspended_end(plan.end.map(Into::into)) {
+            Some(end) => Ok(Some(end)),
             None => {
                 // The results are stored before the next model call.
                 self.checkpoint(out).await?;
                 Ok(None)
+            }
+        }
+    }
+
+    /// Runs one batch of `plan`'s calls: its server calls, and beside them its delegations (a
+    /// stop reaches those through their own signal, and they close what they opened). A
+    /// delegation ends within this runner's time (a child's deadline is within its parent's),
+    /// so its outcome is kept even when the server calls beside it were cut off: an answer held
+    /// with the plan, a child that stopped to ask kept for the run's end.
+    async fn run_batch(
+        &mut self,
+        out: &Emitter<'_>,
+        batch: &[TurnCall],
+        plan: &mut ToolPlan,
+        stop: &CancellationToken,
+    ) -> Result<(), RunFailure> {
+        let (delegations, server): (Vec<&TurnCall>, Vec<&TurnCall>) = batch
+            .iter()
+            .partition(|call| self.agent.subagent(&call.name).is_some());
+        let mut delegator = self.delegator(stop);
+        let parent_message_id = plan.parent_message_id.clone();
+        let (results, delegated) = tokio::join!(
+            async {
+                tokio::select! {
+                    biased;
+                    () = stop.cancelled() => Err(RunFailure::Cancelled),
+                    results = self.run_tools(&server, stop) => results,
+                }
+            },
+            delegator.run(&delegations, parent_message_id.as_ref(), out),
+        );
+        let settled: Vec<ToolCallId> = delegated.iter().map(|(id, _)| id.clone()).collect();
+        plan.held.extend(self.settle_delegations(delegated));
+        let waiting = &self.progress.delegated;
+        plan.unanswered
+            .retain(|id| !waiting.iter().any(|child| &child.tool_call_id == id));
+        plan.pending.retain(|call| !settled.contains(&call.id));
+        plan.started.retain(|id| !settled.contains(id));
+        match results {
+            Ok(results) => {
+                plan.held.extend(results);
+                self.stream_in_order(out, plan);
+                Ok(())
+            }
+            Err(failure) => {
+                // What the next runner needs: the delegations' outcomes, the server calls it
+                // may find cut off.
+                self.stream_in_order(out, plan);
+                self.progress.phase = Phase::Tools(Box::new(plan.clone()));
+                Err(failure)
             }
         }
     }

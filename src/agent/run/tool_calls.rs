@@ -20,6 +20,8 @@ pub(super) struct ToolResult {
     pub(super) tool_call_id: ToolCallId,
     pub(super) content: String,
     pub(super) error: Option<String>,
+    /// Kept with the `tool` message, never sent to a model (a delegation's link).
+    pub(super) metadata: Option<serde_json::Value>,
 }
 
 /// What running one call came to; `None` for a tool the registry does not know.
@@ -100,6 +102,7 @@ impl PreparedRun {
             tool_call_id: call.id.clone(),
             content,
             error,
+            metadata: None,
         })
     }
 
@@ -136,6 +139,7 @@ impl PreparedRun {
             tool_call_id: result.tool_call_id,
             content: result.content,
             error: result.error,
+            metadata: result.metadata,
         });
     }
 

@@ -24,8 +24,10 @@ pub(super) struct Incoming {
 /// The anchor is the last sent message whose id `stored` has: it and everything sent before it
 /// are held, whether or not `stored` reaches back to them, so a client may resend the whole
 /// thread or only what is new after the last message it holds. A client is behind when the
-/// store has messages after the anchor (reasoning aside: many UIs drop it), or when it names
-/// no stored message at all on a thread that has some.
+/// store has messages after the anchor (reasoning aside: many UIs drop it): it holds a stale
+/// part of the thread. A client that names no stored message is incremental (AG-Kit's
+/// send-message, curl, a script, a fresh tab): it sends only what is new and reads the history,
+/// if it wants it, from `GET /threads/{id}`, so it is never sent the whole thread.
 pub(super) fn split(stored: &[Message], sent: &[Message]) -> Incoming {
     let stored_at: HashMap<&MessageId, usize> = stored
         .iter()
@@ -39,7 +41,7 @@ pub(super) fn split(stored: &[Message], sent: &[Message]) -> Incoming {
         .find_map(|(index, message)| Some((index, *stored_at.get(message.id())?)));
     let (first_new, after_in_store) = match anchor {
         Some((index, at)) => (index + 1, stored.get(at + 1..).unwrap_or_default()),
-        None => (0, stored),
+        None => (0, &[][..]),
     };
     let changed = sent[..first_new]
         .iter()
@@ -122,12 +124,21 @@ mod tests {
         let incoming = split(&stored, &[said("a1"), said("u3")]);
         assert_eq!(ids(&incoming.new), ["u3"]);
         assert!(incoming.behind, "u2 and a2 came from elsewhere");
-        let unanchored = split(&stored, &[said("u3")]);
-        assert_eq!(ids(&unanchored.new), ["u3"]);
-        assert!(unanchored.behind, "nothing says what the client holds");
         let new_thread = split(&[], &[said("u1")]);
         assert!(!new_thread.behind);
         assert_eq!(ids(&new_thread.new), ["u1"]);
+    }
+
+    #[test]
+    fn a_client_that_names_no_stored_message_is_incremental_not_behind() {
+        let stored = [said("u1"), said("a1"), said("u2"), said("a2")];
+        let incremental = split(&stored, &[said("u3")]);
+        assert_eq!(ids(&incremental.new), ["u3"]);
+        assert_eq!(incremental.positions, [0]);
+        assert!(!incremental.behind);
+        let two_new = split(&stored, &[said("u3"), said("u4")]);
+        assert_eq!(ids(&two_new.new), ["u3", "u4"]);
+        assert!(!two_new.behind);
     }
 
     #[test]

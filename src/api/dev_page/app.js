@@ -4,7 +4,9 @@
 // and a run with `resume`; Stop cancels the run; a reload restores the thread
 // (GET threads/{id}) and rejoins a run in progress (GET threads/{t}/runs/{r}/events). With
 // MEMORY=on, Memories lists what the agent keeps about the caller (GET memories), each with a
-// delete button (DELETE memories/{id}), and Forget everything (DELETE memories).
+// delete button (DELETE memories/{id}), and Forget everything (DELETE memories). A sub-agent's
+// work (SUBAGENT_STARTED, then events tagged with its subagentRunId) is shown indented under
+// the tool call that delegated to it.
 import { renderMarkdown } from "./markdown.js";
 
 // The AG-Kit send-message protocol's frontend tool, exactly as that protocol defines it (parameters as its JSON string).
@@ -47,6 +49,7 @@ const state = {
   thinking: null, // the id of an open THINKING_* message
   held: null, // the id of the last message the server is known to hold
   sentLast: null, // the id of the last message the current run's request carried
+  subagents: new Map(), // subagentRunId -> { name, parentToolCallId }, for the current view
 };
 
 function uuid() {
@@ -119,9 +122,24 @@ function nodeFor(message, tag = "div") {
   if (!node) {
     node = element(tag, `msg msg-${message.role}`);
     node.dataset.id = message.id;
-    log.append(node);
+    (message.subagentRunId ? subagentLog(message.subagentRunId) : log).append(node);
   }
   return node;
+}
+
+// Where a sub-agent's messages go: a box under the tool call that delegated to it (nested
+// again for its own sub-agents), or the main log when that call is not shown.
+function subagentLog(subagentRunId) {
+  let box = log.querySelector(`[data-subagent="${CSS.escape(subagentRunId)}"]`);
+  if (!box) {
+    const known = state.subagents.get(subagentRunId);
+    box = element("div", "subagent");
+    box.dataset.subagent = subagentRunId;
+    box.append(element("div", "subagent-head", `${known?.name ?? "sub-agent"} (sub-agent)`), element("div", "subagent-log"));
+    const call = known?.parentToolCallId && log.querySelector(`[data-tool-call-id="${CSS.escape(known.parentToolCallId)}"]`);
+    (call || log).append(box);
+  }
+  return box.querySelector(":scope > .subagent-log");
 }
 
 function ownerOfCall(toolCallId) {
@@ -211,8 +229,25 @@ function upsert(message) {
   return message;
 }
 
+// A sub-agent's message keeps its producer, so it renders under its delegation.
+const tagged = (event, message) => (event.subagentRunId ? { ...message, subagentRunId: event.subagentRunId } : message);
+
 function handleEvent(event) {
   switch (event.type) {
+    case "SUBAGENT_STARTED":
+      state.subagents.set(event.subagentRunId, { name: event.name, parentToolCallId: event.parentToolCallId });
+      subagentLog(event.subagentRunId);
+      break;
+    case "SUBAGENT_FINISHED":
+    case "SUBAGENT_ERROR": {
+      const box = log.querySelector(`[data-subagent="${CSS.escape(event.subagentRunId)}"]`);
+      if (box) {
+        const suspended = event.outcome?.type === "suspended";
+        box.dataset.state = event.type === "SUBAGENT_ERROR" ? "error" : suspended ? "waiting" : "done";
+        if (event.type === "SUBAGENT_ERROR") box.append(element("div", "notice error", `failed: ${event.message}`));
+      }
+      break;
+    }
     case "RUN_STARTED":
       state.runCalls = [];
       // A run that started has stored what its request carried.
@@ -224,22 +259,22 @@ function handleEvent(event) {
       break;
     case "TEXT_MESSAGE_START":
       // A rejoined run replays from its start: the message starts over.
-      renderMessage(upsert({ id: event.messageId, role: "assistant", content: "" }));
+      renderMessage(upsert(tagged(event, { id: event.messageId, role: "assistant", content: "" })));
       break;
     case "TEXT_MESSAGE_CONTENT":
     case "TEXT_MESSAGE_CHUNK": {
       const id = event.messageId ?? state.messages.at(-1)?.id;
-      const message = find(id) ?? upsert({ id, role: "assistant", content: "" });
+      const message = find(id) ?? upsert(tagged(event, { id, role: "assistant", content: "" }));
       message.content = (message.content ?? "") + (event.delta ?? "");
       renderMessage(message);
       break;
     }
     case "REASONING_MESSAGE_START":
-      renderMessage(upsert({ id: event.messageId, role: "reasoning", content: "" }));
+      renderMessage(upsert(tagged(event, { id: event.messageId, role: "reasoning", content: "" })));
       break;
     case "REASONING_MESSAGE_CONTENT":
     case "REASONING_MESSAGE_CHUNK": {
-      const message = find(event.messageId) ?? upsert({ id: event.messageId, role: "reasoning", content: "" });
+      const message = find(event.messageId) ?? upsert(tagged(event, { id: event.messageId, role: "reasoning", content: "" }));
       message.content += event.delta ?? "";
       renderMessage(message);
       break;
@@ -256,7 +291,7 @@ function handleEvent(event) {
     }
     case "TOOL_CALL_START": {
       const parentId = event.parentMessageId ?? `calls-${event.toolCallId}`;
-      const parent = find(parentId) ?? upsert({ id: parentId, role: "assistant", content: "" });
+      const parent = find(parentId) ?? upsert(tagged(event, { id: parentId, role: "assistant", content: "" }));
       parent.toolCalls ??= [];
       const call = { id: event.toolCallId, type: "function", function: { name: event.toolCallName, arguments: "" } };
       const known = parent.toolCalls.findIndex((c) => c.id === call.id);
@@ -274,7 +309,7 @@ function handleEvent(event) {
       break;
     }
     case "TOOL_CALL_RESULT":
-      renderMessage(upsert({ id: event.messageId, role: "tool", toolCallId: event.toolCallId, content: event.content }));
+      renderMessage(upsert(tagged(event, { id: event.messageId, role: "tool", toolCallId: event.toolCallId, content: event.content })));
       break;
     default:
       break; // steps, state, custom and raw events change nothing shown here
@@ -416,7 +451,8 @@ async function startRun({ messages = [], resume } = {}) {
 // What a run's end asks of the page: nothing, a frontend tool, or a person's answer.
 async function finished(terminal) {
   state.controller = null;
-  if (terminal?.type === "RUN_FINISHED") state.held = state.messages.at(-1)?.id ?? state.held;
+  // The thread holds the run's own messages; its sub-agents' are theirs.
+  if (terminal?.type === "RUN_FINISHED") state.held = state.messages.findLast((m) => !m.subagentRunId)?.id ?? state.held;
   if (!terminal) {
     notice("the run's stream ended without its end", "error");
     setStatus("error");

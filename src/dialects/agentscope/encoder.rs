@@ -386,9 +386,15 @@ impl Encoder for AgentScopeEncoder {
         match event {
             // Opaque reasoning artefacts and AG-UI's UI-only activities have no place in
             // AgentScope's messages.
+            // A sub-agent's work: AgentScope's messages have no place for another agent's
+            // output; the delegation shows as its tool call and result.
             Event::RunStarted { .. }
             | Event::ReasoningEncryptedValue { .. }
-            | Event::ActivitySnapshot { .. } => {}
+            | Event::ActivitySnapshot { .. }
+            | Event::SubagentStarted { .. }
+            | Event::SubagentFinished { .. }
+            | Event::SubagentError { .. }
+            | Event::Forwarded(_) => {}
             Event::TextMessageStart { message_id, .. } => {
                 self.close_text("message", &mut out);
                 self.open_text(message_id.as_str(), "message", &mut out);

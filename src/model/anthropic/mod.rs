@@ -1,9 +1,29 @@
-//! Anthropic's Messages API (`MODEL_PROVIDER=anthropic`), streamed over reqwest. Being written:
-//! see issue 35.
+//! Anthropic's Messages API (`MODEL_PROVIDER=anthropic`), streamed over reqwest: [`request`]
+//! builds the body (system blocks, alternating messages, thinking blocks sent back as they came,
+//! `cache_control` breakpoints), [`stream`] reads the events. One attempt per call, its failure
+//! classified for the retry layer above ([`super::resilient`]).
 
+mod media;
+mod request;
+mod stream;
+
+pub(crate) use stream::EventParser;
+
+use super::openai::refused;
 use crate::model::{DeltaStream, ModelError, ModelProvider, ModelRequest, ReasoningEffort};
+use crate::protocol::UserPart;
+use crate::protocol::sse::without_leading_bom;
 use async_trait::async_trait;
-use secrecy::SecretString;
+use bytes::Bytes;
+use eventsource_stream::Eventsource;
+use futures_util::{Stream, StreamExt};
+use secrecy::{ExposeSecret, SecretString};
+
+/// The API version this provider speaks: the Messages API's shapes as of that date.
+const API_VERSION: &str = "2023-06-01";
+
+/// Lets Claude think between tool calls (built into the newest models, which ignore it).
+const INTERLEAVED_THINKING: &str = "interleaved-thinking-2025-05-14";
 
 #[derive(Debug, Clone)]
 pub(crate) struct AnthropicSettings {
@@ -20,14 +40,58 @@ pub(crate) struct AnthropicSettings {
 }
 
 pub(crate) struct AnthropicProvider {
-    #[allow(dead_code)]
     http: reqwest::Client,
     settings: AnthropicSettings,
+    endpoint: String,
 }
 
 impl AnthropicProvider {
+    /// One client per cold start: its connection pool is what keeps warm runs fast.
     pub(crate) fn new(http: reqwest::Client, settings: AnthropicSettings) -> Self {
-        Self { http, settings }
+        let endpoint = format!("{}/v1/messages", settings.base_url.trim_end_matches('/'));
+        Self {
+            http,
+            settings,
+            endpoint,
+        }
+    }
+
+    async fn send(&self, body: request::MessagesBody) -> Result<reqwest::Response, ModelError> {
+        let mut builder = self
+            .http
+            .post(&self.endpoint)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .header("anthropic-version", API_VERSION)
+            .body(Bytes::from(body.body.to_string()));
+        if body.thinking {
+            builder = builder.header("anthropic-beta", INTERLEAVED_THINKING);
+        }
+        if let Some(key) = &self.settings.api_key {
+            // Both ways a key is presented: api.anthropic.com and the gateways built for the
+            // older SDKs (LiteLLM, Portkey, Cloudflare's) read `x-api-key`; the current
+            // official SDKs (Python 2.x) send the key as a bearer token, and gateways written
+            // for them read `Authorization`. The same key in both is accepted by each.
+            // Marked sensitive, as `bearer_auth` marks its header: never in a Debug print.
+            let mut value =
+                reqwest::header::HeaderValue::from_str(key.expose_secret()).map_err(|_| {
+                    ModelError::Api("the Anthropic API key is not a valid header value".to_owned())
+                })?;
+            value.set_sensitive(true);
+            builder = builder
+                .header("x-api-key", value)
+                .bearer_auth(key.expose_secret());
+        }
+        let response = builder.send().await.map_err(|error| {
+            tracing::warn!(%error, "model API unreachable");
+            ModelError::Unreachable
+        })?;
+        if response.status().is_success() {
+            return Ok(response);
+        }
+        // `{"type": "error", "error": {"type", "message"}}`: read like OpenAI's body, its
+        // `type` as the code ("prompt is too long" is the overflow a run compacts on).
+        Err(refused(response).await)
     }
 }
 
@@ -43,10 +107,10 @@ pub(crate) fn thinking_budget(effort: ReasoningEffort) -> Option<u32> {
 
 #[async_trait]
 impl ModelProvider for AnthropicProvider {
-    async fn stream(&self, _request: &ModelRequest) -> Result<DeltaStream, ModelError> {
-        Err(ModelError::Api(
-            "the Anthropic provider is not built yet".to_owned(),
-        ))
+    async fn stream(&self, request: &ModelRequest) -> Result<DeltaStream, ModelError> {
+        let body = request::body(request, &self.settings);
+        let response = self.send(body).await?;
+        Ok(delta_stream(response.bytes_stream()))
     }
 
     fn describe(&self) -> String {
@@ -61,5 +125,92 @@ impl ModelProvider for AnthropicProvider {
             provider: "anthropic".to_owned(),
             model: self.settings.model.clone(),
         }
+    }
+
+    fn check_part(&self, part: &UserPart) -> Result<(), String> {
+        media::check_part(part)
+    }
+}
+
+/// The whole receive path from raw bytes to deltas; split points in the bytes never matter.
+pub(crate) fn delta_stream<S, E>(bytes: S) -> DeltaStream
+where
+    S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+    E: std::fmt::Display + Send + 'static,
+{
+    let mut events = Box::pin(without_leading_bom(bytes).eventsource());
+    Box::pin(async_stream::stream! {
+        let mut parser = EventParser::new();
+        let mut out = Vec::new();
+        while let Some(event) = events.next().await {
+            let event = match event {
+                Ok(event) => event,
+                Err(err) => {
+                    tracing::warn!(error = %err, "model stream broke off");
+                    yield Err(ModelError::Stream);
+                    return;
+                }
+            };
+            let pushed = parser.push(&event.event, &event.data, &mut out);
+            for delta in out.drain(..) {
+                yield Ok(delta);
+            }
+            if let Err(err) = pushed {
+                yield Err(err);
+                return;
+            }
+            if parser.is_done() {
+                return;
+            }
+        }
+        if let Err(err) = parser.finish() {
+            yield Err(err);
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::failure::FailureKind;
+
+    async fn refusal(status: u16, body: &'static str) -> ModelError {
+        let response = http::Response::builder()
+            .status(status)
+            .header("content-type", "application/json")
+            .body(body)
+            .unwrap();
+        refused(reqwest::Response::from(response)).await
+    }
+
+    #[tokio::test]
+    async fn the_apis_error_bodies_are_read_prompt_too_long_as_the_overflow() {
+        let overflow = refusal(
+            400,
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210094 tokens > 200000 maximum"},"request_id":"req_011CSHoEeqs5C35K2UUqR7Fy"}"#,
+        )
+        .await;
+        let ModelError::ContextOverflow(refusal_said) = &overflow else {
+            panic!("{overflow:?}")
+        };
+        assert_eq!(refusal_said.code.as_deref(), Some("invalid_request_error"));
+        assert_eq!(refusal_said.window(), Some(200_000));
+        let overloaded = refusal(
+            529,
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        )
+        .await;
+        assert_eq!(overloaded.kind(), FailureKind::Unavailable);
+        assert!(overloaded.is_retryable());
+        assert_eq!(
+            overloaded.to_string(),
+            "the model API answered HTTP 529 (overloaded_error: Overloaded)"
+        );
+        let auth = refusal(
+            401,
+            r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#,
+        )
+        .await;
+        assert_eq!(auth.kind(), FailureKind::Refused);
     }
 }

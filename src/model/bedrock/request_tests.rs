@@ -68,12 +68,14 @@ fn a_turn_with_two_tool_results() -> ModelRequest {
                 tool_call_id: call_id("c1"),
                 content: "12:00".to_owned(),
                 error: None,
+                metadata: None,
             },
             Message::Tool {
                 id: id("t2"),
                 tool_call_id: call_id("c2"),
                 content: String::new(),
                 error: Some("denied".to_owned()),
+                metadata: None,
             },
         ],
         tools: vec![spec("get_current_time")],
@@ -322,6 +324,7 @@ fn result(call: &str) -> Message {
         tool_call_id: call_id(call),
         content: "noon".into(),
         error: None,
+        metadata: None,
     }
 }
 

@@ -180,7 +180,7 @@ where
     S: Stream<Item = Result<Bytes, E>> + Send + 'static,
     E: std::fmt::Display + Send + 'static,
 {
-    let mut events = Box::pin(without_leading_bom(bytes).eventsource());
+    let mut events = Box::pin(crate::protocol::sse::without_leading_bom(bytes).eventsource());
     Box::pin(async_stream::stream! {
         let mut parser = ChunkParser::new();
         let mut out = Vec::new();
@@ -213,51 +213,6 @@ where
             Err(err) => yield Err(err),
         }
     })
-}
-
-const BOM: &[u8] = b"\xEF\xBB\xBF";
-
-/// `eventsource-stream` 0.2.3 panics on a body that starts with a UTF-8 byte-order mark (it
-/// slices one byte off the three-byte character; found by the `model_stream` fuzz target). The
-/// marks are dropped here, however the first bytes are split into chunks.
-fn without_leading_bom<S, E>(bytes: S) -> impl Stream<Item = Result<Bytes, E>> + Send + 'static
-where
-    S: Stream<Item = Result<Bytes, E>> + Send + 'static,
-    E: Send + 'static,
-{
-    async_stream::stream! {
-        let mut bytes = Box::pin(bytes);
-        let mut head = bytes::BytesMut::new();
-        let mut past_head = false;
-        while let Some(chunk) = bytes.next().await {
-            let chunk = match chunk {
-                Ok(chunk) => chunk,
-                Err(error) => {
-                    if !head.is_empty() {
-                        yield Ok(head.split().freeze());
-                    }
-                    yield Err(error);
-                    return;
-                }
-            };
-            if past_head {
-                yield Ok(chunk);
-                continue;
-            }
-            head.extend_from_slice(&chunk);
-            while head.starts_with(BOM) {
-                let _ = head.split_to(BOM.len());
-            }
-            // Undecided while what is held could still be the start of a mark.
-            if !head.is_empty() && !BOM.starts_with(&head) {
-                past_head = true;
-                yield Ok(head.split().freeze());
-            }
-        }
-        if !head.is_empty() {
-            yield Ok(head.freeze());
-        }
-    }
 }
 
 /// A message as Chat Completions takes it; `None` for reasoning, which compatible servers
@@ -399,7 +354,7 @@ mod tests {
             cuts in proptest::collection::vec(0usize..STREAM.len() + 3, 0..40),
             bom in proptest::bool::ANY,
         ) {
-            let owned = if bom { [BOM, STREAM.as_bytes()].concat() } else { STREAM.as_bytes().to_vec() };
+            let owned = if bom { [crate::protocol::sse::BOM, STREAM.as_bytes()].concat() } else { STREAM.as_bytes().to_vec() };
             let bytes = owned.as_slice();
             let mut cuts: Vec<usize> = cuts.into_iter().filter(|cut| *cut <= bytes.len()).collect();
             cuts.sort_unstable();

@@ -193,6 +193,7 @@ impl WireMessage {
                     .map_err(|err| InputError::of_id(&field("toolCallId"), err))?,
                 content: value_to_text(content),
                 error: error.filter(|error| !error.is_empty()),
+                metadata: None,
             },
             WireMessage::Reasoning {
                 id,

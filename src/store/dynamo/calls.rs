@@ -1,12 +1,17 @@
 //! Every DynamoDB call the store makes, seen once: a `DynamoDB.<Operation>` client span with the
-//! database semantic conventions' attributes, and its time counted into the run's meter. An SDK
-//! interceptor, so no call site can forget it.
+//! database semantic conventions' attributes, and its time (a read's bytes and items too)
+//! counted into the run's meter. An SDK interceptor, so no call site can forget it.
 
 use crate::store::meter::{self, Access};
 use aws_sdk_dynamodb::config::interceptors::{
-    BeforeSerializationInterceptorContextRef, FinalizerInterceptorContextRef,
+    AfterDeserializationInterceptorContextRef, BeforeSerializationInterceptorContextRef,
+    FinalizerInterceptorContextRef,
 };
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_sdk_dynamodb::operation::{
+    batch_get_item::BatchGetItemOutput, get_item::GetItemOutput, query::QueryOutput,
+    scan::ScanOutput, transact_get_items::TransactGetItemsOutput,
+};
 use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use aws_smithy_types::config_bag::{Storable, StoreReplace};
@@ -36,6 +41,34 @@ fn access_of(operation: &str) -> Access {
             Access::Read
         }
         _ => Access::Write,
+    }
+}
+
+/// The items a read call's output holds.
+fn items_in(output: &aws_smithy_runtime_api::client::interceptors::context::Output) -> u64 {
+    let count = |count: i32| u64::try_from(count).unwrap_or(0);
+    if let Some(query) = output.downcast_ref::<QueryOutput>() {
+        count(query.count)
+    } else if let Some(get) = output.downcast_ref::<GetItemOutput>() {
+        u64::from(get.item.is_some())
+    } else if let Some(scan) = output.downcast_ref::<ScanOutput>() {
+        count(scan.count)
+    } else if let Some(batch) = output.downcast_ref::<BatchGetItemOutput>() {
+        batch
+            .responses
+            .iter()
+            .flat_map(|tables| tables.values())
+            .map(|items| items.len() as u64)
+            .sum()
+    } else if let Some(transact) = output.downcast_ref::<TransactGetItemsOutput>() {
+        transact
+            .responses
+            .iter()
+            .flatten()
+            .filter(|response| response.item.is_some())
+            .count() as u64
+    } else {
+        0
     }
 }
 
@@ -75,6 +108,24 @@ impl Intercept for StoreCalls {
             began: Instant::now(),
             access,
         });
+        Ok(())
+    }
+
+    // Each attempt's answer, once its body is read: the bytes and items a read brought back.
+    fn read_after_deserialization(
+        &self,
+        context: &AfterDeserializationInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        if cfg
+            .load::<InFlight>()
+            .is_some_and(|call| call.access == Access::Read)
+        {
+            let bytes = context.response().body().bytes().map_or(0, <[u8]>::len);
+            let items = context.output_or_error().map_or(0, items_in);
+            meter::count_read(bytes as u64, items);
+        }
         Ok(())
     }
 

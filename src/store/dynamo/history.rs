@@ -56,6 +56,7 @@ impl History for DynamoStore {
                 .and_then(|run| RunId::parse(run, crate::protocol::ids::MAX_ID_LEN).ok()),
             runner: meta.runner,
             checkpoint,
+            parent: meta.parent,
         })
     }
 

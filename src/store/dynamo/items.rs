@@ -7,7 +7,8 @@
 //! it read, so concurrent runs can never interleave their messages.
 //!
 //! Per principal, two more partitions: `OWNER#<principal>` holds where each run ended (for forks,
-//! `RUN#<runId>`) and the task records of detached runs (`TASK#<runId>`), `USAGE#<principal>` the
+//! `RUN#<runId>`), the task records of detached runs (`TASK#<runId>`) and A2A tasks
+//! (`A2A#<taskId>`, each with a marker of the same key in its thread's partition), `USAGE#<principal>` the
 //! tokens per day and the runs per minute (for quotas). The caller's thread list is the sparse
 //! index `byOwner` over the META items.
 //!
@@ -15,8 +16,8 @@
 //! by day newest first (one Query with `ScanIndexForward=false`); those stored before times were
 //! kept count as stored when their thread was created.
 
-use crate::protocol::{Message, ThreadId};
-use crate::store::{Checkpoint, ContextMark, StoreError};
+use crate::protocol::{Message, RunId, ThreadId, ToolCallId};
+use crate::store::{Checkpoint, ContextMark, StoreError, ThreadLink};
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::batch_write_item::BatchWriteItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
@@ -328,6 +329,35 @@ pub(super) struct Meta {
     pub(super) deleted: bool,
     /// The provider's count of the thread's last model call.
     pub(super) context: Option<ContextMark>,
+    /// A sub-agent's thread: where it was delegated from.
+    pub(super) parent: Option<ThreadLink>,
+}
+
+/// A sub-agent thread's link to its parent, from its META item.
+fn parent_link(item: &Item) -> Option<ThreadLink> {
+    let id = |name: &str| get_s(item, name).map(str::to_owned);
+    Some(ThreadLink {
+        thread_id: ThreadId::parse(id(PARENT_THREAD)?, crate::protocol::ids::MAX_ID_LEN).ok()?,
+        created_at_ms: get_n(item, "parentCreatedAt")?,
+        run_id: RunId::parse(id("parentRun")?, crate::protocol::ids::MAX_ID_LEN).ok()?,
+        tool_call_id: ToolCallId::parse(id("parentCall")?, crate::protocol::ids::MAX_ID_LEN)
+            .ok()?,
+        agent: id("parentAgent")?,
+    })
+}
+
+/// On a sub-agent thread's META item: its parent thread (with `parentCreatedAt`, `parentRun`,
+/// `parentCall` and `parentAgent`).
+pub(super) const PARENT_THREAD: &str = "parentThread";
+
+/// A parent's record of one sub-agent thread, in the parent's partition: deleting the parent
+/// finds its sub-agents' threads by these. Keyed by the parent's incarnation.
+pub(super) fn child_sk(parent_created_at_ms: i64, child: &ThreadId) -> AttributeValue {
+    AttributeValue::S(format!("{}{child}", children_prefix(parent_created_at_ms)))
+}
+
+pub(super) fn children_prefix(parent_created_at_ms: i64) -> String {
+    format!("CHILD#{parent_created_at_ms:013}#")
 }
 
 /// The runner of the live lease on a META item.
@@ -375,6 +405,7 @@ impl Meta {
             title: get_s(item, TITLE).map(str::to_owned),
             deleted: item.contains_key(DELETED_AT),
             context: context_mark(item),
+            parent: parent_link(item),
         })
     }
 

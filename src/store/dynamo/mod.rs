@@ -10,6 +10,7 @@ use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+mod a2a_tasks;
 mod calls;
 mod checkpoints;
 mod events;

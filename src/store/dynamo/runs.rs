@@ -8,13 +8,13 @@ use super::writes::{AppendEnd, NewMessages, cancelled_error};
 use crate::auth::Principal;
 use crate::protocol::{RunId, ThreadId};
 use crate::store::{
-    CancelState, Lease, Pulse, RunFinish, RunLeases, RunStart, StoreError, StoredThread,
+    CancelState, Lease, Pulse, RunFinish, RunLeases, RunStart, StoreError, StoredThread, ThreadLink,
 };
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, Put, ReturnConsumedCapacity, ReturnValuesOnConditionCheckFailure,
-    TransactWriteItem, Update,
+    AttributeValue, ConditionCheck, Put, ReturnConsumedCapacity,
+    ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
 use std::sync::atomic::Ordering;
 
@@ -31,60 +31,18 @@ struct LeaseWrite<'a> {
 #[async_trait]
 impl RunLeases for DynamoStore {
     async fn begin_run(&self, start: RunStart<'_>) -> Result<Lease, StoreError> {
-        let now = now_ms();
-        let state = start.state.map(Self::state_value).transpose()?;
-        let (created_at_ms, first_seq) = match start.loaded {
-            Some(thread) => (thread.created_at_ms, thread.message_count()),
-            None => (now, 0),
-        };
-        let new = NewMessages {
-            first_seq,
-            messages: start.new_messages,
-            at_ms: start.at_ms,
-            copied_at_ms: start.copied_at_ms,
-        };
-        let mut chunks = self
-            .chunks(start.thread_id, created_at_ms, new, start.run_id)?
-            .into_iter();
-        let first_puts = chunks.next().unwrap_or_default();
-        let rest = new.from(first_puts.len());
-        let write = LeaseWrite {
-            start: &start,
-            now,
-            created_at_ms,
-            msg_count: n(i64::try_from(rest.first_seq).unwrap_or(i64::MAX)),
-            state,
-        };
-        let meta = match start.loaded {
-            None => self.create_leased(&write)?,
-            Some(thread) => self.lease_loaded(&write, thread)?,
-        };
-        self.transact(meta, first_puts).await.map_err(|error| {
-            cancelled_error(error, |old| match old {
-                Some(old) if get_s(&old, "owner") != Some(start.owner.as_str()) => {
-                    StoreError::NotFound
-                }
-                _ => StoreError::Conflict,
-            })
-        })?;
-        let mut lease = Lease {
-            owner: start.owner.clone(),
-            thread_id: start.thread_id.clone(),
-            run_id: start.run_id.clone(),
-            version: start.loaded.map_or(1, |thread| thread.version + 1),
-            epoch: 1,
-            created_at_ms,
-            next_seq: first_seq + start.new_messages.len(),
-            started_at_ms: now,
-            input_messages: start.new_messages.len(),
-            checkpointed: false,
-        };
-        if !rest.messages.is_empty() {
-            // Inputs too large for one transaction: the rest follows under the lease, and the
-            // lease stays held (only `finish_run` releases it).
-            lease.version = self.append_held(&lease, rest, AppendEnd::KeepLease).await?;
+        self.begin(start, None).await
+    }
+
+    async fn begin_linked_run(
+        &self,
+        start: RunStart<'_>,
+        parent: &ThreadLink,
+    ) -> Result<Lease, StoreError> {
+        if start.loaded.is_some() {
+            return Err(StoreError::NotFound);
         }
-        Ok(lease)
+        self.begin(start, Some(parent)).await
     }
 
     async fn finish_run(&self, finish: RunFinish<'_>) -> Result<(), StoreError> {
@@ -207,8 +165,133 @@ impl RunLeases for DynamoStore {
 }
 
 impl DynamoStore {
+    /// `begin_run`, and with `parent` `begin_linked_run`: the child's META carries the link,
+    /// and the same transaction checks the parent and records the child in its partition.
+    async fn begin(
+        &self,
+        start: RunStart<'_>,
+        parent: Option<&ThreadLink>,
+    ) -> Result<Lease, StoreError> {
+        let now = now_ms();
+        let state = start.state.map(Self::state_value).transpose()?;
+        let (created_at_ms, first_seq) = match start.loaded {
+            Some(thread) => (thread.created_at_ms, thread.message_count()),
+            None => (now, 0),
+        };
+        let new = NewMessages {
+            first_seq,
+            messages: start.new_messages,
+            at_ms: start.at_ms,
+            copied_at_ms: start.copied_at_ms,
+        };
+        let mut chunks = self
+            .chunks(start.thread_id, created_at_ms, new, start.run_id)?
+            .into_iter();
+        let first_puts = chunks.next().unwrap_or_default();
+        let rest = new.from(first_puts.len());
+        let write = LeaseWrite {
+            start: &start,
+            now,
+            created_at_ms,
+            msg_count: n(i64::try_from(rest.first_seq).unwrap_or(i64::MAX)),
+            state,
+        };
+        let meta = match start.loaded {
+            None => self.create_leased(&write, parent)?,
+            Some(thread) => self.lease_loaded(&write, thread)?,
+        };
+        let on_meta = |old: Option<Item>| match old {
+            Some(old) if get_s(&old, "owner") != Some(start.owner.as_str()) => StoreError::NotFound,
+            _ => StoreError::Conflict,
+        };
+        match parent {
+            None => self
+                .transact(meta, first_puts)
+                .await
+                .map_err(|error| cancelled_error(error, on_meta))?,
+            Some(parent) => {
+                let link = self.link_to_parent(start.owner, start.thread_id, parent)?;
+                self.transact_with(meta, link, first_puts).await.map_err(
+                    |error| match cancellation(error) {
+                        Ok(Cancelled::Meta(old)) => on_meta(old),
+                        // The parent's check: gone, another's, or being deleted.
+                        Ok(Cancelled::Other(reasons))
+                            if reasons.contains("ConditionalCheckFailed") =>
+                        {
+                            StoreError::NotFound
+                        }
+                        Ok(Cancelled::Other(reasons)) => {
+                            StoreError::unavailable(format!("transaction cancelled: {reasons}"))
+                        }
+                        Err(error) => error,
+                    },
+                )?;
+            }
+        }
+        let mut lease = Lease {
+            owner: start.owner.clone(),
+            thread_id: start.thread_id.clone(),
+            run_id: start.run_id.clone(),
+            version: start.loaded.map_or(1, |thread| thread.version + 1),
+            epoch: 1,
+            created_at_ms,
+            next_seq: first_seq + start.new_messages.len(),
+            started_at_ms: now,
+            input_messages: start.new_messages.len(),
+            checkpointed: false,
+        };
+        if !rest.messages.is_empty() {
+            // Inputs too large for one transaction: the rest follows under the lease, and the
+            // lease stays held (only `finish_run` releases it).
+            lease.version = self.append_held(&lease, rest, AppendEnd::KeepLease).await?;
+        }
+        Ok(lease)
+    }
+
+    /// A child's link, in the transaction that creates it: a check that its parent thread
+    /// (the owner's, that incarnation) exists and is not being deleted, and the parent's record
+    /// of the child in the parent's partition.
+    fn link_to_parent(
+        &self,
+        owner: &Principal,
+        child: &ThreadId,
+        parent: &ThreadLink,
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
+        let check = ConditionCheck::builder()
+            .table_name(&self.table)
+            .key("pk", pk(&parent.thread_id))
+            .key("sk", s(META))
+            .condition_expression(
+                "#o = :owner AND createdAt = :created AND attribute_not_exists(deletedAt)",
+            )
+            .expression_attribute_names("#o", OWNER)
+            .expression_attribute_values(":owner", s(owner.as_str()))
+            .expression_attribute_values(":created", n(parent.created_at_ms))
+            .build()
+            .map_err(unavailable)?;
+        let mut record = Put::builder()
+            .table_name(&self.table)
+            .item("pk", pk(&parent.thread_id))
+            .item("sk", child_sk(parent.created_at_ms, child))
+            .item("child", s(child.as_str()))
+            .item("run", s(parent.run_id.as_str()));
+        if let Some(expires) = self.expires_at(parent.created_at_ms) {
+            record = record.item("expiresAt", expires);
+        }
+        Ok(vec![
+            TransactWriteItem::builder().condition_check(check).build(),
+            TransactWriteItem::builder()
+                .put(record.build().map_err(unavailable)?)
+                .build(),
+        ])
+    }
+
     /// `begin_run`'s META write for a thread it creates.
-    fn create_leased(&self, write: &LeaseWrite<'_>) -> Result<TransactWriteItem, StoreError> {
+    fn create_leased(
+        &self,
+        write: &LeaseWrite<'_>,
+        parent: Option<&ThreadLink>,
+    ) -> Result<TransactWriteItem, StoreError> {
         let start = write.start;
         let mut put = Put::builder()
             .table_name(&self.table)
@@ -234,6 +317,14 @@ impl DynamoStore {
         }
         if let Some(expires) = self.expires_at(write.created_at_ms) {
             put = put.item("expiresAt", expires);
+        }
+        if let Some(parent) = parent {
+            put = put
+                .item(PARENT_THREAD, s(parent.thread_id.as_str()))
+                .item("parentCreatedAt", n(parent.created_at_ms))
+                .item("parentRun", s(parent.run_id.as_str()))
+                .item("parentCall", s(parent.tool_call_id.as_str()))
+                .item("parentAgent", s(&parent.agent));
         }
         Ok(TransactWriteItem::builder()
             .put(put.build().map_err(unavailable)?)

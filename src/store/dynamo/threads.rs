@@ -227,7 +227,7 @@ impl Threads for DynamoStore {
         thread_id: &ThreadId,
     ) -> Result<Deletion, StoreError> {
         let now = now_ms();
-        let meta = match self.tombstone(owner, thread_id, now).await? {
+        let meta = match self.tombstone(owner, thread_id, now, false).await? {
             Tombstone::Laid(meta) => meta,
             Tombstone::Refused(refusal) => return refusal,
         };
@@ -337,24 +337,32 @@ impl DynamoStore {
         owner: &Principal,
         thread_id: &ThreadId,
         now: i64,
+        whatever_runs: bool,
     ) -> Result<Tombstone, StoreError> {
         self.count_write();
-        let result = self
+        let mut update = self
             .client
             .update_item()
             .table_name(&self.table)
             .set_key(Some(self.meta_key(thread_id).into_iter().collect()))
             .update_expression("SET deletedAt = if_not_exists(deletedAt, :now), #v = #v + :one")
-            .condition_expression(
-                "#o = :owner AND (attribute_not_exists(leaseRun) OR leaseUntil < :now \
-                 OR expiresAt < :now_s)",
-            )
             .expression_attribute_names("#o", OWNER)
             .expression_attribute_names("#v", "version")
             .expression_attribute_values(":owner", s(owner.as_str()))
             .expression_attribute_values(":now", n(now))
-            .expression_attribute_values(":now_s", n(now / 1000))
-            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":one", n(1));
+        update = if whatever_runs {
+            // A sub-agent's thread goes with its parent, even with a run still on it.
+            update.condition_expression("#o = :owner")
+        } else {
+            update
+                .condition_expression(
+                    "#o = :owner AND (attribute_not_exists(leaseRun) OR leaseUntil < :now \
+                     OR expiresAt < :now_s)",
+                )
+                .expression_attribute_values(":now_s", n(now / 1000))
+        };
+        let result = update
             .return_values(ReturnValue::AllNew)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
@@ -380,15 +388,34 @@ impl DynamoStore {
         }
     }
 
-    /// Deletes the items of one incarnation of a thread: its messages, its runs' event logs and
-    /// the records of where its runs ended.
+    /// Deletes a sub-agent's thread (and its own sub-agents'), as its parent's delete does.
+    fn delete_child<'a>(
+        &'a self,
+        owner: &'a Principal,
+        thread_id: ThreadId,
+    ) -> futures_util::future::BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let meta = match self.tombstone(owner, &thread_id, now_ms(), true).await? {
+                Tombstone::Laid(meta) => meta,
+                Tombstone::Refused(_) => return Ok(()),
+            };
+            let corrupt = || StoreError::Corrupt("a thread record is missing fields".to_owned());
+            let created_at_ms = get_n(&meta, "createdAt").ok_or_else(corrupt)?;
+            let tombstone = meta.get(DELETED_AT).cloned().ok_or_else(corrupt)?;
+            self.sweep(owner, &thread_id, created_at_ms).await?;
+            self.remove_tombstoned(&thread_id, tombstone).await
+        })
+    }
+
+    /// Deletes the items of one incarnation of a thread: its messages, its runs' event logs,
+    /// the records of where its runs ended, its A2A tasks, and its sub-agents' threads.
     async fn sweep(
         &self,
         owner: &Principal,
         thread_id: &ThreadId,
         created_at_ms: i64,
     ) -> Result<(), StoreError> {
-        let (messages, events) = futures_util::future::try_join(
+        let (messages, events, tasks, children) = futures_util::future::try_join4(
             self.query_range(
                 thread_id,
                 SortKeys::Prefix(message_prefix(created_at_ms)),
@@ -399,8 +426,26 @@ impl DynamoStore {
                 SortKeys::Prefix(runs_prefix(created_at_ms)),
                 Some("sk, #run"),
             ),
+            // A2A task markers are not per incarnation: an expired one's tasks are swept too.
+            self.query_range(
+                thread_id,
+                SortKeys::Prefix(super::a2a_tasks::A2A_PREFIX.to_owned()),
+                Some("sk, #run"),
+            ),
+            self.query_range(
+                thread_id,
+                SortKeys::Prefix(children_prefix(created_at_ms)),
+                Some("sk, #run, child"),
+            ),
         )
         .await?;
+        for child in &children {
+            if let Some(child) = get_s(child, "child")
+                .and_then(|id| ThreadId::parse(id, crate::protocol::ids::MAX_ID_LEN).ok())
+            {
+                self.delete_child(owner, child).await?;
+            }
+        }
         // Every run that ended with a record stored at least one message, which names it.
         let runs: BTreeSet<&str> = messages
             .iter()
@@ -409,12 +454,20 @@ impl DynamoStore {
         let mut keys: Vec<(AttributeValue, AttributeValue)> = messages
             .iter()
             .chain(&events)
+            .chain(&children)
             .filter_map(|item| item.get("sk").cloned())
             .map(|sk| (pk(thread_id), sk))
             .collect();
         keys.extend(
             runs.into_iter()
                 .map(|run| (owner_pk(owner.as_str()), run_end_sk(run))),
+        );
+        keys.extend(Self::a2a_task_keys(owner, &tasks));
+        keys.extend(
+            tasks
+                .iter()
+                .filter_map(|item| item.get("sk").cloned())
+                .map(|sk| (pk(thread_id), sk)),
         );
         keys.push((pk(thread_id), checkpoint_sk(created_at_ms)));
         keys.push((pk(thread_id), live_sk(created_at_ms)));

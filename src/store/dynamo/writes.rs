@@ -166,8 +166,18 @@ impl DynamoStore {
         meta: TransactWriteItem,
         puts: Vec<Put>,
     ) -> Result<(), TransactError> {
-        self.transact_items(meta, puts.into_iter().map(as_item).collect())
-            .await
+        self.transact_with(meta, Vec::new(), puts).await
+    }
+
+    /// [`Self::transact`] with `extra` items between the META write and the message puts.
+    pub(super) async fn transact_with(
+        &self,
+        meta: TransactWriteItem,
+        extra: Vec<TransactWriteItem>,
+        puts: Vec<Put>,
+    ) -> Result<(), TransactError> {
+        let items = extra.into_iter().chain(puts.into_iter().map(as_item));
+        self.transact_items(meta, items.collect()).await
     }
 
     /// A transaction of the META write first (whose refusal `cancellation` reads) and `items`.

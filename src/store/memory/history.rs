@@ -28,6 +28,7 @@ impl History for MemoryStore {
             runner: record.runner(),
             title: record.title.clone(),
             checkpoint: record.checkpoint.clone(),
+            parent: record.parent.clone(),
         })
     }
 

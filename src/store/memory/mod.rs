@@ -1,6 +1,7 @@
 //! The in-memory store: local runs and tests. Same semantics as the DynamoDB store, lost on
 //! restart. One file per capability; here the records they share and the store itself.
 
+mod a2a_tasks;
 mod checkpoints;
 mod events;
 mod history;
@@ -10,7 +11,10 @@ mod tasks;
 mod threads;
 mod usage;
 
-use super::{Checkpoint, ContextMark, ModelUsage, RunEnd, StoreError, StoredThread, TaskRecord};
+use super::{
+    A2aTaskRecord, Checkpoint, ContextMark, ModelUsage, RunEnd, StoreError, StoredThread,
+    TaskRecord,
+};
 use crate::auth::Principal;
 use crate::protocol::{Message, RunId, ThreadId};
 use bytes::Bytes;
@@ -37,6 +41,10 @@ struct Record {
     context: Option<ContextMark>,
     /// The record of the run holding the lease, once it checkpointed: it can be taken over.
     live: Option<LiveRecord>,
+    /// A sub-agent's thread: where it was delegated from.
+    parent: Option<super::ThreadLink>,
+    /// The threads of this thread's sub-agents, deleted with it.
+    children: Vec<ThreadId>,
 }
 
 struct HeldLease {
@@ -75,6 +83,8 @@ impl Record {
             checkpoint: None,
             context: None,
             live: None,
+            parent: None,
+            children: Vec::new(),
         }
     }
 
@@ -147,6 +157,8 @@ struct Accounts {
     tasks: HashMap<(Principal, RunId), (TaskRecord, i64)>,
     /// Each caller's long-term memories; thread deletion never touches them.
     memories: HashMap<Principal, memories::Kept>,
+    /// A2A tasks by owner and task id; gone with their thread.
+    a2a_tasks: HashMap<(Principal, String), A2aTaskRecord>,
 }
 
 pub struct MemoryStore {

@@ -5,8 +5,8 @@ use super::{HeldLease, MemoryStore, Record, now_ms, owned_mut};
 use crate::auth::Principal;
 use crate::protocol::{RunId, ThreadId};
 use crate::store::{
-    CancelState, Lease, Pulse, RunEnd, RunFinish, RunLeases, RunStart, StoreError, check_sizes,
-    message_time,
+    CancelState, Lease, Pulse, RunEnd, RunFinish, RunLeases, RunStart, StoreError, ThreadLink,
+    check_sizes, message_time,
 };
 use async_trait::async_trait;
 use std::collections::HashMap;
@@ -71,6 +71,37 @@ impl RunLeases for MemoryStore {
             input_messages: start.new_messages.len(),
             checkpointed: false,
         })
+    }
+
+    async fn begin_linked_run(
+        &self,
+        start: RunStart<'_>,
+        parent: &ThreadLink,
+    ) -> Result<Lease, StoreError> {
+        {
+            let threads = self.threads();
+            let linked = threads.get(&parent.thread_id).is_some_and(|record| {
+                &record.owner == start.owner && record.created_at_ms == parent.created_at_ms
+            });
+            if !linked || start.loaded.is_some() {
+                return Err(StoreError::NotFound);
+            }
+        }
+        let lease = self.begin_run(start).await?;
+        let mut threads = self.threads();
+        // Checked again under the same lock as the link: the parent may have gone meanwhile.
+        let Some(parent_record) = threads
+            .get_mut(&parent.thread_id)
+            .filter(|record| record.owner == lease.owner)
+        else {
+            threads.remove(&lease.thread_id);
+            return Err(StoreError::NotFound);
+        };
+        parent_record.children.push(lease.thread_id.clone());
+        if let Some(child) = threads.get_mut(&lease.thread_id) {
+            child.parent = Some(parent.clone());
+        }
+        Ok(lease)
     }
 
     async fn finish_run(&self, finish: RunFinish<'_>) -> Result<(), StoreError> {

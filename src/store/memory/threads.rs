@@ -135,14 +135,26 @@ impl Threads for MemoryStore {
         if record.live_lease().is_some() {
             return Err(StoreError::Conflict);
         }
-        let created_at_ms = record.created_at_ms;
-        threads.remove(thread_id);
+        // The thread and its sub-agents' threads, theirs too, whatever they are doing.
+        let mut removed = Vec::new();
+        let mut doomed = vec![thread_id.clone()];
+        while let Some(id) = doomed.pop() {
+            if let Some(record) = threads.remove(&id).filter(|record| &record.owner == owner) {
+                doomed.extend(record.children.iter().cloned());
+                removed.push((id, record.created_at_ms));
+            }
+        }
         drop(threads);
-        self.accounts().run_ends.retain(|(run_owner, _), end| {
+        let mut accounts = self.accounts();
+        accounts.run_ends.retain(|(run_owner, _), end| {
             !(run_owner == owner
-                && &end.thread_id == thread_id
-                && end.created_at_ms == created_at_ms)
+                && removed
+                    .iter()
+                    .any(|(id, created)| &end.thread_id == id && end.created_at_ms == *created))
         });
+        accounts
+            .a2a_tasks
+            .retain(|_, task| !(&task.owner == owner && &task.thread_id == thread_id));
         Ok(Deletion::Deleted)
     }
 

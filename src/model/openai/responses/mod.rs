@@ -8,9 +8,10 @@ mod stream;
 
 pub(crate) use stream::EventParser;
 
-use super::{refused, without_leading_bom};
+use super::refused;
 use crate::model::{DeltaStream, ModelError, ModelProvider, ModelRequest, ReasoningEffort};
 use crate::protocol::UserPart;
+use crate::protocol::sse::without_leading_bom;
 use async_trait::async_trait;
 use bytes::Bytes;
 use eventsource_stream::Eventsource;

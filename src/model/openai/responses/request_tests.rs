@@ -48,6 +48,7 @@ fn history() -> Vec<Message> {
             tool_call_id: ToolCallId::parse("call_1", 128).unwrap(),
             content: "{\"iso\":\"12:00\"}".into(),
             error: None,
+            metadata: None,
         },
         reasoning("r2", "gpt-5", Some("msg_2"), "rs_2"),
         Message::Assistant {
