@@ -252,15 +252,54 @@ struct Place {
     event_id: u64,
 }
 
-impl RecordedEvent {
-    pub(crate) fn new(seq: u64, event: Event, timestamp_ms: i64) -> Self {
-        let json = match serde_json::to_vec(&Stamped {
-            event: &event,
+/// `event`'s JSON with its timestamp and its place in `metadata`. An event with metadata of its
+/// own (a sub-agent's end, a child's forwarded event) keeps it: the place joins our key there,
+/// replacing a child's place in its own run.
+fn placed_json(event: &Event, seq: u64, timestamp_ms: i64) -> serde_json::Result<Vec<u8>> {
+    let own_metadata = match event {
+        Event::SubagentFinished { metadata, .. } => metadata.is_some(),
+        Event::Forwarded(fields) => fields.contains_key("metadata"),
+        _ => false,
+    };
+    if !own_metadata {
+        return serde_json::to_vec(&Stamped {
+            event,
             timestamp: timestamp_ms,
             metadata: Some(Placed {
                 place: Place { event_id: seq },
             }),
-        }) {
+        });
+    }
+    let mut json = serde_json::to_value(Stamped {
+        event,
+        timestamp: timestamp_ms,
+        metadata: None,
+    })?;
+    if let Some(fields) = json.as_object_mut() {
+        let metadata = fields
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if !metadata.is_object() {
+            *metadata = Value::Object(serde_json::Map::new());
+        }
+        if let Some(metadata) = metadata.as_object_mut() {
+            let ours = metadata
+                .entry(METADATA_KEY)
+                .or_insert_with(|| Value::Object(serde_json::Map::new()));
+            match ours.as_object_mut() {
+                Some(ours) => {
+                    ours.insert("eventId".to_owned(), Value::from(seq));
+                }
+                None => *ours = serde_json::json!({"eventId": seq}),
+            }
+        }
+    }
+    serde_json::to_vec(&json)
+}
+
+impl RecordedEvent {
+    pub(crate) fn new(seq: u64, event: Event, timestamp_ms: i64) -> Self {
+        let json = match placed_json(&event, seq, timestamp_ms) {
             Ok(json) => json,
             // Our event types always serialise; if one ever does not, the client must still
             // get a well-formed event rather than a torn frame.
@@ -515,5 +554,35 @@ mod tests {
         for (event, expected) in cases {
             assert_eq!(serde_json::to_value(&event).unwrap(), expected);
         }
+    }
+
+    #[test]
+    fn an_event_with_metadata_of_its_own_keeps_it_beside_its_place() {
+        let text = |recorded: &RecordedEvent| String::from_utf8(recorded.json.to_vec()).unwrap();
+        let finished = RecordedEvent::new(
+            7,
+            Event::SubagentFinished {
+                subagent_run_id: "sa1".into(),
+                result: None,
+                outcome: None,
+                metadata: Some(json!({"agui-lambda": {"threadId": "child"}, "other": 1})),
+            },
+            5,
+        );
+        assert_eq!(text(&finished).matches("\"metadata\"").count(), 1);
+        let json: Value = serde_json::from_slice(&finished.json).unwrap();
+        assert_eq!(
+            json["metadata"],
+            json!({"agui-lambda": {"threadId": "child", "eventId": 7}, "other": 1})
+        );
+        // A child's event forwarded with the child's place: the parent's replaces it.
+        let forwarded = json!({"type": "TEXT_MESSAGE_END", "messageId": "sa1:m", "metadata": {"agui-lambda": {"eventId": 2}}});
+        let Value::Object(fields) = forwarded else {
+            unreachable!()
+        };
+        let forwarded = RecordedEvent::new(9, Event::Forwarded(fields), 5);
+        assert_eq!(text(&forwarded).matches("\"metadata\"").count(), 1);
+        let json: Value = serde_json::from_slice(&forwarded.json).unwrap();
+        assert_eq!(json["metadata"], json!({"agui-lambda": {"eventId": 9}}));
     }
 }

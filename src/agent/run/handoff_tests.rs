@@ -438,3 +438,139 @@ impl crate::model::ModelProvider for SlowModel {
         })))
     }
 }
+
+/// A coordinator whose model delegates twice to a researcher (a profile on its own scripted
+/// model, each answer taking `child_millis`), with the slow tool between; the sub-agent's
+/// `timeoutMs` is `child_timeout`.
+fn delegating_bench(child_millis: u64, child_timeout: Duration) -> (Bench, ScriptedModel) {
+    use crate::agent::AgentProfile;
+    use crate::agent::subagents::{Subagent, SubagentTarget};
+    use crate::model::{FinishReason, ModelDelta, Usage};
+    let reported = |text: &str, tokens: u64| {
+        vec![
+            ModelDelta::Text(text.to_owned()),
+            ModelDelta::Usage(Usage {
+                input_tokens: tokens,
+                output_tokens: tokens,
+                ..Usage::default()
+            }),
+            ModelDelta::Finish(FinishReason::Stop),
+        ]
+    };
+    let coordinator = ScriptedModel::new([
+        ScriptedTurn::tool_calls(None, &[("call_a", "researcher", r#"{"task": "first"}"#)]),
+        ScriptedTurn::tool_calls(None, &[("call_s", "slow", r#"{"key": "between"}"#)]),
+        ScriptedTurn::tool_calls(None, &[("call_b", "researcher", r#"{"task": "second"}"#)]),
+        ScriptedTurn::Stream(reported("both answered", 10)),
+    ])
+    .named("scripted", "coordinator-model");
+    let child_turn =
+        |text: &str| ScriptedTurn::Delay(Duration::from_millis(child_millis), reported(text, 7));
+    let researcher = ScriptedModel::new([child_turn("fact one"), child_turn("fact two")])
+        .named("scripted", "researcher-model");
+    let base = bench(Vec::new(), 60);
+    let agent = base
+        .agent
+        .with_profiles([
+            (
+                "coordinator".to_owned(),
+                AgentProfile {
+                    model: Some(Arc::new(coordinator)),
+                    subagents: vec![Subagent {
+                        name: "researcher".into(),
+                        description: "Finds facts".into(),
+                        target: SubagentTarget::Profile("researcher".into()),
+                        timeout: Some(child_timeout),
+                    }],
+                    ..AgentProfile::default()
+                },
+            ),
+            (
+                "researcher".to_owned(),
+                AgentProfile {
+                    model: Some(Arc::new(researcher.clone())),
+                    ..AgentProfile::default()
+                },
+            ),
+        ])
+        .unwrap()
+        .serving(Some("coordinator"))
+        .unwrap();
+    (Bench { agent, ..base }, researcher)
+}
+
+#[tokio::test]
+async fn a_run_hands_off_between_delegations_never_inside_one_and_keeps_their_usage() {
+    // Each delegation may take 250 ms: a runner with less left hands off before it, and the
+    // next runner, with 400 ms, runs it whole.
+    let (bench, researcher) = delegating_bench(100, Duration::from_millis(250));
+    let (events, runners) = run_in_parts(
+        &bench,
+        "t-delegating",
+        Duration::from_millis(150),
+        Duration::from_millis(400),
+    )
+    .await;
+    assert!(runners >= 2, "{runners} runners");
+    let jsons: Vec<Value> = events.iter().map(|event| json_of(event)).collect();
+    // No notice between a child's start and its end: a delegation is never cut by a hand-off.
+    let mut open = 0;
+    for (event, json) in events.iter().zip(&jsons) {
+        match json["type"].as_str().unwrap() {
+            "SUBAGENT_STARTED" => open += 1,
+            "SUBAGENT_FINISHED" | "SUBAGENT_ERROR" => open -= 1,
+            _ => {}
+        }
+        assert!(
+            !(event.notice && open > 0),
+            "a hand-off inside a delegation"
+        );
+    }
+    let count = |kind: &str| jsons.iter().filter(|json| json["type"] == kind).count();
+    assert_eq!(count("SUBAGENT_STARTED"), 2, "each delegation runs once");
+    assert_eq!(count("SUBAGENT_FINISHED"), 2);
+    assert_eq!(count("SUBAGENT_ERROR"), 0);
+    assert_eq!(
+        researcher.requests().len(),
+        2,
+        "the researcher asked twice in all"
+    );
+    let results: Vec<(&str, &str)> = jsons
+        .iter()
+        .filter(|json| json["type"] == "TOOL_CALL_RESULT" && json.get("subagentRunId").is_none())
+        .map(|json| {
+            (
+                json["toolCallId"].as_str().unwrap(),
+                json["content"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        results,
+        [
+            ("call_a", "fact one"),
+            ("call_s", "done slow:between"),
+            ("call_b", "fact two")
+        ]
+    );
+    assert_eq!(bench.calls.lock().unwrap()["slow:between"], 1);
+    // The end counts every runner's models and children, by model.
+    let end = jsons
+        .iter()
+        .rev()
+        .find(|json| json["type"] == "RUN_FINISHED")
+        .unwrap();
+    assert!(end["result"]["continues"].is_null(), "{end}");
+    let usage: Vec<(&str, u64)> = end["usage"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| {
+            (
+                entry["model"].as_str().unwrap(),
+                entry["inputTokens"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(usage, [("coordinator-model", 10), ("researcher-model", 14)]);
+}
