@@ -98,7 +98,19 @@ async fn runs_are_checkpointed_and_handed_from_runner_to_runner(subject: Subject
     let alice = Principal::new("alice");
     let thread = ThreadId::new_uuid();
     let run = RunId::parse("r1", 128).unwrap();
-    let first = begin(store, &alice, &thread, now() + 60_000).await;
+    let first = checkpointed_then_handed_off(store, &alice, &thread, &run).await;
+    let second = taken_over_once(store, &alice, &thread, &run, &first).await;
+    fenced_then_finished(store, &alice, &thread, &run, &first, second).await;
+}
+
+/// A run checkpointed twice, the second time handed off; returns its first runner's lease.
+async fn checkpointed_then_handed_off(
+    store: &dyn ThreadStore,
+    alice: &Principal,
+    thread: &ThreadId,
+    run: &RunId,
+) -> Lease {
+    let first = begin(store, alice, thread, now() + 60_000).await;
     assert_eq!(first.epoch, 1);
     // A checkpoint stores the step's messages and the record, under the lease.
     let version = checkpoint(
@@ -114,7 +126,7 @@ async fn runs_are_checkpointed_and_handed_from_runner_to_runner(subject: Subject
     let first = after(&first, version, 1);
     assert_eq!(
         store
-            .load(&alice, &thread)
+            .load(alice, thread)
             .await
             .unwrap()
             .unwrap()
@@ -125,7 +137,7 @@ async fn runs_are_checkpointed_and_handed_from_runner_to_runner(subject: Subject
     // Not handed off: a claim finds the run held, a claim for another epoch too.
     for from in [Some(1), Some(7), None] {
         let held = store
-            .claim_run(claim(&alice, &thread, &run, from))
+            .claim_run(claim(alice, thread, run, from))
             .await
             .unwrap();
         assert!(matches!(held, Claim::Held { epoch: 1, .. }), "{held:?}");
@@ -143,13 +155,13 @@ async fn runs_are_checkpointed_and_handed_from_runner_to_runner(subject: Subject
     .unwrap();
     let first = after(&first, version, 1);
     let runner = store.history(agui_lambda::testing::store::HistoryQuery {
-        owner: &alice,
-        thread_id: &thread,
+        owner: alice,
+        thread_id: thread,
         after: None,
         limit: 10,
     });
     let page = runner.await.unwrap();
-    assert_eq!(page.active_run.as_ref(), Some(&run));
+    assert_eq!(page.active_run.as_ref(), Some(run));
     assert_eq!(
         page.runner,
         Some(agui_lambda::testing::store::Runner {
@@ -157,25 +169,36 @@ async fn runs_are_checkpointed_and_handed_from_runner_to_runner(subject: Subject
             handed_off: true
         })
     );
+    first
+}
+
+/// The continuation of the hand-off takes the run, once; returns the second runner's lease.
+async fn taken_over_once(
+    store: &dyn ThreadStore,
+    alice: &Principal,
+    thread: &ThreadId,
+    run: &RunId,
+    first: &Lease,
+) -> Lease {
     // Another principal cannot take it, a claim for another epoch neither.
     let bob = Principal::new("bob");
     assert!(matches!(
         store
-            .claim_run(claim(&bob, &thread, &run, Some(1)))
+            .claim_run(claim(&bob, thread, run, Some(1)))
             .await
             .unwrap(),
         Claim::Gone
     ));
     assert!(matches!(
         store
-            .claim_run(claim(&alice, &thread, &run, Some(2)))
+            .claim_run(claim(alice, thread, run, Some(2)))
             .await
             .unwrap(),
         Claim::Held { .. }
     ));
     // The continuation for epoch 1 takes it: epoch 2, the thread as stored, the record.
     let Claim::Taken(taken) = store
-        .claim_run(claim(&alice, &thread, &run, Some(1)))
+        .claim_run(claim(alice, thread, run, Some(1)))
         .await
         .unwrap()
     else {
@@ -191,23 +214,35 @@ async fn runs_are_checkpointed_and_handed_from_runner_to_runner(subject: Subject
     // A second delivery of the same continuation does nothing.
     assert!(matches!(
         store
-            .claim_run(claim(&alice, &thread, &run, Some(1)))
+            .claim_run(claim(alice, thread, run, Some(1)))
             .await
             .unwrap(),
         Claim::Held { epoch: 2, .. }
     ));
+    taken.lease
+}
+
+/// The first runner changes nothing any more; the second ends the run.
+async fn fenced_then_finished(
+    store: &dyn ThreadStore,
+    alice: &Principal,
+    thread: &ThreadId,
+    run: &RunId,
+    first: &Lease,
+    second: Lease,
+) {
     // The first runner is fenced: no checkpoint, no end, no renewal.
     assert!(matches!(
-        checkpoint(store, &first, &[user("late")], "{}", false, now() + 60_000).await,
+        checkpoint(store, first, &[user("late")], "{}", false, now() + 60_000).await,
         Err(StoreError::LeaseLost)
     ));
     assert!(matches!(
-        store.pulse(&first, Some(now() + 60_000)).await,
+        store.pulse(first, Some(now() + 60_000)).await,
         Err(StoreError::LeaseLost)
     ));
     let stale_end = store
         .finish_run(RunFinish {
-            lease: &first,
+            lease: first,
             new_messages: &[user("stale")],
             state: None,
             interrupts: None,
@@ -220,7 +255,6 @@ async fn runs_are_checkpointed_and_handed_from_runner_to_runner(subject: Subject
         "{stale_end:?}"
     );
     // The second renews and ends it; the record goes with the lease.
-    let second = taken.lease;
     store.pulse(&second, Some(now() + 60_000)).await.unwrap();
     store
         .finish_run(RunFinish {
@@ -233,7 +267,7 @@ async fn runs_are_checkpointed_and_handed_from_runner_to_runner(subject: Subject
         })
         .await
         .unwrap();
-    let thread_after = store.load(&alice, &thread).await.unwrap().unwrap();
+    let thread_after = store.load(alice, thread).await.unwrap().unwrap();
     let ids: Vec<&str> = thread_after
         .messages
         .iter()
@@ -244,12 +278,12 @@ async fn runs_are_checkpointed_and_handed_from_runner_to_runner(subject: Subject
     // A late continuation finds nothing to take.
     assert!(matches!(
         store
-            .claim_run(claim(&alice, &thread, &run, Some(1)))
+            .claim_run(claim(alice, thread, run, Some(1)))
             .await
             .unwrap(),
         Claim::Gone
     ));
-    assert!(store.run_end(&alice, &run).await.unwrap().is_some());
+    assert!(store.run_end(alice, run).await.unwrap().is_some());
 }
 
 async fn a_stalled_run_is_taken_over_once_its_lease_expired(subject: Subject) {
