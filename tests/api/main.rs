@@ -48,6 +48,7 @@ mod lifecycle;
 mod long_conversation;
 mod long_conversation_facts;
 mod long_runs;
+mod long_runs_a2a;
 mod mcp;
 mod memories;
 mod multimodal;
