@@ -296,78 +296,124 @@ fn restored_progress(
 /// never stored.
 fn left_open(tail: &[RecordedEvent]) -> LeftOpen {
     let mut left = LeftOpen::default();
-    let mut open_texts: Vec<MessageId> = Vec::new();
-    let mut open_calls: Vec<ToolCallId> = Vec::new();
-    let mut open_reasoning: Vec<MessageId> = Vec::new();
-    let mut open_spans: Vec<MessageId> = Vec::new();
-    let mut open_steps: Vec<String> = Vec::new();
+    let mut open = OpenEntities::default();
     for recorded in tail {
         let Ok(event) = serde_json::from_slice::<Value>(&recorded.json) else {
             continue;
         };
         let field = |name: &str| event.get(name).and_then(Value::as_str).unwrap_or_default();
+        // A sub-agent's event (attributed): its text and results are its own thread's.
+        let tag = event
+            .get("subagentRunId")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         let message = || MessageId::parse(field("messageId"), usize::MAX).ok();
         let call = || ToolCallId::parse(field("toolCallId"), usize::MAX).ok();
-        match field("type") {
+        let kind = field("type");
+        match kind {
             "TEXT_MESSAGE_START" => {
                 if let Some(id) = message() {
-                    if !left.texts.iter().any(|(known, _)| known == &id) {
+                    if tag.is_none() && !left.texts.iter().any(|(known, _)| known == &id) {
                         left.texts.push((id.clone(), String::new()));
                     }
-                    open_texts.push(id);
+                    open.texts.push((id, tag));
                 }
             }
             "TEXT_MESSAGE_CONTENT" => {
                 if let Some(id) = message()
+                    && tag.is_none()
                     && let Some((_, text)) = left.texts.iter_mut().find(|(known, _)| known == &id)
                 {
                     text.push_str(field("delta"));
                 }
             }
-            "TEXT_MESSAGE_END" => open_texts.retain(|id| Some(id) != message().as_ref()),
-            "TOOL_CALL_START" => open_calls.extend(call()),
-            "TOOL_CALL_END" => open_calls.retain(|id| Some(id) != call().as_ref()),
             "TOOL_CALL_RESULT" => {
-                if let (Some(call), Some(id)) = (call(), message()) {
+                if let (Some(call), Some(id), None) = (call(), message(), &tag) {
                     left.results.insert(call, (id, field("content").to_owned()));
                 }
             }
-            "REASONING_START" => open_spans.extend(message()),
-            "REASONING_END" => open_spans.retain(|id| Some(id) != message().as_ref()),
-            "REASONING_MESSAGE_START" => open_reasoning.extend(message()),
-            "REASONING_MESSAGE_END" => open_reasoning.retain(|id| Some(id) != message().as_ref()),
-            "STEP_STARTED" => open_steps.push(field("stepName").to_owned()),
-            "STEP_FINISHED" => open_steps.retain(|name| name != field("stepName")),
+            "TEXT_MESSAGE_END" => open.texts.retain(|(id, _)| Some(id) != message().as_ref()),
+            "TOOL_CALL_START" => open.calls.extend(call().map(|id| (id, tag))),
+            "TOOL_CALL_END" => open.calls.retain(|(id, _)| Some(id) != call().as_ref()),
+            "REASONING_START" => open.spans.extend(message().map(|id| (id, tag))),
+            "REASONING_END" => open.spans.retain(|(id, _)| Some(id) != message().as_ref()),
+            "REASONING_MESSAGE_START" => open.reasoning.extend(message().map(|id| (id, tag))),
+            "REASONING_MESSAGE_END" => {
+                open.reasoning
+                    .retain(|(id, _)| Some(id) != message().as_ref());
+            }
+            "STEP_STARTED" => open.steps.push((field("stepName").to_owned(), tag)),
+            "STEP_FINISHED" => open
+                .steps
+                .retain(|step| step.0 != field("stepName") || step.1 != tag),
+            "SUBAGENT_STARTED" => open.children.push(field("subagentRunId").to_owned()),
+            "SUBAGENT_FINISHED" | "SUBAGENT_ERROR" => {
+                open.children
+                    .retain(|child| child != field("subagentRunId"));
+            }
             _ => {}
         }
     }
-    let closing = &mut left.closing;
-    closing.extend(
-        open_reasoning
-            .into_iter()
-            .map(|message_id| Event::ReasoningMessageEnd { message_id }),
-    );
-    closing.extend(
-        open_spans
-            .into_iter()
-            .map(|message_id| Event::ReasoningEnd { message_id }),
-    );
-    closing.extend(
-        open_texts
-            .into_iter()
-            .map(|message_id| Event::TextMessageEnd { message_id }),
-    );
-    closing.extend(
-        open_steps
-            .into_iter()
-            .map(|step_name| Event::StepFinished { step_name }),
-    );
-    closing.extend(
-        open_calls
-            .into_iter()
-            .map(|tool_call_id| Event::ToolCallEnd { tool_call_id }),
-    );
+    left.closing = open.closing();
     left
+}
+
+/// What the events after the last checkpoint left open, each with the sub-agent whose it is
+/// (`None`: the run's own).
+#[derive(Default)]
+struct OpenEntities {
+    texts: Vec<(MessageId, Option<String>)>,
+    calls: Vec<(ToolCallId, Option<String>)>,
+    reasoning: Vec<(MessageId, Option<String>)>,
+    spans: Vec<(MessageId, Option<String>)>,
+    steps: Vec<(String, Option<String>)>,
+    /// Sub-agents started and not ended, in the order they started.
+    children: Vec<String>,
+}
+
+impl OpenEntities {
+    /// The events that close them: reasoning, texts and steps before calls (as a turn ends),
+    /// then the sub-agents, the last started first, as having failed with their runner.
+    fn closing(self) -> Vec<Event> {
+        let mut closing: Vec<Event> = Vec::new();
+        for (message_id, tag) in self.reasoning {
+            closing.push(tagged(Event::ReasoningMessageEnd { message_id }, tag));
+        }
+        for (message_id, tag) in self.spans {
+            closing.push(tagged(Event::ReasoningEnd { message_id }, tag));
+        }
+        for (message_id, tag) in self.texts {
+            closing.push(tagged(Event::TextMessageEnd { message_id }, tag));
+        }
+        for (step_name, tag) in self.steps {
+            closing.push(tagged(Event::StepFinished { step_name }, tag));
+        }
+        for (tool_call_id, tag) in self.calls {
+            closing.push(tagged(Event::ToolCallEnd { tool_call_id }, tag));
+        }
+        for subagent_run_id in self.children.into_iter().rev() {
+            closing.push(Event::SubagentError {
+                subagent_run_id,
+                message: "the sub-agent's runner stopped before it ended".to_owned(),
+                code: Some("RUN_LOST".to_owned()),
+            });
+        }
+        closing
+    }
+}
+
+/// `event`, tagged as the sub-agent `tag`'s when it is one's (its ids are namespaced already).
+fn tagged(event: Event, tag: Option<String>) -> Event {
+    let Some(tag) = tag else {
+        return event;
+    };
+    match serde_json::to_value(&event) {
+        Ok(Value::Object(mut fields)) => {
+            fields.insert("subagentRunId".to_owned(), Value::String(tag));
+            Event::Forwarded(fields)
+        }
+        _ => event,
+    }
 }
 
 #[cfg(test)]
@@ -436,5 +482,46 @@ mod tests {
             left.results.get(&ToolCallId::parse("c1", 128).unwrap()),
             Some(&(MessageId::parse("r1", 128).unwrap(), "42".to_owned()))
         );
+    }
+
+    #[test]
+    fn a_sub_agent_cut_off_mid_delegation_is_closed_and_its_text_stays_its_own() {
+        let json = [
+            serde_json::json!({"type": "STEP_STARTED", "stepName": "tools_2"}),
+            serde_json::json!({"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "researcher"}),
+            serde_json::json!({"type": "TOOL_CALL_END", "toolCallId": "c1"}),
+            serde_json::json!({"type": "SUBAGENT_STARTED", "subagentRunId": "sa1", "name": "researcher", "parentToolCallId": "c1"}),
+            serde_json::json!({"type": "STEP_STARTED", "stepName": "tools_2", "subagentRunId": "sa1"}),
+            serde_json::json!({"type": "TEXT_MESSAGE_START", "messageId": "sa1:m1", "role": "assistant", "subagentRunId": "sa1"}),
+            serde_json::json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": "sa1:m1", "delta": "The moon", "subagentRunId": "sa1"}),
+        ];
+        let tail: Vec<RecordedEvent> = json
+            .iter()
+            .zip(5..)
+            .map(|(event, seq)| recorded(seq, event.clone()))
+            .collect();
+        let left = left_open(&tail);
+        assert!(left.texts.is_empty(), "the child's text is its thread's");
+        let closing: Vec<Value> = left
+            .closing
+            .iter()
+            .map(|event| serde_json::to_value(event).unwrap())
+            .collect();
+        assert_eq!(
+            closing,
+            [
+                serde_json::json!({"type": "TEXT_MESSAGE_END", "messageId": "sa1:m1", "subagentRunId": "sa1"}),
+                serde_json::json!({"type": "STEP_FINISHED", "stepName": "tools_2"}),
+                serde_json::json!({"type": "STEP_FINISHED", "stepName": "tools_2", "subagentRunId": "sa1"}),
+                serde_json::json!({"type": "SUBAGENT_ERROR", "subagentRunId": "sa1", "message": "the sub-agent's runner stopped before it ended", "code": "RUN_LOST"}),
+            ]
+        );
+        // The whole run as its followers see it is well formed.
+        let mut run =
+            vec![serde_json::json!({"type": "RUN_STARTED", "threadId": "t", "runId": "r"})];
+        run.extend(json);
+        run.extend(closing);
+        run.push(serde_json::json!({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}));
+        crate::protocol::verify::verify_run(&run).unwrap();
     }
 }
