@@ -18,8 +18,10 @@
 # 3. cargo bench: chunk→frame delay (benches/chunk_to_frame.rs), a full-history request's cost
 #    (benches/full_history.rs) and the criterion hot paths
 #    (benches/hot_paths.rs); on DynamoDB Local, store reads per run with long-term memory
-#    (benches/memory_reads.rs) and what a delegation costs before its child's first event
-#    (benches/subagents.rs)
+#    (benches/memory_reads.rs), what a delegation costs before its child's first event
+#    (benches/subagents.rs), and what a hand-off to the next Lambda invocation costs under the
+#    test suite's Lambda emulator (benches/handoff.rs: invocations, the take-over's store calls,
+#    the gap a client sees)
 # Everything listens on 127.0.0.1 on free ports; every process started here is stopped on exit.
 set -euo pipefail
 
@@ -118,6 +120,9 @@ AGUI_BENCH_DYNAMODB_ENDPOINT="http://127.0.0.1:$DDB_PORT" cargo bench --locked -
 
 step "cargo bench --bench memory_reads (store reads per run with 10, 1,000 and 2,000 memories, cold and warm)"
 AGUI_BENCH_DYNAMODB_ENDPOINT="http://127.0.0.1:$DDB_PORT" cargo bench --locked --bench memory_reads | tee "$OUT/memory_reads.txt"
+
+step "cargo bench --bench handoff (a run handed from invocation to invocation under the Lambda emulator)"
+AGUI_BENCH_DYNAMODB_ENDPOINT="http://127.0.0.1:$DDB_PORT" cargo bench --locked --bench handoff | tee "$OUT/handoff.txt"
 
 step "cargo bench --bench subagents (store round trips before a child's first event; time to its first text vs the same agent run directly)"
 AGUI_BENCH_DYNAMODB_ENDPOINT="http://127.0.0.1:$DDB_PORT" cargo bench --locked --bench subagents | tee "$OUT/subagents.txt"

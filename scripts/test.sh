@@ -16,8 +16,9 @@
 #      example agent's own binary (examples/calculator) calling its tool; an API Gateway REST
 #      event through `cargo lambda invoke`; AgentCore Runtime mode with @ag-ui/client 1.0.0 through
 #      /invocations, then its SIGTERM; every captured stream checked by ag-ui-validate
-#      then the browser tests: Playwright driving Debian's chromium through the dev page, the
-#      CopilotKit example and the assistant-ui sub-agents example (screenshots in
+#      then the browser tests: Playwright driving Debian's chromium through the dev page (also
+#      across streams cut short by STREAM_MAX_SECS), the CopilotKit example and the assistant-ui
+#      sub-agents example (screenshots in
 #      .ci/artifacts/screenshots)
 #   5. the links and anchors of README.md, CHANGELOG.md and docs/*.md (scripts/check_links.py);
 #      the README's and docs/' examples, as written, against the local server with the demo model: the
@@ -28,7 +29,9 @@
 #   9. the rustdoc examples (cargo test --doc), cargo test without Node on PATH (all but the
 #      wire tests: the OpenAI wire format, and the MCP tests against
 #      @modelcontextprotocol/server-everything), then the wire tests with Node (cargo test --
-#      wire_): every test runs once, in one of the two
+#      wire_): every test runs once, in one of the two. Runs that outlast an invocation run in
+#      both: the Lambda emulator of tests/api/lambda_emulator.rs (no Node), and with Node the
+#      40-step run that the resumable client and @ag-ui/client 1.0.0 follow
 #  10. the summary: each step's duration (also in .ci/artifacts/timings.txt), then one line that
 #      sums every suite's tests (each suite's output is in .ci/artifacts/suites/): `N passed, M failed`
 # Not part of it, because they need a release or sanitizer build (.ci/run runs them after this
@@ -336,9 +339,15 @@ MEMORY_PORT=$(free_port)
 PORT="$MEMORY_PORT" MEMORY=on RUST_LOG=info setsid target/debug/agui-lambda </dev/null >"$ARTIFACTS/memory.log" 2>&1 &
 PIDS+=($!)
 wait_for_function "http://127.0.0.1:$MEMORY_PORT" "the local server (MEMORY=on)" "${PIDS[-1]}"
+# The dev page across streams that end before their run (STREAM_MAX_SECS=1, the demo model): the
+# notice that the run goes on, followed as under Lambda after a hand-off.
+LIMITED_PORT=$(free_port)
+PORT="$LIMITED_PORT" STREAM_MAX_SECS=1 RUST_LOG=info setsid target/debug/agui-lambda </dev/null >"$ARTIFACTS/stream-limited.log" 2>&1 &
+PIDS+=($!)
+wait_for_function "http://127.0.0.1:$LIMITED_PORT" "the local server (STREAM_MAX_SECS=1)" "${PIDS[-1]}"
 (cd tests/node && AGUI_BASE="http://127.0.0.1:$APPROVAL_PORT" AIMOCK_URL="http://127.0.0.1:$AIMOCK_PORT" \
   AGUI_DEMO_BASE="http://127.0.0.1:$DEMO_PORT" AGUI_MEMORY_BASE="http://127.0.0.1:$MEMORY_PORT" \
-  AGUI_SUBAGENTS_BASE="http://127.0.0.1:$SA_PORT" \
+  AGUI_STREAM_LIMITED_BASE="http://127.0.0.1:$LIMITED_PORT" AGUI_SUBAGENTS_BASE="http://127.0.0.1:$SA_PORT" \
   CHROMIUM_PATH="${CHROMIUM_PATH:-/usr/bin/chromium}" SCREENSHOT_DIR="$ARTIFACTS/screenshots" \
   node --test --test-concurrency=1 browser/) 2>&1 | tee "$SUITES/browser.log" \
   || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/approval.log"; exit 1; }

@@ -762,7 +762,8 @@ pub fn build_app_with_models(
         ApiSettings {
             limits: config.limits.clone(),
             ping_interval: config.http.ping_interval,
-            run_timeout: config.http.run_timeout,
+            run_max: config.http.run_max,
+            stream_max: config.http.stream_max,
             deadline_margin: config.http.deadline_margin,
             cors_allowed_origins: config.http.cors_allowed_origins.clone(),
             dev_ui: config.http.dev_ui,
@@ -881,10 +882,17 @@ pub(crate) async fn dispatcher_from_config(
                 StartupError::SelfInvoke("no AWS credentials to invoke this function".to_owned())
             })?;
             let emulated = config.store.self_invoke_endpoint.is_some();
+            // The standard AWS setting for the Lambda API's endpoint (an emulator that queues
+            // asynchronous invocations as Lambda does); `SELF_INVOKE_ENDPOINT` is for one that
+            // does not (`cargo lambda watch`).
+            let lambda_endpoint = std::env::var("AWS_ENDPOINT_URL_LAMBDA")
+                .ok()
+                .filter(|url| !url.trim().is_empty());
             let endpoint = config
                 .store
                 .self_invoke_endpoint
                 .clone()
+                .or(lambda_endpoint)
                 .unwrap_or_else(|| format!("https://lambda.{region}.amazonaws.com"));
             let qualifier = std::env::var("AWS_LAMBDA_FUNCTION_VERSION")
                 .ok()
@@ -893,7 +901,7 @@ pub(crate) async fn dispatcher_from_config(
                 .connect_timeout(Duration::from_secs(2))
                 .build()
                 .map_err(|error| StartupError::HttpClient(error.to_string()))?;
-            Ok(crate::api::dispatch::Dispatcher::Lambda(
+            Ok(crate::api::dispatch::Dispatcher::Lambda(Arc::new(
                 crate::api::dispatch::LambdaInvoker {
                     http,
                     endpoint,
@@ -903,7 +911,7 @@ pub(crate) async fn dispatcher_from_config(
                     credentials,
                     emulated,
                 },
-            ))
+            )))
         }
         _ => {
             let _ = (config, under_lambda);

@@ -151,8 +151,18 @@ fn check_invariants(outcome: &Outcome) {
                         identified = true;
                     }
                     ModelDelta::Usage(_) => {}
+                    ModelDelta::ToolCallArtefact { index, value } => {
+                        assert!(started.contains(index), "artefact before start of {index}");
+                        assert!(!value.is_empty(), "empty tool call artefact");
+                    }
                     ModelDelta::ReasoningSignature(_) | ModelDelta::RedactedReasoning(_) => {
                         panic!("Chat Completions carries no signed or redacted reasoning")
+                    }
+                    ModelDelta::ReasoningItem(_) | ModelDelta::MessageArtefact(_) => {
+                        panic!("Chat Completions carries no Responses API items")
+                    }
+                    ModelDelta::Served(_) => {
+                        panic!("the parser never says which model served: the resilience layer does")
                     }
                 }
                 accumulator.apply(delta);

@@ -14,33 +14,61 @@ use tokio::time::Instant;
 const WRITE_BYTES: usize = 300_000;
 /// Attempts at the last write of a run's log when the store fails.
 const FINAL_ATTEMPTS: u32 = 3;
+/// How long, and how often, the last write waits for the lease to be known held.
+const LEASE_WAIT: Duration = Duration::from_millis(100);
+const LEASE_WAITS: u32 = 100;
 
 /// Writes the run's events every `interval` (what arrived since the last write), and the rest as
-/// soon as the terminal event is in. It wakes on the clock and on the run's end only, never per
+/// soon as the terminal event is in (or the log is sealed for a hand-off), or when a checkpoint
+/// asks for it. It wakes on the clock, on the run's end and on those requests only, never per
 /// event, so a fast stream costs the recorder nothing between writes. A failed write is retried
-/// with the next batch; the live stream never waits for it.
+/// with the next batch; the live stream never waits for it. It writes only while the run's lease
+/// is known to be held (`LiveRun::lease_valid`), so a runner cut off from the store for longer
+/// than its lease never writes over the runner that took its run over.
 pub(super) async fn record(
     store: Arc<dyn EventLog>,
     lease: Lease,
     run: Arc<LiveRun>,
     interval: Duration,
 ) {
-    let mut written = 0;
-    let mut ended = false;
-    while !ended {
+    let mut written = run.base();
+    // Waits for the lease to be known held again, at the end (the heartbeat renews it).
+    let mut waits = 0;
+    loop {
         tokio::select! {
             biased;
             () = run.ended() => {}
+            () = run.flush_requested() => {}
             () = tokio::time::sleep(interval) => {}
         }
-        let (backlog, run_ended) = run.since(written);
-        ended = run_ended;
-        let attempts = if ended { FINAL_ATTEMPTS } else { 1 };
+        let closing = run.closed();
+        if run.stop_reason() == Some(super::live::StopReason::LeaseLost) {
+            tracing::warn!(run_id = %lease.run_id, "the run lost its lease: its events are no longer recorded");
+            return;
+        }
+        if !run.lease_valid() {
+            if closing {
+                waits += 1;
+                if waits > LEASE_WAITS {
+                    tracing::error!(run_id = %lease.run_id, "the run's last events were not recorded: its lease was not renewed");
+                    return;
+                }
+                tokio::time::sleep(LEASE_WAIT).await;
+            }
+            continue;
+        }
+        let (backlog, _) = run.since(written);
+        let backlog: Vec<_> = backlog.into_iter().filter(|event| !event.notice).collect();
+        let attempts = if closing { FINAL_ATTEMPTS } else { 1 };
         for batch in by_size(&backlog, WRITE_BYTES) {
             if !write(store.as_ref(), &lease, batch, attempts).await {
                 break;
             }
             written = batch.last().map_or(written, |event| event.seq);
+        }
+        run.note_recorded(written);
+        if closing {
+            return;
         }
     }
 }
@@ -88,7 +116,8 @@ async fn write(
 }
 
 /// Every `poll`, asks the store whether the run was cancelled, and renews the lease a third of
-/// the way through it. Runs until aborted; stops the run when the lease is lost.
+/// the way through it; each renewal moves how long the run may count on its lease
+/// ([`LiveRun::hold_lease_until`]). Runs until aborted; stops the run when the lease is lost.
 pub(super) async fn heartbeat(
     store: Arc<dyn RunLeases>,
     lease: Lease,
@@ -100,11 +129,13 @@ pub(super) async fn heartbeat(
     let mut next_renewal = Instant::now() + renew_every;
     loop {
         tokio::time::sleep(poll.min(renew_every)).await;
-        let renew = (Instant::now() >= next_renewal).then(|| super::lease_expiry(lease_duration));
+        let asked = Instant::now();
+        let renew = (asked >= next_renewal).then(|| super::lease_expiry(lease_duration));
         match store.pulse(&lease, renew).await {
             Ok(pulse) => {
                 if renew.is_some() {
                     next_renewal = Instant::now() + renew_every;
+                    run.hold_lease_until(asked + safe_share(lease_duration));
                 }
                 if pulse.cancel_requested {
                     tracing::info!(run_id = %lease.run_id, "cancel requested");
@@ -120,6 +151,12 @@ pub(super) async fn heartbeat(
             Err(error) => tracing::warn!(%error, run_id = %lease.run_id, "heartbeat failed"),
         }
     }
+}
+
+/// How long after asking for a lease of `duration` its holder may count on it: two thirds of
+/// it, leaving a third for the clocks of the machines that compare expiries to differ.
+pub(super) fn safe_share(duration: Duration) -> Duration {
+    duration * 2 / 3
 }
 
 #[cfg(test)]

@@ -56,7 +56,7 @@ impl Agent {
         let created = match self.store.activity(owner, thread_id).await? {
             ThreadActivity::Running { .. } => return Err(StartError::Busy),
             ThreadActivity::Missing => true,
-            ThreadActivity::Idle { .. } => false,
+            ThreadActivity::Idle { .. } | ThreadActivity::Stalled { .. } => false,
         };
         let reservation = self.reserve(owner).await?;
         let task = TaskRecord {
@@ -83,12 +83,14 @@ impl Agent {
 
     /// Starts an admitted run, once however often it is delivered. The reservation made at
     /// admission pays for it; a failure to start gives it back and is recorded on the task.
+    /// `invocation_end`: this invocation's part of the run ends then (it goes on in the next).
     pub(crate) async fn start_detached(
         &self,
         owner: Principal,
         input: RunInput,
         admission: &Admission,
         deadline: Instant,
+        invocation_end: Option<Instant>,
     ) -> DetachedStart {
         let run_id = input.run_id.clone();
         match self.store.claim_task(&owner, &run_id).await {
@@ -115,6 +117,9 @@ impl Agent {
                     received: std::time::Instant::now(),
                     dialect: "v1-agent",
                 });
+                if let Some(ends) = invocation_end {
+                    prepared.end_invocation_at(ends);
+                }
                 DetachedStart::Started(prepared.spawn())
             }
             Err(error) => {

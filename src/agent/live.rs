@@ -20,10 +20,13 @@ pub(crate) enum StopReason {
     LeaseLost,
 }
 
-/// One run's events and controls.
+/// One run's events and controls, in this process: from the first event of the run, or of the
+/// part of it this process runs (a run taken over from another invocation goes on numbering).
 pub(crate) struct LiveRun {
     pub thread_id: ThreadId,
     pub run_id: RunId,
+    /// The number of the run's events before this log's first (0 when the run began here).
+    base: u64,
     log: Mutex<Vec<Arc<RecordedEvent>>>,
     /// The number of events pushed; followers wait on it.
     pushed: watch::Sender<u64>,
@@ -33,6 +36,15 @@ pub(crate) struct LiveRun {
     ended: watch::Sender<bool>,
     /// Set once the run has ended and its log is written.
     done: watch::Sender<bool>,
+    /// Set when this process stops adding events (the run is handed off): the recorder writes
+    /// what it has and stops.
+    sealed: AtomicBool,
+    /// The last event the recorder has written (when runs are recorded).
+    recorded: watch::Sender<u64>,
+    /// Asks the recorder to write what it has now, not at its next tick.
+    flush: tokio::sync::Notify,
+    /// Until when the run may count on its lease (the heartbeat moves it at each renewal).
+    lease_valid_until: Mutex<tokio::time::Instant>,
     /// Clients that rejoined the run's stream, for its metrics.
     rejoins: std::sync::atomic::AtomicU32,
 }
@@ -68,17 +80,58 @@ fn note_spawned(run: &Arc<LiveRun>) {
 
 impl LiveRun {
     pub(crate) fn new(thread_id: ThreadId, run_id: RunId) -> Arc<Self> {
+        Self::after(thread_id, run_id, 0)
+    }
+
+    /// The log of a run taken over from another runner, whose events up to `base` were sent
+    /// (and recorded) before.
+    pub(crate) fn after(thread_id: ThreadId, run_id: RunId, base: u64) -> Arc<Self> {
         Arc::new(Self {
             thread_id,
             run_id,
+            base,
             log: Mutex::new(Vec::with_capacity(64)),
-            pushed: watch::Sender::new(0),
+            pushed: watch::Sender::new(base),
             stop: CancellationToken::new(),
             lease_lost: AtomicBool::new(false),
             ended: watch::Sender::new(false),
             done: watch::Sender::new(false),
             rejoins: std::sync::atomic::AtomicU32::new(0),
+            sealed: AtomicBool::new(false),
+            recorded: watch::Sender::new(base),
+            flush: tokio::sync::Notify::new(),
+            lease_valid_until: Mutex::new(tokio::time::Instant::now()),
         })
+    }
+
+    /// The run may count on its lease until `until` (it took or renewed it just before).
+    pub(crate) fn hold_lease_until(&self, until: tokio::time::Instant) {
+        let mut valid = self
+            .lease_valid_until
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *valid = (*valid).max(until);
+    }
+
+    /// Whether the run may still count on its lease: no other runner can have taken the run
+    /// over yet. Always, once the run has released the lease with its terminal event.
+    pub(crate) fn lease_valid(&self) -> bool {
+        self.has_ended()
+            || tokio::time::Instant::now()
+                < *self
+                    .lease_valid_until
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The number of the run's events before this log's first.
+    pub(crate) fn base(&self) -> u64 {
+        self.base
+    }
+
+    /// The number of the last event of the run, this log's or before it.
+    pub(crate) fn last_seq(&self) -> u64 {
+        self.base + self.log().iter().filter(|event| !event.notice).count() as u64
     }
 
     /// Resolves once the terminal event is in the log (without waking on every event before).
@@ -103,7 +156,7 @@ impl LiveRun {
     pub(crate) fn push(&self, event: Event) {
         let (count, terminal) = {
             let mut log = self.log();
-            let seq = log.len() as u64 + 1;
+            let seq = self.base + log.len() as u64 + 1;
             let recorded = RecordedEvent::new(seq, event, chrono::Utc::now().timestamp_millis());
             let terminal = recorded.terminal;
             log.push(Arc::new(recorded));
@@ -115,12 +168,67 @@ impl LiveRun {
         }
     }
 
-    /// Events after sequence number `after`, and whether the run has ended.
+    /// Ends this process's part of the run with `notice` (the run goes on elsewhere): every
+    /// stream of the log ends with it; it is not recorded.
+    pub(crate) fn push_notice(&self, notice: RecordedEvent) {
+        let count = {
+            let mut log = self.log();
+            log.push(Arc::new(notice));
+            self.base + log.len() as u64
+        };
+        self.pushed.send_replace(count);
+        self.ended.send_replace(true);
+    }
+
+    /// Events after sequence number `after` (from this log's first when `after` is before
+    /// it), and whether the log has ended (its last event is terminal, or a notice).
     pub(crate) fn since(&self, after: u64) -> (Vec<Arc<RecordedEvent>>, bool) {
         let log = self.log();
-        let start = usize::try_from(after).unwrap_or(usize::MAX).min(log.len());
+        let start = usize::try_from(after.saturating_sub(self.base))
+            .unwrap_or(usize::MAX)
+            .min(log.len());
         let ended = log.last().is_some_and(|event| event.terminal);
         (log[start..].to_vec(), ended)
+    }
+
+    /// No event will be added but a notice: the recorder writes what it has and stops.
+    pub(crate) fn seal(&self) {
+        self.sealed.store(true, Ordering::Relaxed);
+        self.ended.send_replace(true);
+    }
+
+    /// The recorder's work is over: the run's terminal event is in, or the log is sealed.
+    pub(crate) fn closed(&self) -> bool {
+        self.sealed.load(Ordering::Relaxed) || self.has_ended()
+    }
+
+    /// The last event the recorder has written.
+    pub(crate) fn recorded_seq(&self) -> u64 {
+        *self.recorded.borrow()
+    }
+
+    /// The recorder wrote every event up to `seq`.
+    pub(crate) fn note_recorded(&self, seq: u64) {
+        self.recorded.send_replace(seq);
+    }
+
+    /// Resolves when the recorder is asked to write now.
+    pub(crate) async fn flush_requested(&self) {
+        self.flush.notified().await;
+    }
+
+    /// Has the recorder write every event so far now, and waits (up to `within`) until it
+    /// has: what a stored checkpoint says was sent is then in the event log.
+    pub(crate) async fn flush(&self, within: std::time::Duration) -> bool {
+        let target = self.last_seq();
+        let mut recorded = self.recorded.subscribe();
+        if *recorded.borrow() >= target {
+            return true;
+        }
+        self.flush.notify_one();
+        tokio::time::timeout(within, recorded.wait_for(|seq| *seq >= target))
+            .await
+            .is_ok_and(|waited| waited.is_ok())
     }
 
     /// A client rejoins the run's stream (the events route).

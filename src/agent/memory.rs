@@ -132,6 +132,11 @@ impl ServerTool for MemoryTool {
         }
     }
 
+    /// Searching reads; forgetting an id twice forgets it once. Saving twice keeps two.
+    fn idempotent(&self) -> bool {
+        matches!(self.kind, Kind::Search | Kind::Delete)
+    }
+
     fn parameters(&self) -> Value {
         match self.kind {
             Kind::Save => json!({

@@ -7,6 +7,7 @@ mod a2a_tasks;
 pub(crate) mod approval;
 mod background;
 pub(crate) mod context;
+pub(crate) mod continuation;
 pub(crate) mod detached;
 pub(crate) mod history_day;
 pub(crate) mod live;
@@ -76,6 +77,10 @@ pub struct AgentSettings {
     pub context: ContextSettings,
     /// Long-term memory per principal (`MEMORY`).
     pub memory: memory::MemorySettings,
+    /// What a step is expected to take when nothing better is known (a tool without a timeout
+    /// of its own, the first model turn): a runner with an invocation deadline starts a step
+    /// only when that much of its invocation is left, and hands the run off otherwise.
+    pub step_estimate: Duration,
     /// How delegations are shown and bounded (`SUBAGENT_*`).
     pub subagents: subagents::SubagentSettings,
 }
@@ -99,6 +104,7 @@ impl Default for AgentSettings {
             quotas: Quotas::default(),
             context: ContextSettings::default(),
             memory: memory::MemorySettings::default(),
+            step_estimate: Duration::from_secs(60),
             subagents: subagents::SubagentSettings::default(),
         }
     }
@@ -122,6 +128,9 @@ pub struct Agent {
     name: Option<Arc<str>>,
     /// The model that summarises long threads (`CONTEXT_SUMMARY_MODEL`); `None`: the run's own.
     summarizer: Option<Arc<dyn ModelProvider>>,
+    /// Where a run goes on when its invocation ends (under Lambda: the next invocation);
+    /// `None`: runs go on in this process to their end.
+    continuations: Option<Arc<dyn continuation::Continuations>>,
     /// The agents this one may delegate to, each a tool its model sees.
     subagents: Arc<Vec<subagents::Subagent>>,
 }
@@ -206,6 +215,23 @@ fn lease_expiry(duration: Duration) -> i64 {
     chrono::Utc::now().timestamp_millis() + i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
+/// Where a run's events are followed from, as the HTTP API serves them:
+/// `/threads/{threadId}/runs/{runId}/events`.
+pub(crate) fn events_path(thread_id: &ThreadId, run_id: &RunId) -> String {
+    use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+    /// Everything but RFC 3986's unreserved characters.
+    const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'.')
+        .remove(b'_')
+        .remove(b'~');
+    format!(
+        "/threads/{}/runs/{}/events",
+        utf8_percent_encode(thread_id.as_str(), SEGMENT),
+        utf8_percent_encode(run_id.as_str(), SEGMENT)
+    )
+}
+
 /// Where a followed run's events come from.
 pub(crate) enum RunSource {
     /// The run is in flight in this process.
@@ -236,8 +262,18 @@ impl Agent {
             metrics: None,
             name: None,
             summarizer: None,
+            continuations: None,
             subagents: Arc::default(),
         }
+    }
+
+    /// Runs hand off to `continuations` when their invocation ends (under Lambda).
+    pub(crate) fn with_continuations(
+        mut self,
+        continuations: Option<Arc<dyn continuation::Continuations>>,
+    ) -> Self {
+        self.continuations = continuations;
+        self
     }
 
     /// This agent without sub-agents: a child at the deepest level delegates no further.
@@ -285,10 +321,16 @@ impl Agent {
         run_id: &RunId,
     ) -> Result<CancelState, StoreError> {
         let state = self.store.request_cancel(owner, thread_id, run_id).await?;
-        if state == CancelState::Requested
-            && let Some(run) = self.live.get(thread_id, run_id)
-        {
-            run.cancel();
+        if state == CancelState::Requested {
+            if let Some(run) = self.live.get(thread_id, run_id) {
+                run.cancel();
+            } else if matches!(
+                self.store.activity(owner, thread_id).await,
+                Ok(ThreadActivity::Stalled { run_id: stalled, .. }) if &stalled == run_id
+            ) {
+                // Its runner stopped: the runner that takes it over ends it as cancelled.
+                self.recover(owner, thread_id, run_id).await;
+            }
         }
         Ok(state)
     }
@@ -303,6 +345,10 @@ impl Agent {
         let (created_at_ms, active) = match self.store.activity(owner, thread_id).await? {
             ThreadActivity::Missing => return Ok(None),
             ThreadActivity::Idle { created_at_ms } => (created_at_ms, false),
+            ThreadActivity::Stalled {
+                created_at_ms,
+                run_id: holder,
+            } => (created_at_ms, &holder == run_id),
             ThreadActivity::Running {
                 created_at_ms,
                 run_id: holder,
@@ -348,9 +394,9 @@ impl Agent {
         }
     }
 
-    /// AG-UI's `AgentCapabilities` for this deployment (`GET /capabilities`); `run_timeout`
+    /// AG-UI's `AgentCapabilities` for this deployment (`GET /capabilities`); `run_max`
     /// bounds a run's wall-clock time.
-    pub(crate) fn capabilities(&self, run_timeout: Duration) -> Value {
+    pub(crate) fn capabilities(&self, run_max: Duration) -> Value {
         let settings = &self.settings;
         let tools: Vec<Value> = self
             .tools
@@ -404,7 +450,7 @@ impl Agent {
             "execution": {
                 "codeExecution": false,
                 "maxIterations": settings.max_steps,
-                "maxExecutionTime": u64::try_from(run_timeout.as_millis()).unwrap_or(u64::MAX),
+                "maxExecutionTime": u64::try_from(run_max.as_millis()).unwrap_or(u64::MAX),
             },
             "multiAgent": {
                 "supported": !self.subagents.is_empty(),

@@ -6,12 +6,18 @@ mod delegate;
 mod drive;
 mod fit;
 mod gate;
+mod handoff;
 mod outcome;
+mod record;
+mod resume;
 mod steps;
 mod tool_calls;
 
 pub(crate) use fit::ContextState;
+pub(crate) use handoff::Segment;
 pub(crate) use outcome::RunSummary;
+pub(crate) use record::RunRecord;
+pub(crate) use resume::TakeOver;
 
 use super::approval::{InterruptRecord, PendingApproval, Resolved};
 use super::live::LiveRun;
@@ -38,6 +44,10 @@ pub struct PreparedRun {
     pub(super) request: RunRequest,
     pub(super) progress: RunProgress,
     pub(super) telemetry: RunTelemetry,
+    /// The part of the run this process runs: until when, and how many steps it took.
+    pub(super) segment: handoff::Segment,
+    /// How a run taken over from another runner goes on; `None` for a run that begins here.
+    pub(super) resume: Option<resume::Resume>,
     /// What the run's starter does once it has ended ([`PreparedRun::on_end`]).
     pub(super) end_hook: Option<EndHook>,
 }
@@ -53,7 +63,12 @@ pub(super) struct RunRequest {
     pub(super) client_tools: Vec<ClientTool>,
     pub(super) system: Option<String>,
     pub(super) device_timezone: Option<chrono_tz::Tz>,
+    /// When `RUN_MAX_SECS` ends the run, whichever runner has it then.
     pub(super) deadline: Instant,
+    /// The same, in epoch milliseconds, for the run's record.
+    pub(super) ends_at_ms: i64,
+    /// When the request arrived (epoch ms), once a runner before this one recorded it.
+    pub(super) received_at_ms: Option<i64>,
     /// The client parses AG-UI 1.0 fields (`RUN_FINISHED.outcome`).
     pub(super) speaks_v1: bool,
     /// The client reads AG-UI 1.1's `encryptedValueType`.
@@ -99,6 +114,16 @@ pub(super) struct RunProgress {
     /// The caller's memories for this run, read once at its start (`MEMORY`); given to the
     /// model with the newest user message, never stored.
     pub(super) memory_block: Option<String>,
+    /// How many of `produced` are stored already (by checkpoints).
+    pub(super) stored: usize,
+    /// The state as last stored: a checkpoint or the end stores it only when it changed.
+    pub(super) saved_state: Option<Value>,
+    /// Where the run is, for its record.
+    pub(super) phase: record::Phase,
+    /// The longest model turn so far: what the next one is expected to take.
+    pub(super) longest_model_turn: Duration,
+    /// What the runners before this one counted.
+    pub(super) carried: handoff::Carried,
     /// Sub-agents that stopped to ask in this run: kept in the thread's interrupt record.
     pub(super) delegated: Vec<crate::agent::subagents::SuspendedChild>,
 }
@@ -112,6 +137,7 @@ impl RunProgress {
     ) -> Self {
         Self {
             history,
+            saved_state: state.clone(),
             state,
             pending_deltas: Vec::new(),
             produced: Vec::new(),
@@ -120,8 +146,17 @@ impl RunProgress {
             fallback_approvals: Vec::new(),
             context,
             memory_block: None,
+            stored: 0,
+            phase: record::Phase::Model { step: 1 },
+            longest_model_turn: Duration::ZERO,
+            carried: handoff::Carried::default(),
             delegated: Vec::new(),
         }
+    }
+
+    /// The messages the run made that are not stored yet.
+    fn unstored(&self) -> &[Message] {
+        self.produced.get(self.stored..).unwrap_or_default()
     }
 
     /// A message the run made: the model sees it from now on, and the thread stores it.
@@ -140,7 +175,7 @@ impl RunProgress {
 }
 
 /// How the run is observed: its spans, its store meter and the times its metrics report.
-pub(super) struct RunTelemetry {
+pub(crate) struct RunTelemetry {
     /// The run's span: its task and companions log inside it.
     pub(super) span: tracing::Span,
     /// The run's `invoke_agent` trace span (disabled when traces are not exported).
@@ -226,6 +261,26 @@ impl PreparedRun {
         });
         let mut this = self;
         this.telemetry.time_to_first_byte = this.telemetry.observed.received.elapsed();
+        this.drive_on_task(live)
+    }
+
+    /// Starts a run taken over on its own task, its events numbered after `base` (the last
+    /// its previous runners sent), and returns its live handle.
+    pub(crate) fn spawn_after(self, base: u64) -> Arc<LiveRun> {
+        let live = LiveRun::after(
+            self.lease.thread_id.clone(),
+            self.lease.run_id.clone(),
+            base,
+        );
+        self.drive_on_task(live)
+    }
+
+    /// Drives the run on its own task, its events into `live`, which it returns.
+    fn drive_on_task(self, live: Arc<LiveRun>) -> Arc<LiveRun> {
+        let mut this = self;
+        live.hold_lease_until(
+            Instant::now() + super::background::safe_share(this.agent.settings.lease),
+        );
         this.agent.live.insert(live.clone());
         let agent = this.agent.clone();
         let end_hook = this.end_hook.take();

@@ -29,6 +29,7 @@ pub(super) fn invoke_agent(
         gen_ai.usage.output_tokens = tracing::field::Empty,
         agui.run.id = %run_id,
         agui.run.outcome = tracing::field::Empty,
+        agui.run.runner = tracing::field::Empty,
     );
     if !span.is_disabled() {
         let name = agent_name.unwrap_or("agui-lambda");
@@ -62,6 +63,14 @@ pub(super) fn compaction(decision: &super::context::plan::Decision) -> tracing::
 
 /// Records how a run ended on its `invoke_agent` span: its usage, its outcome label and, for a
 /// failed run, the `RUN_ERROR` code as the error type.
+/// Which runner of the run the span is (1 for the one that began it, one more for each
+/// invocation that took it over); the runners' spans are each other's parent and child.
+pub(super) fn note_runner(span: &tracing::Span, epoch: u64) {
+    if !span.is_disabled() {
+        span.record("agui.run.runner", attribute_int(epoch));
+    }
+}
+
 pub(super) fn end_run(
     span: &tracing::Span,
     usage: Usage,

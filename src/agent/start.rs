@@ -481,6 +481,14 @@ impl Agent {
             system: self.system_prompt(&input.context),
             device_timezone: input.forwarded_props.device_timezone,
             deadline,
+            ends_at_ms: chrono::Utc::now().timestamp_millis()
+                + i64::try_from(
+                    deadline
+                        .saturating_duration_since(Instant::now())
+                        .as_millis(),
+                )
+                .unwrap_or(i64::MAX / 2),
+            received_at_ms: None,
             speaks_v1,
             encrypted_value_types,
             sampling: input
@@ -508,6 +516,8 @@ impl Agent {
                 context,
             ),
             telemetry,
+            segment: super::run::Segment::default(),
+            resume: None,
             end_hook: None,
         }
     }

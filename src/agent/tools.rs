@@ -90,7 +90,8 @@ pub struct ToolContext {
     pub principal: Principal,
     /// The client's time zone from `forwardedProps.client_time.device_timezone`.
     pub device_timezone: Option<chrono_tz::Tz>,
-    /// The thread's state as it was when the turn's tool calls began (`null` when it has none).
+    /// The thread's state as it was when the call's batch began (`null` when it has none): the
+    /// turn's calls that may run in parallel run together, then each of the others alone.
     pub state: Arc<Value>,
     /// Cancelled when the call's result is no longer wanted: the run was stopped, the tool's
     /// timeout passed, or the call ended. Work a tool hands to other tasks should stop on it.
@@ -262,6 +263,14 @@ pub trait ServerTool: Send + Sync {
     fn parallel(&self) -> bool {
         true
     }
+    /// Whether running a call twice with the same arguments does no more than running it once
+    /// (it reads, or it sets rather than adds). A call cut off before its result was stored (its
+    /// process crashed, its invocation ended) runs again only for such a tool; otherwise the
+    /// model gets an error result saying the call may or may not have happened. A call whose
+    /// result was stored never runs again either way.
+    fn idempotent(&self) -> bool {
+        false
+    }
     /// Runs the call with arguments already checked against [`ServerTool::parameters`].
     async fn call(&self, arguments: Value, context: &ToolContext) -> Result<ToolOutput, ToolError>;
 }
@@ -297,6 +306,7 @@ struct Registered {
     needs_approval: bool,
     timeout: Option<Duration>,
     parallel: bool,
+    idempotent: bool,
 }
 
 /// What `value` breaks of a schema, each problem prefixed by where it is in the value.
@@ -372,6 +382,7 @@ impl ToolRegistry {
         let needs_approval = tool.requires_approval();
         let timeout = tool.timeout();
         let parallel = tool.parallel();
+        let idempotent = tool.idempotent();
         self.tools.insert(
             name,
             Registered {
@@ -381,6 +392,7 @@ impl ToolRegistry {
                 needs_approval,
                 timeout,
                 parallel,
+                idempotent,
             },
         );
         Ok(())
@@ -421,6 +433,20 @@ impl ToolRegistry {
         self.tools
             .get(name)
             .is_none_or(|registered| registered.parallel)
+    }
+
+    /// Whether a call of `name` cut off before its result was stored may run again.
+    pub fn is_idempotent(&self, name: &str) -> bool {
+        self.tools
+            .get(name)
+            .is_some_and(|registered| registered.idempotent)
+    }
+
+    /// The longest a call of `name` may take, when its tool says.
+    pub fn timeout_of(&self, name: &str) -> Option<Duration> {
+        self.tools
+            .get(name)
+            .and_then(|registered| registered.timeout)
     }
 
     /// The argument schema of `name`.

@@ -9,7 +9,7 @@ use crate::protocol::{Event, Message, MessageId, ToolCall, ToolCallId};
 use std::collections::HashSet;
 
 /// A tool call of the current turn.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(super) struct TurnCall {
     pub(super) index: usize,
     pub(super) id: ToolCallId,

@@ -25,7 +25,10 @@ pub struct App {
     cors_allowed_origins: Vec<String>,
     pub(super) limits: Limits,
     pub(super) ping_interval: Duration,
-    pub(super) run_timeout: Duration,
+    /// `RUN_MAX_SECS`.
+    pub(super) run_max: Duration,
+    /// `STREAM_MAX_SECS`.
+    pub(super) stream_max: Option<Duration>,
     pub(super) deadline_margin: Duration,
     /// The routes settings turn on: the dev page, AgentCore Runtime's.
     routes: Optional,
@@ -46,7 +49,8 @@ pub struct App {
 pub(crate) struct ApiSettings {
     pub limits: Limits,
     pub ping_interval: Duration,
-    pub run_timeout: Duration,
+    pub run_max: Duration,
+    pub stream_max: Option<Duration>,
     pub deadline_margin: Duration,
     pub cors_allowed_origins: Vec<String>,
     /// `DEV_UI`: serve the dev chat page on `GET /` (and its files under `/dev/`).
@@ -69,7 +73,8 @@ impl App {
             cors_allowed_origins: settings.cors_allowed_origins,
             limits: settings.limits,
             ping_interval: settings.ping_interval,
-            run_timeout: settings.run_timeout,
+            run_max: settings.run_max,
+            stream_max: settings.stream_max,
             deadline_margin: settings.deadline_margin,
             routes: Optional {
                 dev_ui: settings.dev_ui,
@@ -83,8 +88,10 @@ impl App {
         }
     }
 
-    /// Detached runs go through `dispatcher` (the self-invocation on Lambda).
+    /// Detached runs go through `dispatcher` (the self-invocation on Lambda), and runs go on in
+    /// its next invocation when theirs ends.
     pub(crate) fn with_dispatcher(mut self, dispatcher: Dispatcher) -> Self {
+        self.agent = self.agent.with_continuations(dispatcher.continuations());
         self.dispatcher = dispatcher;
         self
     }
@@ -357,7 +364,7 @@ impl App {
             Route::CancelRun { thread, run } => self.cancel_run(&principal, &thread, &run).await,
             Route::Capabilities => Ok(json_response(
                 StatusCode::OK,
-                Bytes::from(self.agent.capabilities(self.run_timeout).to_string()),
+                Bytes::from(self.agent.capabilities(self.run_max).to_string()),
             )),
             Route::ListThreads => self.list_threads(&principal, request.uri().query()).await,
             Route::RenameThread(thread) => {

@@ -1,12 +1,15 @@
-//! Where a detached run goes once it is accepted. Locally it runs on a task of this process; on
-//! Lambda the function invokes itself asynchronously (`InvocationType=Event`, no retries in
-//! `template.yaml`), because an environment may be frozen as soon as the answer is sent.
+//! Where a detached run goes once it is accepted, and where a run goes on when its invocation
+//! ends. Locally a detached run runs on a task of this process (and a run never outlasts its
+//! process); on Lambda the function invokes itself asynchronously (`InvocationType=Event`),
+//! because an environment may be frozen as soon as the answer is sent.
 
 use crate::agent::detached::Admission;
 use serde::{Deserialize, Serialize};
 
 /// The key that marks a self-invocation's event (a Function URL event never has it at the top).
 pub(crate) const EVENT_KEY: &str = "aguiDetachedRun";
+/// The key that marks the event of an invocation that takes a run over from the last one.
+pub(crate) const CONTINUE_KEY: &str = "aguiContinuedRun";
 
 /// An accepted run, as handed to where it runs: the request as the caller sent it (parsed again
 /// there with the same rules) and what admission already did.
@@ -29,7 +32,20 @@ pub(crate) enum Dispatcher {
     Local,
     /// An asynchronous invocation of this function.
     #[cfg(feature = "aws")]
-    Lambda(LambdaInvoker),
+    Lambda(std::sync::Arc<LambdaInvoker>),
+}
+
+impl Dispatcher {
+    /// Where runs go on when their invocation ends: the next invocation, under Lambda.
+    pub(crate) fn continuations(
+        &self,
+    ) -> Option<std::sync::Arc<dyn crate::agent::continuation::Continuations>> {
+        match self {
+            Dispatcher::Local => None,
+            #[cfg(feature = "aws")]
+            Dispatcher::Lambda(invoker) => Some(invoker.clone()),
+        }
+    }
 }
 
 impl Dispatcher {
@@ -51,7 +67,8 @@ impl Dispatcher {
 #[cfg(feature = "aws")]
 pub(crate) struct LambdaInvoker {
     pub http: reqwest::Client,
-    /// `https://lambda.<region>.amazonaws.com`, or an emulator's (`SELF_INVOKE_ENDPOINT`).
+    /// `https://lambda.<region>.amazonaws.com`, `AWS_ENDPOINT_URL_LAMBDA`, or `cargo lambda
+    /// watch`'s (`SELF_INVOKE_ENDPOINT`).
     pub endpoint: String,
     pub function_name: String,
     /// The version this environment runs, so a detached run runs the same code.
@@ -72,6 +89,12 @@ impl LambdaInvoker {
     }
 
     async fn invoke(&self, payload: Vec<u8>) -> Result<(), String> {
+        self.invoke_with(payload, self.emulated).await
+    }
+
+    /// Sends the invocation; `detached` does not await the answer (an emulator that runs one
+    /// invocation at a time answers only once the invoked one has).
+    async fn invoke_with(&self, payload: Vec<u8>, detached: bool) -> Result<(), String> {
         use aws_credential_types::provider::ProvideCredentials;
         use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
         let mut url = format!(
@@ -121,7 +144,7 @@ impl LambdaInvoker {
             request = request.header("x-amzn-trace-id", trace);
         }
         let call = request.send();
-        if self.emulated {
+        if detached {
             tokio::spawn(async move {
                 if let Err(error) = call.await {
                     tracing::error!(%error, "the emulator's Invoke API failed");
@@ -140,5 +163,19 @@ impl LambdaInvoker {
                 text.chars().take(300).collect::<String>()
             ))
         }
+    }
+}
+
+/// A run's next runner is the next asynchronous invocation of this function. Lambda delivers
+/// it at least once; the run's lease makes every delivery but one do nothing.
+#[cfg(feature = "aws")]
+#[async_trait::async_trait]
+impl crate::agent::continuation::Continuations for LambdaInvoker {
+    async fn send(
+        &self,
+        continuation: &crate::agent::continuation::Continuation,
+    ) -> Result<(), String> {
+        let payload = serde_json::json!({ CONTINUE_KEY: continuation });
+        self.invoke(payload.to_string().into_bytes()).await
     }
 }

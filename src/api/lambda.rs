@@ -95,6 +95,19 @@ pub async fn answer_event(app: &App, event: LambdaEvent<Value>) -> http::Respons
             .instrument(span)
             .await;
     }
+    if let Some(continued) = payload.get(super::dispatch::CONTINUE_KEY) {
+        // In the X-Ray trace Lambda continued from the invocation that handed the run off.
+        let span = crate::telemetry::trace_span!("continued run", "server");
+        span.record("otel.name", "continued run");
+        let xray = context
+            .xray_trace_id
+            .clone()
+            .map(crate::telemetry::TraceParent);
+        crate::telemetry::otel::set_parent(&span, xray.as_ref(), &http::HeaderMap::new());
+        return run_continuation(app, continued.clone(), context.deadline)
+            .instrument(span)
+            .await;
+    }
     if let Some(error) = undecodable_body(&payload) {
         // Function URL events name the path `rawPath`, REST events `path`.
         let path = ["rawPath", "path"]
@@ -148,6 +161,44 @@ async fn run_detached(
     };
     let mut response = http::Response::new(ResponseBody::full(Bytes::from(
         serde_json::json!({ "detachedRun": outcome }).to_string(),
+    )));
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// A self-invocation that takes a run over from the invocation before (or from one that
+/// stopped). The invocation lasts as long as its part of the run; its answer goes nowhere, so it
+/// only says what happened: `continued`, or `held`, `gone` and `failed` when it did nothing.
+async fn run_continuation(
+    app: &App,
+    continued: Value,
+    deadline_ms: u64,
+) -> http::Response<ResponseBody> {
+    let ends = (deadline_ms > 0).then(|| {
+        let deadline = deadline_instant(deadline_ms);
+        deadline
+            .checked_sub(app.deadline_margin)
+            .unwrap_or(deadline)
+    });
+    let outcome =
+        match serde_json::from_value::<crate::agent::continuation::Continuation>(continued) {
+            Ok(continuation) => {
+                let continued = app.agent.continue_run(&continuation, ends).await;
+                if let crate::agent::continuation::Continued::Started(run) = &continued {
+                    tracing::info!(run_id = %run.run_id, "the run goes on in this invocation");
+                }
+                continued.label()
+            }
+            Err(error) => {
+                tracing::error!(%error, "a continued run's event does not parse");
+                "unreadable"
+            }
+        };
+    let mut response = http::Response::new(ResponseBody::full(Bytes::from(
+        serde_json::json!({ "continuedRun": outcome }).to_string(),
     )));
     response.headers_mut().insert(
         http::header::CONTENT_TYPE,

@@ -55,7 +55,7 @@ impl App {
             .into());
         }
         let (input, answer) = self.decode_run(dialect, body)?;
-        let deadline = self.run_deadline(invocation_deadline);
+        let deadline = self.run_deadline();
         let received = request
             .extensions()
             .get::<Arrival>()
@@ -74,6 +74,9 @@ impl App {
             received,
             dialect: dialect.label(),
         });
+        if let Some(ends) = self.invocation_end(invocation_deadline) {
+            run.end_invocation_at(ends);
+        }
         let thread_id = run.thread_id().clone();
         let run_id = run.run_id().clone();
         match answer {
@@ -82,7 +85,14 @@ impl App {
             }
             RunAnswer::Stream(encoder) => {
                 // The run goes on by itself; this response is only its first follower.
-                let frames = stream::frames(run.into_batches(), self.ping_interval, encoder);
+                let batches = stream::until(
+                    run.into_batches(),
+                    self.stream_end(None),
+                    &thread_id,
+                    &run_id,
+                    0,
+                );
+                let frames = stream::frames(batches, self.ping_interval, encoder);
                 let agkit = dialect == Dialect::AgKit;
                 Ok(sse_response(frames, &thread_id, &run_id, agkit))
             }
@@ -113,11 +123,33 @@ impl App {
         })
     }
 
-    pub(super) fn run_deadline(&self, invocation_deadline: Option<Instant>) -> Instant {
-        let own = Instant::now() + self.run_timeout;
-        match invocation_deadline {
-            Some(lambda) => own.min(lambda.checked_sub(self.deadline_margin).unwrap_or(lambda)),
-            None => own,
+    /// When a run that starts now must have ended (`RUN_MAX_SECS`), across invocations.
+    pub(super) fn run_deadline(&self) -> Instant {
+        Instant::now() + self.run_max
+    }
+
+    /// When an answer that waits for a run must be sent: the run's deadline, or this
+    /// invocation's end (less the margin) if sooner.
+    pub(super) fn answer_deadline(&self, invocation_deadline: Option<Instant>) -> Instant {
+        let run = self.run_deadline();
+        self.invocation_end(invocation_deadline)
+            .map_or(run, |ends| ends.min(run))
+    }
+
+    /// When this invocation's part of a run must end: its deadline less the margin that
+    /// leaves time to store the run and start the next invocation.
+    pub(super) fn invocation_end(&self, invocation_deadline: Option<Instant>) -> Option<Instant> {
+        invocation_deadline.map(|lambda| lambda.checked_sub(self.deadline_margin).unwrap_or(lambda))
+    }
+
+    /// When a response stream must end, with the notice that says where to follow its run if
+    /// the run goes on: `STREAM_MAX_SECS` from now, and `invocation_end` for a stream that
+    /// follows a run another process runs (a run this process runs hands off itself).
+    pub(super) fn stream_end(&self, invocation_end: Option<Instant>) -> Option<Instant> {
+        let own = self.stream_max.map(|max| Instant::now() + max);
+        match (own, invocation_end) {
+            (Some(own), Some(invocation)) => Some(own.min(invocation)),
+            (own, invocation) => own.or(invocation),
         }
     }
 
@@ -158,11 +190,24 @@ impl App {
             .await
             .map_err(ApiError::from_store)?
             .ok_or(ApiError::RunNotFound)?;
+        let invocation_end = self.invocation_end(invocation_deadline);
         let batches = match source {
-            RunSource::Live(run) => {
+            // From the live log, unless the client needs events another runner sent.
+            RunSource::Live(run) if after >= run.base() => {
                 run.note_rejoin();
-                run.follow(after).boxed()
+                stream::until(
+                    run.follow(after),
+                    self.stream_end(None),
+                    &thread_id,
+                    &run_id,
+                    after,
+                )
+                .boxed()
             }
+            RunSource::Live(_) => self
+                .follow_stored(principal, &thread_id, &run_id, after, invocation_end)
+                .await?
+                .boxed(),
             RunSource::Stored { run, active } => {
                 let first = self
                     .agent
@@ -179,7 +224,7 @@ impl App {
                     run,
                     first,
                     after,
-                    self.run_deadline(invocation_deadline),
+                    self.stream_end(invocation_end),
                 )
                 .boxed()
             }
@@ -189,6 +234,46 @@ impl App {
             &thread_id,
             &run_id,
             false,
+        ))
+    }
+
+    /// A run's events from its log in the store after `after`, then as they are written.
+    async fn follow_stored(
+        &self,
+        principal: &Principal,
+        thread_id: &ThreadId,
+        run_id: &RunId,
+        after: u64,
+        invocation_end: Option<Instant>,
+    ) -> Result<impl futures_util::Stream<Item = stream::Batch> + Send + 'static, ApiError> {
+        let created_at_ms = match self
+            .agent
+            .activity(principal, thread_id)
+            .await
+            .map_err(ApiError::from_store)?
+        {
+            crate::store::ThreadActivity::Missing => return Err(ApiError::RunNotFound),
+            crate::store::ThreadActivity::Idle { created_at_ms }
+            | crate::store::ThreadActivity::Running { created_at_ms, .. }
+            | crate::store::ThreadActivity::Stalled { created_at_ms, .. } => created_at_ms,
+        };
+        let run = crate::store::RunRef {
+            thread_id: thread_id.clone(),
+            created_at_ms,
+            run_id: run_id.clone(),
+        };
+        let first = self
+            .agent
+            .run_events(&run, None)
+            .await
+            .map_err(ApiError::from_store)?;
+        Ok(stream::follow_stored(
+            self.agent.clone(),
+            principal.clone(),
+            run,
+            first,
+            after,
+            self.stream_end(invocation_end),
         ))
     }
 

@@ -1,17 +1,74 @@
-//! SSE transport: a run's event batches as body chunks with `: ping` while silent, and
-//! following a run that lives in another process through its log in the store.
+//! SSE transport: a run's event batches as body chunks with `: ping` while silent, following a
+//! run that lives in another process through its log in the store (asking for the run's
+//! recovery when its runner stopped), and ending a stream that must end before its run with the
+//! notice that says where to follow it.
 
 use crate::agent::Agent;
 use crate::auth::Principal;
 use crate::dialects::Encoder;
 use crate::protocol::events::{Event, RecordedEvent, RunErrorCode};
 use crate::protocol::sse::PING_FRAME;
+use crate::protocol::{RunId, ThreadId};
 use crate::store::{EventPage, RunRef, ThreadActivity};
 use bytes::{Bytes, BytesMut};
 use futures_util::{FutureExt, Stream, StreamExt};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
+
+/// Events that arrived together.
+pub(crate) type Batch = Vec<Arc<RecordedEvent>>;
+
+/// `batches` until `end`: a stream still open then ends with the notice that its run goes on
+/// (where to follow it, after the last event sent); `after` is the last event sent before.
+pub(crate) fn until<S>(
+    batches: S,
+    end: Option<Instant>,
+    thread_id: &ThreadId,
+    run_id: &RunId,
+    after: u64,
+) -> impl Stream<Item = Batch> + Send + 'static
+where
+    S: Stream<Item = Batch> + Send + 'static,
+{
+    let (thread_id, run_id) = (thread_id.clone(), run_id.clone());
+    let mut batches = Box::pin(batches);
+    async_stream::stream! {
+        let mut last = after;
+        loop {
+            let next = match end {
+                Some(end) => match tokio::time::timeout_at(end, batches.next()).await {
+                    Ok(next) => next,
+                    Err(_) => {
+                        yield vec![Arc::new(notice(&thread_id, &run_id, last))];
+                        break;
+                    }
+                },
+                None => batches.next().await,
+            };
+            let Some(batch) = next else { break };
+            let ended = batch.last().is_some_and(|event| event.terminal);
+            if let Some(event) = batch.iter().rev().find(|event| !event.notice) {
+                last = event.seq;
+            }
+            yield batch;
+            if ended {
+                break;
+            }
+        }
+    }
+}
+
+/// The notice that ends a stream while its run goes on, after event `after`.
+fn notice(thread_id: &ThreadId, run_id: &RunId, after: u64) -> RecordedEvent {
+    RecordedEvent::continues(
+        thread_id,
+        run_id,
+        after,
+        &crate::agent::events_path(thread_id, run_id),
+        chrono::Utc::now().timestamp_millis(),
+    )
+}
 
 /// The shortest gap between two body chunks while events keep coming. A frame after a quiet
 /// spell goes out at once; during a burst (a model streaming faster than one chunk per
@@ -69,18 +126,24 @@ where
 const FIRST_POLL: Duration = Duration::from_millis(100);
 const LONGEST_POLL: Duration = Duration::from_secs(1);
 /// Polls that find the run gone from its thread and no terminal event before the follower
-/// gives up on it (its process died before writing the end).
+/// gives up on it (its process died before writing the end, and it cannot be taken over).
 const POLLS_AFTER_RELEASE: u32 = 3;
+/// How often a follower asks again for the recovery of a run whose runner stopped, and how many
+/// times before it gives up on it.
+const RECOVERY_EVERY: Duration = Duration::from_secs(10);
+const RECOVERY_ASKS: u32 = 3;
 
 /// The events of a run held in the store after sequence number `after`, then the run's new
-/// events as they are written, until its terminal event or `deadline`.
+/// events as they are written (across its invocations), until its terminal event; at `end`, a
+/// stream still open ends with the notice that the run goes on. A run whose runner stopped
+/// without letting it go is asked to be taken over.
 pub(crate) fn follow_stored(
     agent: Agent,
     owner: Principal,
     run: RunRef,
     first: EventPage,
     after: u64,
-    deadline: Instant,
+    end: Option<Instant>,
 ) -> impl Stream<Item = Vec<Arc<RecordedEvent>>> + Send + 'static {
     async_stream::stream! {
         let mut cursor = first.next;
@@ -89,6 +152,7 @@ pub(crate) fn follow_stored(
         let mut page = first;
         let mut pause = FIRST_POLL;
         let mut released_polls = 0;
+        let mut recovery: (u32, Option<Instant>) = (0, None);
         loop {
             let fresh: Vec<Arc<RecordedEvent>> = page
                 .events
@@ -107,6 +171,15 @@ pub(crate) fn follow_stored(
                     Ok(ThreadActivity::Running { run_id, .. }) if run_id == run.run_id => {
                         released_polls = 0;
                     }
+                    Ok(ThreadActivity::Stalled { run_id, .. })
+                        if run_id == run.run_id && recovery.0 < RECOVERY_ASKS =>
+                    {
+                        released_polls = 0;
+                        if recovery.1.is_none_or(|at| at.elapsed() >= RECOVERY_EVERY) {
+                            agent.recover(&owner, &run.thread_id, &run.run_id).await;
+                            recovery = (recovery.0 + 1, Some(Instant::now()));
+                        }
+                    }
                     Ok(_) => released_polls += 1,
                     Err(error) => tracing::warn!(%error, "following a run: store read failed"),
                 }
@@ -114,7 +187,11 @@ pub(crate) fn follow_stored(
             if ended {
                 break;
             }
-            if released_polls >= POLLS_AFTER_RELEASE || Instant::now() >= deadline {
+            if end.is_some_and(|end| Instant::now() >= end) {
+                yield vec![Arc::new(notice(&run.thread_id, &run.run_id, last_seq))];
+                break;
+            }
+            if released_polls >= POLLS_AFTER_RELEASE {
                 let lost = Event::RunError {
                     message: "the run ended without a terminal event: its process stopped or the follow timed out".to_owned(),
                     code: RunErrorCode::RunLost,

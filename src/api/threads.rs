@@ -65,6 +65,27 @@ pub(super) fn path_thread(thread_id: &str) -> Result<ThreadId, ApiError> {
         .map_err(|_| ApiError::Start(StartError::NotFound))
 }
 
+/// Where the active run is and where to follow it: `{runId, events, runner, handedOff}` (the
+/// invocation that runs it, counting from 1, and whether it is between two); `null` when none.
+fn active_run(
+    thread_id: &ThreadId,
+    run_id: Option<&crate::protocol::RunId>,
+    runner: Option<crate::store::Runner>,
+) -> Value {
+    let Some(run_id) = run_id else {
+        return Value::Null;
+    };
+    let mut active = json!({
+        "runId": run_id,
+        "events": crate::agent::events_path(thread_id, run_id),
+    });
+    if let Some(runner) = runner {
+        active["runner"] = json!(runner.epoch);
+        active["handedOff"] = json!(runner.handed_off);
+    }
+    active
+}
+
 pub(super) fn iso_ms(ms: i64) -> Value {
     chrono::DateTime::from_timestamp_millis(ms).map_or(Value::Null, |at| {
         json!(at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
@@ -110,6 +131,7 @@ impl App {
             "state": page.state,
             "title": page.title,
             "activeRunId": page.active_run,
+            "activeRun": active_run(&thread_id, page.active_run.as_ref(), page.runner),
         });
         if let Some(next) = page.next {
             body["next"] = json!(next);

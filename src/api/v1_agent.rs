@@ -142,9 +142,10 @@ impl App {
                 v1_agent::set_attachment_url(&mut input, at, path.clone());
             }
         }
-        let deadline = self.run_deadline(invocation_deadline);
+        let deadline = self.run_deadline();
+        let ends = self.invocation_end(invocation_deadline);
         agent
-            .start_detached(principal, input, &request.admission, deadline)
+            .start_detached(principal, input, &request.admission, deadline, ends)
             .await
     }
 

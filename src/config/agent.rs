@@ -18,6 +18,7 @@ impl Section for AgentSettings {
         "INTERRUPT_TTL_SECS",
         "APPROVAL_CONFIRM_TOOL",
         "BUSY_THREAD_POLICY",
+        "HANDOFF_STEP_SECS",
     ];
 
     fn from_vars(vars: &Vars) -> Result<Self, ConfigError> {
@@ -38,6 +39,11 @@ impl Section for AgentSettings {
                 60..=604_800,
             )?),
             confirm_tool: confirm_tool(vars, &defaults.confirm_tool)?,
+            step_estimate: Duration::from_secs(vars.bounded(
+                "HANDOFF_STEP_SECS",
+                defaults.step_estimate.as_secs(),
+                1..=840,
+            )?),
             quotas: Quotas::from_vars(vars)?,
             busy_thread_policy: match vars.text("BUSY_THREAD_POLICY") {
                 None => defaults.busy_thread_policy,
@@ -81,8 +87,10 @@ mod tests {
         assert_eq!(set.store.run_events_ttl_hours, 24);
         for (name, value) in [
             ("RUN_LEASE_SECS", "0"),
-            ("RUN_TIMEOUT_SECS", "18446744073709551615"),
-            ("RUN_TIMEOUT_SECS", "28801"),
+            ("RUN_MAX_SECS", "18446744073709551615"),
+            ("RUN_MAX_SECS", "86401"),
+            ("HANDOFF_STEP_SECS", "0"),
+            ("HANDOFF_STEP_SECS", "841"),
             ("RUN_EVENTS_TTL_HOURS", "0"),
             ("BUSY_THREAD_POLICY", "queue"),
         ] {

@@ -20,21 +20,27 @@ pub enum Hosting {
 }
 
 impl Hosting {
-    /// The most a run may last here (`RUN_TIMEOUT_SECS`): Lambda stops an invocation at 15
-    /// minutes; elsewhere nothing does, and AgentCore keeps a session 8 hours at most.
+    /// The most a run may last here (`RUN_MAX_SECS`): under Lambda a run outlasts its
+    /// invocations (it goes on in the next), up to a day, as long as run events are kept by
+    /// default; AgentCore keeps a session 8 hours at most.
     pub(crate) fn max_run_secs(self) -> u64 {
         match self {
-            Hosting::Lambda => 900,
-            Hosting::Server | Hosting::AgentCore => 28_800,
+            Hosting::Lambda | Hosting::Server => 86_400,
+            Hosting::AgentCore => 28_800,
         }
     }
 
-    /// `RUN_TIMEOUT_SECS` unset: under Lambda a run ends before its invocation; AgentCore
-    /// streams a response for 60 minutes at most.
+    /// `RUN_MAX_SECS` unset: an hour.
     pub(crate) fn default_run_secs(self) -> u64 {
+        3_600
+    }
+
+    /// `STREAM_MAX_SECS` unset: AgentCore streams a response for 60 minutes at most; a plain
+    /// server's streams last as long as their runs; under Lambda the invocation bounds them.
+    pub(crate) fn default_stream_secs(self) -> Option<u64> {
         match self {
-            Hosting::Lambda | Hosting::Server => 870,
-            Hosting::AgentCore => 3_540,
+            Hosting::AgentCore => Some(3_540),
+            Hosting::Lambda | Hosting::Server => None,
         }
     }
 
@@ -97,7 +103,8 @@ mod tests {
         let agentcore = config(&[("HOSTING", "agentcore")]).unwrap();
         assert_eq!(agentcore.hosting.mode, Hosting::AgentCore);
         assert_eq!(agentcore.http.listen.to_string(), "0.0.0.0:8080");
-        assert_eq!(agentcore.http.run_timeout, Duration::from_secs(3_540));
+        assert_eq!(agentcore.http.run_max, Duration::from_secs(3_600));
+        assert_eq!(agentcore.http.stream_max, Some(Duration::from_secs(3_540)));
         let err = config(&[lambda, ("HOSTING", "agentcore")]).unwrap_err();
         assert!(
             err.to_string().starts_with("HOSTING must be unset"),
@@ -107,17 +114,25 @@ mod tests {
     }
 
     #[test]
-    fn the_run_timeout_bound_follows_the_host() {
+    fn the_run_bound_follows_the_host_and_outlasts_an_invocation() {
         let lambda = ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001");
-        let eight_hours = ("RUN_TIMEOUT_SECS", "28800");
-        let err = config(&[lambda, eight_hours]).unwrap_err();
-        assert!(err.to_string().starts_with("RUN_TIMEOUT_SECS"), "{err}");
-        assert!(config(&[lambda, ("RUN_TIMEOUT_SECS", "900")]).is_ok());
-        for host in ["server", "agentcore"] {
-            let config = config(&[("HOSTING", host), eight_hours]).unwrap();
-            assert_eq!(config.http.run_timeout, Duration::from_secs(28_800));
-        }
-        assert!(config(&[("RUN_TIMEOUT_SECS", "28801")]).is_err());
+        let under_lambda = config(&[lambda]).unwrap();
+        assert_eq!(under_lambda.http.run_max, Duration::from_secs(3_600));
+        assert_eq!(under_lambda.http.stream_max, None);
+        assert!(config(&[lambda, ("RUN_MAX_SECS", "86400")]).is_ok());
+        let err = config(&[lambda, ("RUN_MAX_SECS", "86401")]).unwrap_err();
+        assert!(err.to_string().starts_with("RUN_MAX_SECS"), "{err}");
+        let agentcore = [("HOSTING", "agentcore"), ("RUN_MAX_SECS", "28801")];
+        assert!(config(&agentcore).is_err());
+        assert!(config(&[("RUN_MAX_SECS", "0")]).is_err());
+        // The former name still works, alone.
+        let old = config(&[("RUN_TIMEOUT_SECS", "600")]).unwrap();
+        assert_eq!(old.http.run_max, Duration::from_secs(600));
+        let both = config(&[("RUN_TIMEOUT_SECS", "600"), ("RUN_MAX_SECS", "700")]).unwrap_err();
+        assert!(both.to_string().starts_with("RUN_TIMEOUT_SECS"), "{both}");
+        let stream = config(&[("STREAM_MAX_SECS", "540")]).unwrap();
+        assert_eq!(stream.http.stream_max, Some(Duration::from_secs(540)));
+        assert!(config(&[("STREAM_MAX_SECS", "0")]).is_err());
     }
 
     #[test]

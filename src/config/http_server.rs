@@ -13,8 +13,13 @@ pub struct HttpConfig {
     /// Origins the server itself answers CORS for; empty leaves CORS to the Function URL.
     pub cors_allowed_origins: Vec<String>,
     pub ping_interval: Duration,
-    pub run_timeout: Duration,
-    /// How long before the Lambda deadline a run stops with `TIMEOUT`, leaving time to store it.
+    /// `RUN_MAX_SECS`: the longest a run may take, across invocations.
+    pub run_max: Duration,
+    /// `STREAM_MAX_SECS`: the longest a response stream lasts; one that reaches it while its
+    /// run goes on ends with the notice that says where to follow the run.
+    pub stream_max: Option<Duration>,
+    /// How long before the Lambda deadline a runner lets its run go (to the next invocation),
+    /// leaving time to store it.
     pub deadline_margin: Duration,
     /// `DEV_UI`: `GET /` serves the dev chat page; on by default locally, off under Lambda.
     pub dev_ui: bool,
@@ -28,7 +33,9 @@ impl Section for HttpConfig {
         "HOST",
         "CORS_ALLOWED_ORIGINS",
         "SSE_PING_INTERVAL_MS",
+        "RUN_MAX_SECS",
         "RUN_TIMEOUT_SECS",
+        "STREAM_MAX_SECS",
         "DEADLINE_MARGIN_MS",
         "DEV_UI",
         "A2A_PUBLIC_URL",
@@ -44,11 +51,11 @@ impl Section for HttpConfig {
                 15_000,
                 100..=300_000,
             )?),
-            run_timeout: Duration::from_secs(vars.bounded(
-                "RUN_TIMEOUT_SECS",
-                host.default_run_secs(),
-                1..=host.max_run_secs(),
-            )?),
+            run_max: run_max(vars, host)?,
+            stream_max: match vars.optional_bounded("STREAM_MAX_SECS", 1..=86_400)? {
+                Some(secs) => Some(Duration::from_secs(secs)),
+                None => host.default_stream_secs().map(Duration::from_secs),
+            },
             deadline_margin: Duration::from_millis(vars.bounded(
                 "DEADLINE_MARGIN_MS",
                 3_000,
@@ -58,6 +65,27 @@ impl Section for HttpConfig {
             a2a_public_url: vars.http_endpoint("A2A_PUBLIC_URL")?,
         })
     }
+}
+
+/// `RUN_MAX_SECS`, or its former name `RUN_TIMEOUT_SECS` (not both).
+fn run_max(vars: &Vars, host: Hosting) -> Result<Duration, ConfigError> {
+    let bounds = 1..=host.max_run_secs();
+    let name = match (vars.text("RUN_MAX_SECS"), vars.text("RUN_TIMEOUT_SECS")) {
+        (Some(_), Some(old)) => {
+            return Err(ConfigError::Invalid {
+                name: "RUN_TIMEOUT_SECS",
+                expected: "unset when RUN_MAX_SECS is set (it is RUN_MAX_SECS's former name)",
+                value: old,
+            });
+        }
+        (None, Some(_)) => "RUN_TIMEOUT_SECS",
+        _ => "RUN_MAX_SECS",
+    };
+    Ok(Duration::from_secs(vars.bounded(
+        name,
+        host.default_run_secs(),
+        bounds,
+    )?))
 }
 
 /// `PORT` and `HOST`; AgentCore Runtime sends to `0.0.0.0:8080`, the default there.

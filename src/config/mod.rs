@@ -252,7 +252,7 @@ pub(crate) mod tests {
             ("PORT", "65536"),
             ("HOSTING", "kubernetes"),
             ("SHUTDOWN_GRACE_SECS", "86400"),
-            ("RUN_TIMEOUT_SECS", "0"),
+            ("RUN_MAX_SECS", "0"),
             ("RUNTIME_FLAVOR", "fibers"),
             ("TOOL_RESULT_MAX_BYTES", "1023"),
             ("TOOL_RESULT_MAX_BYTES", "1048577"),

@@ -94,6 +94,7 @@ pub(crate) async fn list_tools(
             continue;
         }
         let requires_approval = requires_approval(server, &tool);
+        let idempotent = idempotent(&tool);
         tools.push(McpTool {
             name,
             server: server.name.clone(),
@@ -106,6 +107,7 @@ pub(crate) async fn list_tools(
                 .to_owned(),
             parameters: Value::Object((*tool.input_schema).clone()),
             requires_approval,
+            idempotent,
             timeout: server.timeout,
             session: session.clone(),
         });
@@ -123,6 +125,15 @@ fn requires_approval(server: &McpServerSettings, tool: &Tool) -> bool {
         .and_then(|annotations| annotations.destructive_hint)
         == Some(true);
     destructive && server.approve_destructive
+}
+
+/// A tool that says it is read-only (`readOnlyHint: true`) or idempotent (`idempotentHint:
+/// true`) may run again when a call of it was cut off. Only an explicit `true` counts: the
+/// spec's defaults are `false` for both.
+fn idempotent(tool: &Tool) -> bool {
+    tool.annotations.as_ref().is_some_and(|annotations| {
+        annotations.read_only_hint == Some(true) || annotations.idempotent_hint == Some(true)
+    })
 }
 
 fn header_name(server: &McpServerSettings, name: &str) -> Result<http::HeaderName, McpError> {
@@ -157,6 +168,7 @@ pub(crate) struct McpTool {
     description: String,
     parameters: Value,
     requires_approval: bool,
+    idempotent: bool,
     timeout: Duration,
     session: Arc<Session>,
 }
@@ -188,6 +200,10 @@ impl ServerTool for McpTool {
 
     fn timeout(&self) -> Option<Duration> {
         Some(self.timeout)
+    }
+
+    fn idempotent(&self) -> bool {
+        self.idempotent
     }
 
     async fn call(&self, arguments: Value, context: &ToolContext) -> Result<ToolOutput, ToolError> {
@@ -338,6 +354,23 @@ mod tests {
             &server,
             &tool(json!({"destructiveHint": true}))
         ));
+    }
+
+    #[test]
+    fn only_tools_that_say_so_run_again_after_a_cut_off_call() {
+        let tool = |annotations: Value| -> Tool {
+            serde_json::from_value(json!({
+                "name": "fetch",
+                "inputSchema": {"type": "object"},
+                "annotations": annotations,
+            }))
+            .unwrap()
+        };
+        assert!(idempotent(&tool(json!({"idempotentHint": true}))));
+        assert!(idempotent(&tool(json!({"readOnlyHint": true}))));
+        assert!(!idempotent(&tool(json!({"idempotentHint": false}))));
+        assert!(!idempotent(&tool(json!({"destructiveHint": false}))));
+        assert!(!idempotent(&tool(json!({}))), "the spec's default is false");
     }
 
     #[test]

@@ -210,15 +210,23 @@ pub enum EncryptedValueSubtype {
     ToolCall,
 }
 
+/// Our key in an event's `metadata` (AG-UI keeps `ag-ui` for itself; every other key is the
+/// sender's, and AG-UI 1.x clients pass it on untouched).
+pub(crate) const METADATA_KEY: &str = "agui-lambda";
+
 /// An event as its run emitted it: its place in the run (`seq`, from 1) and its AG-UI JSON
-/// with the timestamp, serialised once and shared by the live stream, followers and the event
-/// log. `event` is `None` when the JSON was read back from the store.
+/// with the timestamp and its place again in `metadata` (for clients that do not see SSE ids),
+/// serialised once and shared by the live stream, followers and the event log. `event` is
+/// `None` when the JSON was read back from the store.
 #[derive(Debug, Clone)]
 pub struct RecordedEvent {
     pub seq: u64,
     pub json: bytes::Bytes,
     pub terminal: bool,
     pub event: Option<Event>,
+    /// Not one of the run's events: the notice that ends a stream while the run goes on. It
+    /// carries no id, is never recorded, and ends the stream it is sent on.
+    pub notice: bool,
 }
 
 #[derive(Serialize)]
@@ -226,14 +234,72 @@ pub(crate) struct Stamped<'a> {
     #[serde(flatten)]
     pub(crate) event: &'a Event,
     pub(crate) timestamp: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) metadata: Option<Placed>,
+}
+
+/// `metadata` with the event's place in its run: `{"agui-lambda":{"eventId":7}}`.
+#[derive(Serialize)]
+pub(crate) struct Placed {
+    #[serde(rename = "agui-lambda")]
+    place: Place,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Place {
+    /// What `Last-Event-ID` resumes after.
+    event_id: u64,
+}
+
+/// `event`'s JSON with its timestamp and its place in `metadata`. An event with metadata of its
+/// own (a sub-agent's end, a child's forwarded event) keeps it: the place joins our key there,
+/// replacing a child's place in its own run.
+fn placed_json(event: &Event, seq: u64, timestamp_ms: i64) -> serde_json::Result<Vec<u8>> {
+    let own_metadata = match event {
+        Event::SubagentFinished { metadata, .. } => metadata.is_some(),
+        Event::Forwarded(fields) => fields.contains_key("metadata"),
+        _ => false,
+    };
+    if !own_metadata {
+        return serde_json::to_vec(&Stamped {
+            event,
+            timestamp: timestamp_ms,
+            metadata: Some(Placed {
+                place: Place { event_id: seq },
+            }),
+        });
+    }
+    let mut json = serde_json::to_value(Stamped {
+        event,
+        timestamp: timestamp_ms,
+        metadata: None,
+    })?;
+    if let Some(fields) = json.as_object_mut() {
+        let metadata = fields
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if !metadata.is_object() {
+            *metadata = Value::Object(serde_json::Map::new());
+        }
+        if let Some(metadata) = metadata.as_object_mut() {
+            let ours = metadata
+                .entry(METADATA_KEY)
+                .or_insert_with(|| Value::Object(serde_json::Map::new()));
+            match ours.as_object_mut() {
+                Some(ours) => {
+                    ours.insert("eventId".to_owned(), Value::from(seq));
+                }
+                None => *ours = serde_json::json!({"eventId": seq}),
+            }
+        }
+    }
+    serde_json::to_vec(&json)
 }
 
 impl RecordedEvent {
     pub(crate) fn new(seq: u64, event: Event, timestamp_ms: i64) -> Self {
-        let json = match serde_json::to_vec(&Stamped {
-            event: &event,
-            timestamp: timestamp_ms,
-        }) {
+        let json = match placed_json(&event, seq, timestamp_ms) {
             Ok(json) => json,
             // Our event types always serialise; if one ever does not, the client must still
             // get a well-formed event rather than a torn frame.
@@ -248,6 +314,7 @@ impl RecordedEvent {
             terminal: event.is_terminal(),
             json: bytes::Bytes::from(json),
             event: Some(event),
+            notice: false,
         }
     }
 
@@ -260,6 +327,48 @@ impl RecordedEvent {
             json,
             terminal,
             event: None,
+            notice: false,
+        }
+    }
+
+    /// The notice that ends a stream while its run goes on (a hand-off to the next invocation,
+    /// or the stream's own time limit): AG-UI's `RUN_FINISHED`, so a client that cannot follow
+    /// the run sees a clean end, whose `result` and `metadata` say the run continues and where
+    /// to follow it (`events`, after `lastEventId`). `after` is the last event sent.
+    pub(crate) fn continues(
+        thread_id: &ThreadId,
+        run_id: &RunId,
+        after: u64,
+        events: &str,
+        timestamp_ms: i64,
+    ) -> Self {
+        let place = serde_json::json!({
+            "continues": true,
+            "threadId": thread_id,
+            "runId": run_id,
+            "events": events,
+            "lastEventId": after,
+        });
+        let json = serde_json::json!({
+            "type": "RUN_FINISHED",
+            "threadId": thread_id,
+            "runId": run_id,
+            "result": place,
+            "timestamp": timestamp_ms,
+            "metadata": {METADATA_KEY: {"continues": {"events": events, "lastEventId": after}}},
+        });
+        Self {
+            seq: after + 1,
+            json: bytes::Bytes::from(json.to_string()),
+            terminal: true,
+            // Dialects without resume get a plain finish.
+            event: Some(Event::RunFinished {
+                thread_id: thread_id.clone(),
+                run_id: run_id.clone(),
+                outcome: None,
+                usage: RunUsage::default(),
+            }),
+            notice: true,
         }
     }
 }
@@ -445,5 +554,35 @@ mod tests {
         for (event, expected) in cases {
             assert_eq!(serde_json::to_value(&event).unwrap(), expected);
         }
+    }
+
+    #[test]
+    fn an_event_with_metadata_of_its_own_keeps_it_beside_its_place() {
+        let text = |recorded: &RecordedEvent| String::from_utf8(recorded.json.to_vec()).unwrap();
+        let finished = RecordedEvent::new(
+            7,
+            Event::SubagentFinished {
+                subagent_run_id: "sa1".into(),
+                result: None,
+                outcome: None,
+                metadata: Some(json!({"agui-lambda": {"threadId": "child"}, "other": 1})),
+            },
+            5,
+        );
+        assert_eq!(text(&finished).matches("\"metadata\"").count(), 1);
+        let json: Value = serde_json::from_slice(&finished.json).unwrap();
+        assert_eq!(
+            json["metadata"],
+            json!({"agui-lambda": {"threadId": "child", "eventId": 7}, "other": 1})
+        );
+        // A child's event forwarded with the child's place: the parent's replaces it.
+        let forwarded = json!({"type": "TEXT_MESSAGE_END", "messageId": "sa1:m", "metadata": {"agui-lambda": {"eventId": 2}}});
+        let Value::Object(fields) = forwarded else {
+            unreachable!()
+        };
+        let forwarded = RecordedEvent::new(9, Event::Forwarded(fields), 5);
+        assert_eq!(text(&forwarded).matches("\"metadata\"").count(), 1);
+        let json: Value = serde_json::from_slice(&forwarded.json).unwrap();
+        assert_eq!(json["metadata"], json!({"agui-lambda": {"eventId": 9}}));
     }
 }

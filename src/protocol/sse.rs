@@ -19,6 +19,7 @@ pub fn encode_event(event: &Event, timestamp_ms: i64) -> Bytes {
         &Stamped {
             event,
             timestamp: timestamp_ms,
+            metadata: None,
         },
     ) {
         tracing::error!(error = %err, "event serialisation failed");
@@ -30,10 +31,13 @@ pub fn encode_event(event: &Event, timestamp_ms: i64) -> Bytes {
     Bytes::from(frame)
 }
 
-/// A recorded event as its AG-UI frame, with its sequence number as the SSE id.
+/// A recorded event as its AG-UI frame, with its sequence number as the SSE id (a notice, which
+/// is not one of the run's events, has none).
 pub(crate) fn encode_recorded(recorded: &RecordedEvent) -> Bytes {
     let mut frame = Vec::with_capacity(recorded.json.len() + 32);
-    push_id(&mut frame, recorded.seq);
+    if !recorded.notice {
+        push_id(&mut frame, recorded.seq);
+    }
     frame.extend_from_slice(b"data: ");
     frame.extend_from_slice(&recorded.json);
     frame.extend_from_slice(b"\n\n");
@@ -126,7 +130,7 @@ mod tests {
         assert!(recorded.terminal);
         assert_eq!(
             &encode_recorded(&recorded)[..],
-            b"id: 42\ndata: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t1\",\"runId\":\"r1\",\"timestamp\":1700000000123}\n\n"
+            b"id: 42\ndata: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t1\",\"runId\":\"r1\",\"timestamp\":1700000000123,\"metadata\":{\"agui-lambda\":{\"eventId\":42}}}\n\n"
         );
         let stored = RecordedEvent::stored(42, recorded.json.clone());
         assert!(stored.terminal);
@@ -139,7 +143,28 @@ mod tests {
         };
         assert_eq!(
             &RecordedEvent::new(3, cancelled, 5).json[..],
-            br#"{"type":"RUN_FINISHED","threadId":"t1","runId":"r1","outcome":{"type":"cancelled"},"timestamp":5}"#
+            br#"{"type":"RUN_FINISHED","threadId":"t1","runId":"r1","outcome":{"type":"cancelled"},"timestamp":5,"metadata":{"agui-lambda":{"eventId":3}}}"#
+        );
+    }
+
+    #[test]
+    fn the_notice_that_the_run_goes_on_has_no_id_and_says_where_to_follow() {
+        let thread_id = ThreadId::parse("t1", 128).unwrap();
+        let run_id = RunId::parse("r1", 128).unwrap();
+        let notice =
+            RecordedEvent::continues(&thread_id, &run_id, 41, "/threads/t1/runs/r1/events", 9);
+        assert!(notice.notice && notice.terminal);
+        let frame = encode_recorded(&notice);
+        assert!(
+            frame.starts_with(b"data: {\"type\":\"RUN_FINISHED\""),
+            "no id line"
+        );
+        let json: serde_json::Value = serde_json::from_slice(&notice.json).unwrap();
+        assert_eq!(json["result"]["continues"], true);
+        assert_eq!(json["result"]["lastEventId"], 41);
+        assert_eq!(
+            json["metadata"]["agui-lambda"]["continues"],
+            serde_json::json!({"events": "/threads/t1/runs/r1/events", "lastEventId": 41})
         );
     }
 

@@ -26,11 +26,22 @@ pub struct HistoryPage {
     pub next: Option<String>,
     /// The run holding a live lease on the thread, if any.
     pub active_run: Option<RunId>,
+    /// Where the active run is: which runner holds it, and whether it is between two.
+    pub runner: Option<Runner>,
     pub title: Option<String>,
     /// The thread's latest compaction: which messages its summary stands for in the model's view.
     pub checkpoint: Option<super::Checkpoint>,
     /// For a sub-agent's thread: the thread, run and tool call that delegated to it.
     pub parent: Option<super::ThreadLink>,
+}
+
+/// The runner of a thread's active run, for the history endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Runner {
+    /// 1 for the runner that began the run, one more for each that took it over.
+    pub epoch: u64,
+    /// The run was handed off and waits for its next runner.
+    pub handed_off: bool,
 }
 
 /// Which of a thread's messages to read newest first.

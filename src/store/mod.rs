@@ -1,5 +1,5 @@
 //! Thread persistence, one trait per capability: [`Threads`], [`History`], [`RunLeases`],
-//! [`EventLog`], [`UsageLedger`], [`TaskRecords`], [`A2aTasks`] and [`Memories`], gathered by [`ThreadStore`] and implemented
+//! [`RunCheckpoints`], [`EventLog`], [`UsageLedger`], [`TaskRecords`], [`A2aTasks`] and [`Memories`], gathered by [`ThreadStore`] and implemented
 //! by [`MemoryStore`] and `DynamoStore`. Shared here: who owns a thread, the errors, the limits.
 
 mod a2a_tasks;
@@ -14,6 +14,7 @@ pub use blob_types::Blobs;
 pub use blob_types::{StoredBlob, Upload};
 #[cfg(feature = "aws")]
 pub use blobs::Blobs;
+mod checkpoints;
 #[cfg(feature = "aws")]
 pub(crate) mod dynamo;
 mod events;
@@ -32,6 +33,7 @@ use serde_json::Value;
 
 pub(crate) use a2a_tasks::MAX_TASK_ID_LEN;
 pub(crate) use a2a_tasks::{A2aTaskCursor, A2aTaskPage, A2aTaskQuery, A2aTaskRecord, A2aTasks};
+pub use checkpoints::{Claim, ClaimedRun, RunCheckpoint, RunCheckpoints, RunClaim};
 #[cfg(feature = "aws")]
 pub use dynamo::DynamoStore;
 #[cfg(all(feature = "aws", any(test, feature = "test-utils")))]
@@ -39,11 +41,12 @@ pub use dynamo::StoreUsage;
 pub use events::EventLog;
 pub(crate) use events::{EventCursor, EventPage};
 pub(crate) use history::HistoryPage;
-pub use history::{History, HistoryQuery, TimedMessage, TimedPage, TimedQuery};
+pub use history::{History, HistoryQuery, Runner, TimedMessage, TimedPage, TimedQuery};
 pub use memories::{Memories, Memory, MemoryEdit, MemoryId, MemorySet, NewMemory};
 pub use memory::MemoryStore;
-pub(crate) use runs::{CancelState, Pulse, RunRef};
+pub use runs::CancelState;
 pub use runs::{ContextUpdate, Lease, RunFinish, RunLeases, RunStart};
+pub(crate) use runs::{Pulse, RunRef};
 pub(crate) use tasks::task_message;
 pub use tasks::{TaskFailure, TaskRecord, TaskRecords, TaskState};
 pub use threads::{Checkpoint, ContextMark};
@@ -55,7 +58,15 @@ pub use usage::{QuotaExceeded, QuotaLimits, RunTokens, Settlement, UsageLedger, 
 /// Every capability of a thread store, for the places that need them all (the agent, start-up):
 /// any type with all of them is one.
 pub trait ThreadStore:
-    Threads + History + RunLeases + EventLog + UsageLedger + TaskRecords + A2aTasks + Memories
+    Threads
+    + History
+    + RunLeases
+    + RunCheckpoints
+    + EventLog
+    + UsageLedger
+    + TaskRecords
+    + A2aTasks
+    + Memories
 {
 }
 
@@ -63,6 +74,7 @@ impl<T> ThreadStore for T where
     T: Threads
         + History
         + RunLeases
+        + RunCheckpoints
         + EventLog
         + UsageLedger
         + TaskRecords

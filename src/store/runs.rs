@@ -24,14 +24,20 @@ pub struct Lease {
     pub thread_id: ThreadId,
     pub run_id: RunId,
     pub version: u64,
+    /// Which runner of the run holds the lease: 1 for the one that began it, one more for each
+    /// runner that took it over. Every write under the lease checks it, so a runner that lost
+    /// the run can change nothing.
+    pub epoch: u64,
     pub created_at_ms: i64,
     /// Sequence number of the next message appended to the thread.
     pub next_seq: usize,
     /// When this attempt of the run took the lease; keys its event log.
     pub started_at_ms: i64,
-    /// How many input messages `begin_run` stored: with the output, whether `finish_run`
-    /// records where the run ended (for forks from `parentRunId`).
+    /// How many messages the run stored so far (its input, then its checkpoints): with the
+    /// output, whether `finish_run` records where the run ended (for forks from `parentRunId`).
     pub input_messages: usize,
+    /// The run stored a record of its progress (a checkpoint): `finish_run` removes it.
+    pub checkpointed: bool,
 }
 
 impl Lease {

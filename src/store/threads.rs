@@ -92,6 +92,13 @@ pub enum ThreadActivity {
         created_at_ms: i64,
         run_id: RunId,
     },
+    /// `run_id`'s lease expired while it still held the thread with a checkpoint: its runner
+    /// stopped (a crash, an invocation's deadline) and the run can be taken over. A new run
+    /// may also take the thread, as from an idle one.
+    Stalled {
+        created_at_ms: i64,
+        run_id: RunId,
+    },
 }
 
 /// A thread created whole, with no run: a fork.

@@ -36,6 +36,8 @@ pub(crate) struct RunMetrics {
     pub cancelled: bool,
     /// Times a client rejoined the run's stream while it ran.
     pub resumes: u32,
+    /// Times the run went on in another invocation (it outlasted one).
+    pub handoffs: u32,
     pub thread_id: String,
     pub run_id: String,
     pub trace_id: Option<String>,
@@ -154,6 +156,7 @@ impl Emf {
             ("MemoryWriteCalls", COUNT, json!(store.memory_write_calls)),
             ("Cancels", COUNT, json!(u8::from(run.cancelled))),
             ("Resumes", COUNT, json!(run.resumes)),
+            ("Handoffs", COUNT, json!(run.handoffs)),
         ]);
         let definitions: Vec<Value> = metrics
             .iter()
@@ -217,6 +220,7 @@ mod tests {
             assert!(record[*name].is_number(), "{name} has a value");
         }
         assert_eq!(record["Errors"], 1);
+        assert_eq!(record["Handoffs"], 0);
         assert_eq!(record["InputTokens"], 7);
         assert_eq!(record["Duration"], 12.5);
         assert_eq!(record["service"], "svc");

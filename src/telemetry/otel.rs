@@ -154,6 +154,26 @@ pub(crate) fn xray_header(span: &tracing::Span) -> Option<String> {
     opentelemetry_aws::trace::xray_propagator::span_context_to_string(&span_context)
 }
 
+/// `span`'s context as a W3C `traceparent`: what a run keeps for its next runner, whose span is
+/// then its child (one trace across the run's invocations); none when it is not traced.
+pub(crate) fn traceparent(span: &tracing::Span) -> Option<String> {
+    if span.is_disabled() {
+        return None;
+    }
+    let mut carrier = std::collections::HashMap::new();
+    TraceContextPropagator::new().inject_context(&span.context(), &mut carrier);
+    carrier.remove("traceparent")
+}
+
+/// Makes `span` a child of the span `traceparent` names (see [`traceparent`]).
+pub(crate) fn continue_trace(span: &tracing::Span, traceparent: &str) {
+    let mut headers = http::HeaderMap::new();
+    if let Ok(value) = http::HeaderValue::from_str(traceparent) {
+        headers.insert("traceparent", value);
+    }
+    set_parent(span, None, &headers);
+}
+
 /// Sets a string-array attribute (`gen_ai.response.finish_reasons`), which a tracing field
 /// cannot carry.
 pub(crate) fn set_strings(span: &tracing::Span, key: &'static str, values: Vec<String>) {

@@ -4,6 +4,9 @@
  * - resume: when the connection drops before the run's terminal event, it reconnects to
  *   `GET {baseUrl}/threads/{threadId}/runs/{runId}/events` with `Last-Event-ID: <last id seen>`
  *   and goes on delivering events to the same subscribers (bounded retries, exponential backoff);
+ * - long runs: a stream that ends with agui-lambda's notice that the run goes on (a run handed
+ *   to its next Lambda invocation, a stream past `STREAM_MAX_SECS`) is followed on at once, the
+ *   notice never delivered: subscribers see one run;
  * - stop: `abortRun()` also posts `POST {baseUrl}/threads/{threadId}/runs/{runId}/cancel`, so the
  *   run stops on the server too (a run there is not tied to its connection); `cancelRun()` asks
  *   the server to stop and keeps the stream open for the run's own terminal event;
@@ -78,6 +81,8 @@ export interface RunHandle {
   responded: boolean;
   /** How many times the stream was resumed. */
   resumes: number;
+  /** How many times the stream ended with the notice that the run goes on, and was followed on. */
+  continuations: number;
 }
 
 /** Messages as the agent holds them: an id and a role are all this module reads. */
@@ -163,8 +168,8 @@ export class ResumableHttpAgent extends HttpAgent {
   /** The run being streamed, or the last one; undefined before the first. */
   get activeRun(): Readonly<RunHandle> | undefined {
     if (!this.current) return undefined;
-    const { threadId, runId, lastEventId, finished, responded, resumes } = this.current;
-    return { threadId, runId, lastEventId, finished, responded, resumes };
+    const { threadId, runId, lastEventId, finished, responded, resumes, continuations } = this.current;
+    return { threadId, runId, lastEventId, finished, responded, resumes, continuations };
   }
 
   public override async runAgent(
@@ -333,6 +338,7 @@ export class ResumableHttpAgent extends HttpAgent {
         closed: false,
         delivered: 0,
         resumes: 0,
+        continuations: 0,
       };
       this.current = run;
       (async () => {
@@ -376,8 +382,17 @@ export class ResumableHttpAgent extends HttpAgent {
       const before = run.delivered;
       let failure: unknown;
       try {
-        if (await this.read(run, body, frameSource, sink, signal)) return;
+        const ended = await this.read(run, body, frameSource, sink, signal);
+        if (ended === "terminal") return;
         if (signal.aborted) throw abortReason(signal);
+        if (ended === "continues") {
+          // The run goes on (another invocation has it): follow it from where this stream ended.
+          run.continuations++;
+          attempt = 0;
+          body = await this.reopen(run, new Error("the run goes on"), () => attempt++, signal, 0);
+          frameSource = "resume";
+          continue;
+        }
         // A clean end without a terminal event: a cut proxy, a Lambda deadline.
         if (!run.resumable || this.reconnect === false) return; // as HttpAgent: just end
         failure = new Error("the stream ended before the run's terminal event");
@@ -399,14 +414,17 @@ export class ResumableHttpAgent extends HttpAgent {
     cause: unknown,
     nextAttempt: () => number,
     signal: AbortSignal,
+    firstDelayMs?: number,
   ): Promise<Response> {
-    const settings = this.reconnect as Required<ReconnectOptions>;
+    const settings = this.reconnect === false ? DEFAULT_RECONNECT : this.reconnect;
     let failure = cause;
+    let first = true;
     for (;;) {
       const attempt = nextAttempt();
       if (attempt >= settings.maxRetries) throw failure;
       const delay = Math.min(settings.maxDelayMs, settings.initialDelayMs * 2 ** attempt);
-      await sleep(delay * (0.5 + Math.random() * 0.5), signal);
+      await sleep(first && firstDelayMs !== undefined ? firstDelayMs : delay * (0.5 + Math.random() * 0.5), signal);
+      first = false;
       const headers: Record<string, string> = { ...this.headers, Accept: "text/event-stream" };
       if (run.lastEventId !== undefined) headers["Last-Event-ID"] = run.lastEventId;
       let response: Response;
@@ -425,14 +443,18 @@ export class ResumableHttpAgent extends HttpAgent {
     }
   }
 
-  /** Delivers the events of one response body. True when the terminal event was delivered. */
+  /**
+   * Delivers the events of one response body: `terminal` once the run's terminal event was
+   * delivered, `continues` when the stream ended with the notice that the run goes on, `ended`
+   * when it ended (or broke) otherwise.
+   */
   private async read(
     run: RunContext,
     response: Response,
     source: FrameSource,
     sink: Subscriber<BaseEvent>,
     signal: AbortSignal,
-  ): Promise<boolean> {
+  ): Promise<"terminal" | "continues" | "ended"> {
     const reader = response.body?.getReader();
     if (!reader) throw new Error("Failed to getReader() from response");
     const cancel = () => {
@@ -445,25 +467,29 @@ export class ResumableHttpAgent extends HttpAgent {
         const { done, value } = await reader.read();
         const frames = done ? parser.end() : parser.push(value);
         for (const frame of frames) {
-          if (this.deliver(run, frame, source, sink)) {
+          const delivered = this.deliver(run, frame, source, sink);
+          if (delivered !== "event") {
             cancel();
-            return true;
+            return delivered;
           }
         }
-        if (done) return false;
+        if (done) return "ended";
       }
     } finally {
       signal.removeEventListener("abort", cancel);
     }
   }
 
-  /** Parses, de-duplicates and emits one frame. True for the run's terminal event. */
+  /**
+   * Parses, de-duplicates and emits one frame: `terminal` for the run's terminal event,
+   * `continues` for the notice that the run goes on (never emitted), `event` otherwise.
+   */
   private deliver(
     run: RunContext,
     frame: SseFrame,
     source: FrameSource,
     sink: Subscriber<BaseEvent>,
-  ): boolean {
+  ): "terminal" | "continues" | "event" {
     let event: unknown;
     try {
       event = JSON.parse(frame.data);
@@ -478,15 +504,27 @@ export class ResumableHttpAgent extends HttpAgent {
       throw new StreamProtocolError("Invalid event: the frame carries no event type.");
     }
     const typed = event as BaseEvent & { threadId?: unknown; runId?: unknown };
-    if (frame.id === undefined) {
+    const ours = vendorMetadata(typed);
+    const continues = ours?.continues as { lastEventId?: unknown } | undefined;
+    if (continues !== undefined && typeof continues === "object" && continues !== null) {
+      // Not one of the run's events: where this stream of it ended.
+      if (typeof continues.lastEventId === "number") {
+        run.lastSeq = continues.lastEventId;
+        run.lastEventId = String(continues.lastEventId);
+      }
+      return "continues";
+    }
+    // The event's place in the run: its SSE id, else the one its metadata names.
+    const id = frame.id ?? (typeof ours?.eventId === "number" ? String(ours.eventId) : undefined);
+    if (id === undefined) {
       run.resumable = false;
     } else {
-      const seq = /^\d+$/.test(frame.id) ? Number(frame.id) : undefined;
+      const seq = /^\d+$/.test(id) ? Number(id) : undefined;
       if (seq !== undefined && run.lastSeq !== undefined && seq <= run.lastSeq) {
-        return false; // already delivered before the reconnect
+        return "event"; // already delivered before the reconnect
       }
       run.lastSeq = seq;
-      run.lastEventId = frame.id;
+      run.lastEventId = id;
     }
     if (typed.type === EventType.RUN_STARTED) {
       if (typeof typed.threadId === "string") run.threadId = typed.threadId;
@@ -505,7 +543,7 @@ export class ResumableHttpAgent extends HttpAgent {
     run.delivered++;
     this.onFrame?.({ id: frame.id, event: typed, source });
     sink.next(typed);
-    return terminal;
+    return terminal ? "terminal" : "event";
   }
 
   private eventsUrl(run: RunHandle): string {
@@ -567,6 +605,17 @@ function lastId(messages: readonly HeldMessage[]): string | undefined {
   }
   return undefined;
 }
+
+/** The event's `metadata` under agui-lambda's key, when it has one. */
+function vendorMetadata(event: BaseEvent): Record<string, unknown> | undefined {
+  const metadata = (event as { metadata?: unknown }).metadata;
+  if (typeof metadata !== "object" || metadata === null) return undefined;
+  const ours = (metadata as Record<string, unknown>)[VENDOR_KEY];
+  return typeof ours === "object" && ours !== null ? (ours as Record<string, unknown>) : undefined;
+}
+
+/** agui-lambda's key in an event's `metadata`. */
+export const VENDOR_KEY = "agui-lambda";
 
 function enc(id: string): string {
   return encodeURIComponent(id);

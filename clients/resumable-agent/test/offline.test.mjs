@@ -164,6 +164,52 @@ describe("ResumableHttpAgent (scripted server)", () => {
     });
   }
 
+  test("a stream that ends with the notice that the run goes on is followed on at once, the notice never delivered", async () => {
+    const events = runEvents();
+    const notice = (after) =>
+      `data: ${JSON.stringify({
+        type: "RUN_FINISHED",
+        threadId: T,
+        runId: R,
+        result: { continues: true, events: eventsPath, lastEventId: after },
+        metadata: { "agui-lambda": { continues: { events: eventsPath, lastEventId: after } } },
+      })}\n\n`;
+    // Each stream carries three events, then the notice (a hand-off to the next invocation).
+    const part = (from) => (req, res) => {
+      sse(res);
+      const to = Math.min(from + 3, events.length);
+      for (let i = from; i < to; i++) res.write(frame(i + 1, events[i]));
+      if (to < events.length) res.write(notice(to));
+      res.end();
+    };
+    script["POST /agent"] = part(0);
+    script[`GET ${eventsPath}`] = (req, res) => part(Number(req.headers["last-event-id"]))(req, res);
+    const { agent: a, seen } = agent({ reconnect: { initialDelayMs: 1000, maxDelayMs: 1000, maxRetries: 2 } });
+    const finished = [];
+    const started = Date.now();
+    await a.runAgent({ runId: R }, { onRunFinishedEvent: ({ result }) => finished.push(result) });
+    assert.equal(assistantText(a), FULL_TEXT);
+    assert.deepEqual(seen.map((f) => f.id), events.map((_, i) => String(i + 1)), "one run, its ids continuous");
+    assert.equal(finished.length, 1, "only the run's own RUN_FINISHED");
+    assert.equal(a.activeRun.continuations, Math.ceil(events.length / 3) - 1);
+    assert.equal(a.activeRun.resumes, 0);
+    assert.ok(Date.now() - started < 1000, "followed on without the reconnect backoff");
+  });
+
+  test("an event without an SSE id is placed by its metadata", async () => {
+    const events = runEvents();
+    script["POST /agent"] = (req, res) => {
+      sse(res);
+      events.slice(0, 5).forEach((event, i) => res.write(`data: ${JSON.stringify({ ...event, metadata: { "agui-lambda": { eventId: i + 1 } } })}\n\n`));
+      setTimeout(() => req.socket.destroy(), 20);
+    };
+    script[`GET ${eventsPath}`] = (req, res) => serve(events, Number(req.headers["last-event-id"]), events.length)(req, res);
+    const { agent: a } = agent();
+    await a.runAgent({ runId: R });
+    assert.equal(assistantText(a), FULL_TEXT);
+    assert.equal(requests.find((r) => r.method === "GET").headers["last-event-id"], "5");
+  });
+
   test("several cuts in a row are each resumed", async () => {
     const events = runEvents();
     script["POST /agent"] = serve(events, 0, 2, { cut: true });

@@ -63,7 +63,8 @@ impl PreparedRun {
                 tool_call_id: ToolCallId::generate(),
                 agent: String::new(),
             },
-            deadline: self.request.deadline,
+            // Within this runner's time: a delegation is one step, never cut by a hand-off.
+            deadline: self.limit(),
             speaks_v1: self.request.speaks_v1,
             visibility: self.request.visibility,
             // A 0.0.x client approves through its confirm tool, which its children need to
@@ -95,6 +96,8 @@ impl PreparedRun {
         if children.is_empty() {
             return None;
         }
+        // A step of its own: the first model turn goes to the next runner if it is late.
+        self.segment.steps += 1;
         let delegator = self.delegator(stop);
         let outcomes = futures_util::future::join_all(
             children
@@ -102,13 +105,16 @@ impl PreparedRun {
                 .map(|child| delegator.resume(child, out)),
         )
         .await;
-        self.settle_delegations(out, outcomes);
+        for result in self.settle_delegations(outcomes) {
+            self.record_result(out, result);
+        }
         self.suspended_end(None)
     }
 
-    /// Records what delegations came to: an answer or an error as the call's result, a
-    /// suspension kept for the run's end.
-    pub(super) fn settle_delegations(&mut self, out: &Emitter<'_>, outcomes: Vec<Answered>) {
+    /// What delegations came to: an answer or an error as the call's result (returned, in
+    /// the order of `outcomes`), a suspension kept for the run's end.
+    pub(super) fn settle_delegations(&mut self, outcomes: Vec<Answered>) -> Vec<ToolResult> {
+        let mut results = Vec::with_capacity(outcomes.len());
         for (tool_call_id, delegated) in outcomes {
             let summary = &mut self.progress.summary;
             summary.child_usage.extend(delegated.usage);
@@ -126,17 +132,15 @@ impl PreparedRun {
                     continue;
                 }
             };
-            self.record_result(
-                out,
-                ToolResult {
-                    id: MessageId::generate(),
-                    tool_call_id,
-                    content,
-                    error,
-                    metadata: link,
-                },
-            );
+            results.push(ToolResult {
+                id: MessageId::generate(),
+                tool_call_id,
+                content,
+                error,
+                metadata: link,
+            });
         }
+        results
     }
 
     /// How the run ends when sub-agents wait: their interrupts for an AG-UI 1.0 client (with

@@ -8,7 +8,6 @@ use crate::agent::background;
 use crate::agent::live::{LiveRun, StopReason};
 use crate::store::meter::metered;
 use crate::store::{RunFinish, StoreError};
-use serde_json::Value;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
 use tracing::Instrument;
@@ -27,16 +26,24 @@ impl PreparedRun {
     pub(super) async fn drive(mut self, live: Arc<LiveRun>) {
         let began = std::time::Instant::now();
         let companions = self.start_companions(&live);
-        let initial_state = self.progress.state.clone();
         let stop = live.stop_token().clone();
         let mut result = self.execute(&Emitter(&live), &stop).await;
+        if matches!(result, Ok(RunEnd::HandedOff)) && live.stop_reason().is_none() {
+            self.hand_off(&live, companions.recorder, companions.heartbeat)
+                .await;
+            return;
+        }
+        if matches!(result, Ok(RunEnd::HandedOff)) {
+            // Stopped while letting go: it ends here, as stopped.
+            result = Err(RunFailure::Cancelled);
+        }
         companions.heartbeat.abort();
         // Gone (with its hold on the run's spans) before the run counts as done.
         let _ = companions.heartbeat.await;
         if live.stop_reason() == Some(StopReason::LeaseLost) {
             result = Err(RunFailure::Store(StoreError::LeaseLost));
         }
-        self.save(&mut result, initial_state).await;
+        self.save(&mut result).await;
         let terminal = self.terminal_event(&result);
         self.progress.summary.outcome = RunOutcomeKind::of(&result);
         live.push(terminal);
@@ -91,17 +98,13 @@ impl PreparedRun {
         }
     }
 
-    /// Stores what the run produced, its state if a tool changed it, and the thread's
-    /// interrupts (with those the run opened). A run that did not fail otherwise fails when
-    /// this does.
-    async fn save(
-        &mut self,
-        result: &mut Result<RunEnd, RunFailure>,
-        initial_state: Option<Value>,
-    ) {
+    /// Stores what the run produced (what its checkpoints did not), its state if a tool changed
+    /// it, and the thread's interrupts (with those the run opened). A run that did not fail
+    /// otherwise fails when this does.
+    async fn save(&mut self, result: &mut Result<RunEnd, RunFailure>) {
         let progress = &mut self.progress;
         let context = progress.context.update();
-        let state_changed = progress.state != initial_state;
+        let state_changed = progress.state != progress.saved_state;
         let mut interrupts = std::mem::take(&mut progress.interrupts);
         if let Ok(RunEnd::Interrupted(pending)) = &result {
             interrupts.open.extend(pending.iter().cloned());
@@ -118,7 +121,7 @@ impl PreparedRun {
             .store
             .finish_run(RunFinish {
                 lease: &self.lease,
-                new_messages: &progress.produced,
+                new_messages: progress.unstored(),
                 state: if state_changed {
                     progress.state.as_ref()
                 } else {

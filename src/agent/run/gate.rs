@@ -3,6 +3,7 @@
 //! a 0.0.x client's confirm tool) and how the run ends because of them.
 
 use super::outcome::{RunEnd, RunFailure};
+use super::record::ToolPlan;
 use super::tool_calls::ToolResult;
 use super::{Emitter, PreparedRun};
 use crate::agent::approval::{self, Decision, PendingApproval};
@@ -49,41 +50,52 @@ enum CallKind {
 
 impl PreparedRun {
     /// Carries out the approvals and denials this run's input brought: an approved call runs
-    /// now, with the arguments as approved; a denied one gets a result that tells the model.
-    /// Both answer the original tool call with `TOOL_CALL_RESULT`.
+    /// now, with the arguments as approved (stored as started, then with its result, as a
+    /// turn's calls are); a denied one gets a result that tells the model. Both answer the
+    /// original tool call with `TOOL_CALL_RESULT`.
     pub(super) async fn carry_out_decisions(
         &mut self,
         out: &Emitter<'_>,
         stop: &CancellationToken,
     ) -> Result<(), RunFailure> {
-        for resolved in std::mem::take(&mut self.request.resolved) {
-            let result = match resolved.decision {
+        let resolved = std::mem::take(&mut self.request.resolved);
+        if resolved.is_empty() {
+            return Ok(());
+        }
+        let mut plan = ToolPlan {
+            step: 0,
+            pending: Vec::new(),
+            started: Vec::new(),
+            unanswered: Vec::new(),
+            held: Vec::new(),
+            refusals: Vec::new(),
+            confirm: None,
+            end: None,
+            parent_message_id: None,
+        };
+        for resolved in resolved {
+            match resolved.decision {
                 Decision::Approve { arguments } => {
-                    let call = TurnCall {
+                    plan.unanswered.push(resolved.tool_call_id.clone());
+                    plan.pending.push(TurnCall {
                         index: 0,
                         id: resolved.tool_call_id.clone(),
                         name: resolved.tool_name.clone(),
                         arguments,
                         encrypted_value: None,
-                    };
-                    let mut results = self.run_tools(&[&call], stop).await?;
-                    match results.pop() {
-                        Some(result) => result,
-                        None => continue,
-                    }
+                    });
                 }
-                Decision::Deny { reason } => ToolResult {
+                Decision::Deny { reason } => plan.refusals.push(ToolResult {
                     id: MessageId::generate(),
                     tool_call_id: resolved.tool_call_id,
                     content: reason,
                     error: Some("denied".to_owned()),
                     metadata: None,
-                },
-            };
-            self.record_result(out, result);
+                }),
+            }
         }
-        self.emit_state_changes(out);
-        Ok(())
+        // The plan has no end of its own: the first model turn comes next.
+        self.carry_out(out, plan, stop).await.map(|_| ())
     }
 
     /// Sorts a turn's calls: server tools run, frontend ones are left for the client, and those

@@ -24,6 +24,10 @@ pub(super) enum RunFailure {
     ContentFilter,
     #[error("the run did not finish before its deadline")]
     Timeout,
+    /// This runner's part of the run is over (its invocation's deadline): the run goes on in
+    /// the next invocation. Never a run's end.
+    #[error("the run goes on in its next invocation")]
+    SegmentOver,
     #[error("the model was still calling tools after {0} steps")]
     MaxSteps(u32),
     #[error("tool {name} failed: {message}")]
@@ -65,6 +69,7 @@ impl RunFailure {
             RunFailure::TruncatedToolCall => "truncated_tool_call",
             RunFailure::ContentFilter => "content_filter",
             RunFailure::Timeout => "timeout",
+            RunFailure::SegmentOver => "handed_off",
             RunFailure::MaxSteps(_) => "max_steps",
             RunFailure::ToolFatal { .. } => "tool_fatal",
             RunFailure::Store(_) => "store_error",
@@ -90,7 +95,7 @@ impl RunFailure {
                 RunErrorCode::ModelError
             }
             RunFailure::ContextTooLong { .. } => RunErrorCode::ContextTooLong,
-            RunFailure::Timeout => RunErrorCode::Timeout,
+            RunFailure::Timeout | RunFailure::SegmentOver => RunErrorCode::Timeout,
             RunFailure::MaxSteps(_) => RunErrorCode::MaxStepsExceeded,
             RunFailure::ToolFatal { .. } => RunErrorCode::ToolExecutionError,
             RunFailure::Store(StoreError::LeaseLost) => RunErrorCode::Conflict,
@@ -123,6 +128,8 @@ pub(super) enum RunEnd {
     Finished { pending: Vec<ToolCallId> },
     /// Paused: tool calls wait for approval through AG-UI 1.0 interrupts.
     Interrupted(Vec<PendingApproval>),
+    /// Not over: it goes on in the next invocation.
+    HandedOff,
 }
 
 impl RunEnd {
@@ -158,7 +165,7 @@ impl RunOutcomeKind {
 
     pub(super) fn of(result: &Result<RunEnd, RunFailure>) -> Self {
         match result {
-            Ok(RunEnd::Finished { .. }) => RunOutcomeKind::Finished,
+            Ok(RunEnd::Finished { .. } | RunEnd::HandedOff) => RunOutcomeKind::Finished,
             Ok(RunEnd::Interrupted(_)) => RunOutcomeKind::Interrupted,
             Err(RunFailure::Cancelled) => RunOutcomeKind::Cancelled,
             Err(failure) => RunOutcomeKind::Failed(failure.code()),
@@ -241,7 +248,7 @@ impl PreparedRun {
                     )
                     .collect(),
             })),
-            Ok(RunEnd::Finished { .. }) => finished(None),
+            Ok(RunEnd::Finished { .. } | RunEnd::HandedOff) => finished(None),
             // AG-UI 1.0's cancelled outcome; 0.0.x clients reject it, so they get RUN_ERROR.
             Err(RunFailure::Cancelled) if speaks_v1 => finished(Some(RunOutcome::Cancelled)),
             Err(failure) => Event::RunError {
@@ -299,10 +306,15 @@ impl PreparedRun {
             .collect()
     }
 
-    /// The per-run log line, the run's EMF metrics record, and its trace span's outcome.
+    /// The per-run log line, the run's EMF metrics record, and its trace span's outcome (the
+    /// store figures and the hand-offs of every runner of the run).
     pub(super) fn report(&self, duration: Duration, resumes: u32) {
         let summary = &self.progress.summary;
-        let store = self.telemetry.meter.usage();
+        let store = self
+            .progress
+            .carried
+            .store
+            .plus(&self.telemetry.meter.usage());
         let millis = |duration: Duration| duration.as_secs_f64() * 1000.0;
         tracing::info!(
             thread_id = %self.lease.thread_id,
@@ -323,6 +335,8 @@ impl PreparedRun {
             store_write_capacity = store.write_capacity_units,
             memory_read_calls = store.memory_read_calls,
             memory_write_calls = store.memory_write_calls,
+            handoffs = self.progress.carried.handoffs,
+            runner = self.lease.epoch,
             model_attempts = summary.model_attempts.join("; "),
             "run ended"
         );
@@ -377,6 +391,7 @@ impl PreparedRun {
             },
             cancelled: summary.outcome == RunOutcomeKind::Cancelled,
             resumes,
+            handoffs: self.progress.carried.handoffs,
             thread_id: self.lease.thread_id.to_string(),
             run_id: self.lease.run_id.to_string(),
             trace_id: crate::telemetry::otel::trace_id(&telemetry.trace, None),

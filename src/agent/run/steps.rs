@@ -5,6 +5,8 @@
 use super::fit::{Fitted, Pressure};
 use super::gate::{Ask, Gated};
 use super::outcome::{RunEnd, RunFailure};
+use super::record::{Phase, ToolPlan};
+use super::resume::Next;
 use super::{Emitter, PreparedRun};
 use crate::agent::context::ContextStrategy;
 use crate::agent::spans::{ChatEnd, ChatSpan};
@@ -22,6 +24,11 @@ enum TurnEnd {
     Done(TurnAssembler),
     /// Stopped by a cancel: what was streamed so far.
     Stopped(TurnAssembler),
+    /// Stopped at the run's deadline, or at this runner's (`segment`): what was streamed so far.
+    OutOfTime {
+        turn: TurnAssembler,
+        segment: bool,
+    },
 }
 
 impl PreparedRun {
@@ -30,25 +37,64 @@ impl PreparedRun {
         out: &Emitter<'_>,
         stop: &CancellationToken,
     ) -> Result<RunEnd, RunFailure> {
-        self.open(out).await?;
-        if self.request.repeat_only {
-            // A repeated resume: its answers were acted on by an earlier run.
-            return Ok(RunEnd::finished());
+        match self.run_all(out, stop).await {
+            // This runner's time is up inside a step: the next runner goes on from here.
+            Err(RunFailure::SegmentOver) => Ok(RunEnd::HandedOff),
+            other => other,
         }
-        self.carry_out_decisions(out, stop).await?;
-        if let Some(end) = self.continue_delegations(out, stop).await {
-            return Ok(end);
-        }
-        if stop.is_cancelled() {
-            return Err(RunFailure::Cancelled);
-        }
-        self.recall().await;
+    }
+
+    /// The run from its start (snapshots, the input's decisions, memories), or from where its
+    /// last runner left it, then its steps.
+    async fn run_all(
+        &mut self,
+        out: &Emitter<'_>,
+        stop: &CancellationToken,
+    ) -> Result<RunEnd, RunFailure> {
+        let first_step = match self.resume.take() {
+            Some(resume) => match self.go_on(out, stop, resume).await? {
+                Next::Step(step) => step,
+                Next::End(end) => return Ok(end),
+            },
+            None => {
+                self.open(out).await?;
+                if self.request.repeat_only {
+                    // A repeated resume: its answers were acted on by an earlier run.
+                    return Ok(RunEnd::finished());
+                }
+                self.carry_out_decisions(out, stop).await?;
+                if let Some(end) = self.continue_delegations(out, stop).await {
+                    return Ok(end);
+                }
+                if stop.is_cancelled() {
+                    return Err(RunFailure::Cancelled);
+                }
+                self.recall().await;
+                1
+            }
+        };
+        self.steps_from(first_step, out, stop).await
+    }
+
+    /// Model turns from `first` on, each followed by its tool calls, until the model answers
+    /// without calling a server tool, the calls wait for the client or a person, the steps run
+    /// out, or the run goes on in the next invocation.
+    async fn steps_from(
+        &mut self,
+        first: u32,
+        out: &Emitter<'_>,
+        stop: &CancellationToken,
+    ) -> Result<RunEnd, RunFailure> {
         let max_steps = self.agent.settings.max_steps;
         let mut used_call_ids = self.progress.call_ids();
-        for step in 1..=max_steps {
+        for step in first..=max_steps {
             if stop.is_cancelled() {
                 return Err(RunFailure::Cancelled);
             }
+            if self.hand_off_before_turn(step) {
+                return Ok(RunEnd::HandedOff);
+            }
+            self.progress.phase = Phase::Model { step };
             let (message, calls) = self.model_step(step, out, &mut used_call_ids, stop).await?;
             if calls.is_empty() {
                 if let Some(message) = message {
@@ -59,7 +105,7 @@ impl PreparedRun {
             let summary = &mut self.progress.summary;
             summary.tool_calls += u32::try_from(calls.len()).unwrap_or(u32::MAX);
             let gated = self.gate(&calls);
-            if let Some(end) = self.follow_calls(out, message, gated, stop).await? {
+            if let Some(end) = self.follow_calls(step, out, message, gated, stop).await? {
                 return Ok(end);
             }
         }
@@ -160,16 +206,30 @@ impl PreparedRun {
     ) -> Result<(Option<Message>, Vec<TurnCall>), RunFailure> {
         let emit_steps = self.agent.settings.emit_steps;
         self.progress.summary.steps = step;
+        self.segment.steps += 1;
         let step_name = format!("model_turn_{step}");
         if emit_steps {
             out.emit(Event::StepStarted {
                 step_name: step_name.clone(),
             });
         }
+        let began = tokio::time::Instant::now();
         let (mut turn, stopped) = match self.model_turn(out, used_call_ids, stop).await? {
-            TurnEnd::Done(turn) => (turn, false),
-            TurnEnd::Stopped(turn) => (turn, true),
+            TurnEnd::Done(turn) => (turn, None),
+            TurnEnd::Stopped(turn) => (turn, Some(RunFailure::Cancelled)),
+            TurnEnd::OutOfTime { turn, segment } => {
+                // The next runner goes on with the next turn, after this one's partial answer.
+                self.progress.phase = Phase::Model { step: step + 1 };
+                let failure = if segment {
+                    RunFailure::SegmentOver
+                } else {
+                    RunFailure::Timeout
+                };
+                (turn, Some(failure))
+            }
         };
+        let took = began.elapsed();
+        self.progress.longest_model_turn = self.progress.longest_model_turn.max(took);
         let served = match turn.served() {
             Some(served) => {
                 self.progress.summary.add_attempts(&served.attempts);
@@ -190,11 +250,11 @@ impl PreparedRun {
         turn.end_calls(&mut events);
         out.emit_all(&mut events);
         let reasoning = turn.take_reasoning();
-        if stopped {
+        if let Some(failure) = stopped {
             for message in reasoning.into_iter().chain(turn.partial()) {
                 self.progress.keep(message);
             }
-            return Err(RunFailure::Cancelled);
+            return Err(failure);
         }
         let finished = turn.finish()?;
         // Before the turn's assistant message: providers send reasoning back at its head.
@@ -205,11 +265,11 @@ impl PreparedRun {
     }
 
     /// Follows a turn's tool calls as the gate sorted them: the turn's message (with any
-    /// confirm-tool calls) joins the history, server tools run and their results stream, calls
-    /// nobody can approve are refused, state changes stream, then the confirm-tool calls. The
-    /// gate's end, if it has one, ends the run.
+    /// confirm-tool calls) joins the history, then the plan for its calls (server tools and
+    /// sub-agents) is carried out. The gate's end, if it has one, ends the run.
     async fn follow_calls(
         &mut self,
+        step: u32,
         out: &Emitter<'_>,
         mut message: Option<Message>,
         gated: Gated<'_>,
@@ -231,42 +291,147 @@ impl PreparedRun {
         if let Some(message) = message {
             self.progress.keep(message);
         }
-        // Sub-agents run beside the server tools; a stop reaches them through their own
-        // signal, and they close what they opened before this run ends.
+        let (refusals, confirm) = match ask {
+            Ask::Nothing => (Vec::new(), None),
+            Ask::Refuse(refusals) => (refusals, None),
+            Ask::Confirm { calls, approvals } => (Vec::new(), Some((calls, approvals))),
+        };
+        // In the model's order: results stream in it whichever batch ran them.
+        let mut calls: Vec<TurnCall> = run.into_iter().chain(delegate).cloned().collect();
+        calls.sort_by_key(|call| call.index);
+        let plan = ToolPlan {
+            step,
+            unanswered: calls.iter().map(|call| call.id.clone()).collect(),
+            pending: calls,
+            started: Vec::new(),
+            held: Vec::new(),
+            refusals,
+            confirm,
+            end: end.as_ref().map(Into::into),
+            parent_message_id,
+        };
+        self.carry_out(out, plan, stop).await
+    }
+
+    /// What is left of a turn's calls, as `plan` says: the server calls and delegations in
+    /// batches, each stored as started before it runs and with its results after (so a call
+    /// whose result was stored never runs again), the refusals, the state changes, then the
+    /// confirm-tool calls. Before a batch that may not finish in this invocation the run is
+    /// handed off. Returns the plan's end (or the sub-agents' that wait), if it has one.
+    pub(super) async fn carry_out(
+        &mut self,
+        out: &Emitter<'_>,
+        mut plan: ToolPlan,
+        stop: &CancellationToken,
+    ) -> Result<Option<RunEnd>, RunFailure> {
+        loop {
+            let batch = super::handoff::next_batch(&plan.pending, &self.agent);
+            if batch.is_empty() {
+                break;
+            }
+            if self.hand_off_before_calls(&batch) {
+                self.progress.phase = Phase::Tools(Box::new(plan));
+                return Ok(Some(RunEnd::HandedOff));
+            }
+            plan.started = batch.iter().map(|call| call.id.clone()).collect();
+            self.progress.phase = Phase::Tools(Box::new(plan.clone()));
+            self.checkpoint(out).await?;
+            self.segment.steps += 1;
+            self.run_batch(out, &batch, &mut plan, stop).await?;
+            plan.pending.retain(|call| !plan.started.contains(&call.id));
+            plan.started.clear();
+            self.progress.phase = Phase::Tools(Box::new(plan.clone()));
+            if stop.is_cancelled() {
+                return Err(RunFailure::Cancelled);
+            }
+        }
+        for refusal in std::mem::take(&mut plan.refusals) {
+            self.record_result(out, refusal);
+        }
+        self.emit_state_changes(out);
+        if let Some((calls, approvals)) = plan.confirm.take() {
+            stream_calls(out, &calls, plan.parent_message_id.as_ref());
+            self.progress.fallback_approvals.extend(approvals);
+        }
+        self.progress.phase = Phase::Model {
+            step: plan.step + 1,
+        };
+        match self.suspended_end(plan.end.map(Into::into)) {
+            Some(end) => Ok(Some(end)),
+            None => {
+                // The results are stored before the next model call.
+                self.checkpoint(out).await?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Runs one batch of `plan`'s calls: its server calls, and beside them its delegations (a
+    /// stop reaches those through their own signal, and they close what they opened). A
+    /// delegation ends within this runner's time (a child's deadline is within its parent's),
+    /// so its outcome is kept even when the server calls beside it were cut off: an answer held
+    /// with the plan, a child that stopped to ask kept for the run's end.
+    async fn run_batch(
+        &mut self,
+        out: &Emitter<'_>,
+        batch: &[TurnCall],
+        plan: &mut ToolPlan,
+        stop: &CancellationToken,
+    ) -> Result<(), RunFailure> {
+        let (delegations, server): (Vec<&TurnCall>, Vec<&TurnCall>) = batch
+            .iter()
+            .partition(|call| self.agent.subagent(&call.name).is_some());
         let mut delegator = self.delegator(stop);
+        let parent_message_id = plan.parent_message_id.clone();
         let (results, delegated) = tokio::join!(
             async {
                 tokio::select! {
                     biased;
                     () = stop.cancelled() => Err(RunFailure::Cancelled),
-                    results = self.run_tools(&run, stop) => results,
+                    results = self.run_tools(&server, stop) => results,
                 }
             },
-            delegator.run(&delegate, parent_message_id.as_ref(), out),
+            delegator.run(&delegations, parent_message_id.as_ref(), out),
         );
-        for result in results? {
+        let settled: Vec<ToolCallId> = delegated.iter().map(|(id, _)| id.clone()).collect();
+        plan.held.extend(self.settle_delegations(delegated));
+        let waiting = &self.progress.delegated;
+        plan.unanswered
+            .retain(|id| !waiting.iter().any(|child| &child.tool_call_id == id));
+        plan.pending.retain(|call| !settled.contains(&call.id));
+        plan.started.retain(|id| !settled.contains(id));
+        match results {
+            Ok(results) => {
+                plan.held.extend(results);
+                self.stream_in_order(out, plan);
+                Ok(())
+            }
+            Err(failure) => {
+                // What the next runner needs: the delegations' outcomes, the server calls it
+                // may find cut off.
+                self.stream_in_order(out, plan);
+                self.progress.phase = Phase::Tools(Box::new(plan.clone()));
+                Err(failure)
+            }
+        }
+    }
+
+    /// Streams the held results whose earlier calls all have theirs, in call order, then the
+    /// state changes their tools made.
+    pub(super) fn stream_in_order(&mut self, out: &Emitter<'_>, plan: &mut ToolPlan) {
+        while let Some(next) = plan.unanswered.first() {
+            let Some(at) = plan
+                .held
+                .iter()
+                .position(|result| &result.tool_call_id == next)
+            else {
+                break;
+            };
+            let result = plan.held.remove(at);
+            plan.unanswered.remove(0);
             self.record_result(out, result);
         }
-        self.settle_delegations(out, delegated);
-        if stop.is_cancelled() {
-            return Err(RunFailure::Cancelled);
-        }
-        let confirm = match ask {
-            Ask::Nothing => None,
-            Ask::Refuse(refusals) => {
-                for refusal in refusals {
-                    self.record_result(out, refusal);
-                }
-                None
-            }
-            Ask::Confirm { calls, approvals } => Some((calls, approvals)),
-        };
         self.emit_state_changes(out);
-        if let Some((calls, approvals)) = confirm {
-            stream_calls(out, &calls, parent_message_id.as_ref());
-            self.progress.fallback_approvals.extend(approvals);
-        }
-        Ok(self.suspended_end(end))
     }
 
     /// Streams one model turn. A turn that fails midway returns the failure and nothing of it
@@ -296,7 +461,7 @@ impl PreparedRun {
             }
             chat.end(match &streamed {
                 Ok(TurnEnd::Done(turn)) => ChatEnd::Answered(turn),
-                Ok(TurnEnd::Stopped(_)) => ChatEnd::Stopped,
+                Ok(TurnEnd::Stopped(_) | TurnEnd::OutOfTime { .. }) => ChatEnd::Stopped,
                 Err(failure) => ChatEnd::Failed(failure.error_type()),
             });
             match streamed {
@@ -345,14 +510,16 @@ impl PreparedRun {
         stop: &CancellationToken,
         chat: &mut ChatSpan,
     ) -> Result<TurnEnd, RunFailure> {
-        let deadline = self.request.deadline;
+        let deadline = self.limit();
+        let segment = self.limit_is_segment();
         let mut turn = TurnAssembler::new(MessageId::generate())
             .with_value_types(self.request.encrypted_value_types);
         let mut stream = tokio::select! {
             biased;
             () = stop.cancelled() => return Ok(TurnEnd::Stopped(turn)),
-            stream = timeout_at(deadline, self.agent.model.stream(request)) => {
-                stream.map_err(|_| RunFailure::Timeout)?.map_err(before_output)?
+            stream = timeout_at(deadline, self.agent.model.stream(request)) => match stream {
+                Ok(stream) => stream.map_err(before_output)?,
+                Err(_) => return Ok(TurnEnd::OutOfTime { turn, segment }),
             }
         };
         let mut events = Vec::new();
@@ -360,7 +527,11 @@ impl PreparedRun {
             let next = tokio::select! {
                 biased;
                 () = stop.cancelled() => return Ok(TurnEnd::Stopped(turn)),
-                next = timeout_at(deadline, stream.next()) => next.map_err(|_| RunFailure::Timeout)?,
+                next = timeout_at(deadline, stream.next()) => match next {
+                    Ok(next) => next,
+                    // The answer so far is kept, as a cancel keeps it.
+                    Err(_) => return Ok(TurnEnd::OutOfTime { turn, segment }),
+                },
             };
             let Some(delta) = next else { break };
             let delta = match delta {

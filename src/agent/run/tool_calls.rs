@@ -13,6 +13,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 /// A tool call's answer, as its `tool` message will hold it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(super) struct ToolResult {
     pub(super) id: MessageId,
     pub(super) tool_call_id: ToolCallId,
@@ -27,7 +29,8 @@ type CallOutcome = Option<Result<ToolOutput, ToolError>>;
 
 impl PreparedRun {
     /// Runs server tools (and answers unknown ones): those that may run in parallel together,
-    /// then the others one at a time, in call order; each sees the state as the turn left it.
+    /// then the others one at a time, in call order; each sees the state as it was when they
+    /// began.
     /// Results come back in call order as `tool` messages.
     pub(super) async fn run_tools(
         &mut self,
@@ -49,11 +52,16 @@ impl PreparedRun {
         )
         .with_cancellation(stop.child_token());
         let registry = self.agent.tools.clone();
+        let out_of_time = if self.limit_is_segment() {
+            RunFailure::SegmentOver
+        } else {
+            RunFailure::Timeout
+        };
         let outcomes = tokio::select! {
             biased;
             () = stop.cancelled() => return Err(RunFailure::Cancelled),
-            ran = timeout_at(self.request.deadline, execute(&registry, calls, &context)) => {
-                ran.map_err(|_| RunFailure::Timeout)?
+            ran = timeout_at(self.limit(), execute(&registry, calls, &context)) => {
+                ran.map_err(|_| out_of_time)?
             }
         };
         let mut results = Vec::with_capacity(calls.len());

@@ -32,7 +32,7 @@ use std::time::Duration;
 pub(crate) const VENDOR_KEY: &str = "agui-lambda";
 
 /// How a run's client sees its sub-agents' work (`SUBAGENT_VISIBILITY`, per profile too).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Visibility {
     /// `attributed` for clients that name AG-UI 1.x in `protocolVersion`, `inline` otherwise.

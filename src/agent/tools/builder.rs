@@ -52,11 +52,13 @@ pub struct ToolBuilder {
     timeout: Option<Duration>,
     requires_approval: bool,
     parallel: bool,
+    idempotent: bool,
 }
 
 impl ToolBuilder {
     /// A tool without arguments (schema `{"type":"object","properties":{}}`), no timeout of its
-    /// own, no approval, free to run in parallel. The name is checked when it is registered.
+    /// own, no approval, free to run in parallel, not idempotent. The name is checked when it is
+    /// registered.
     pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
         Self {
             name: name.into(),
@@ -65,6 +67,7 @@ impl ToolBuilder {
             timeout: None,
             requires_approval: false,
             parallel: true,
+            idempotent: false,
         }
     }
 
@@ -90,6 +93,14 @@ impl ToolBuilder {
     /// Whether calls may run at the same time as the turn's other calls (default `true`).
     pub fn parallel(mut self, parallel: bool) -> Self {
         self.parallel = parallel;
+        self
+    }
+
+    /// Whether a call cut off before its result was stored (a crash, the end of an invocation)
+    /// may run again: only when running it twice does no more than running it once (default
+    /// `false`: the model is told instead that the call may or may not have happened).
+    pub fn idempotent(mut self, idempotent: bool) -> Self {
+        self.idempotent = idempotent;
         self
     }
 
@@ -156,6 +167,10 @@ impl ServerTool for FnTool {
 
     fn parallel(&self) -> bool {
         self.settings.parallel
+    }
+
+    fn idempotent(&self) -> bool {
+        self.settings.idempotent
     }
 
     async fn call(&self, arguments: Value, context: &ToolContext) -> Result<ToolOutput, ToolError> {
@@ -241,12 +256,22 @@ mod tests {
             .timeout(Duration::from_millis(5))
             .requires_approval(true)
             .parallel(false)
+            .idempotent(true)
             .handler(|_: Value, _| async { Ok(ToolOutput::text("")) });
         assert_eq!(tool.timeout(), Some(Duration::from_millis(5)));
         let mut registry = ToolRegistry::new();
         registry.add(tool).unwrap();
         assert!(registry.needs_approval("slow"));
         assert!(!registry.may_run_in_parallel("slow"));
+        assert!(registry.is_idempotent("slow"));
+        assert_eq!(registry.timeout_of("slow"), Some(Duration::from_millis(5)));
+        let plain = ToolBuilder::new("plain", "x")
+            .handler(|_: Value, _| async { Ok(ToolOutput::text("")) });
+        registry.add(plain).unwrap();
+        assert!(
+            !registry.is_idempotent("plain"),
+            "not idempotent unless it says so"
+        );
         assert_eq!(
             registry.parameters_of("slow"),
             Some(&json!({"type": "object", "properties": {}}))

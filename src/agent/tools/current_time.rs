@@ -30,6 +30,11 @@ impl ServerTool for CurrentTime {
         })
     }
 
+    /// It reads the clock: running it again changes nothing.
+    fn idempotent(&self) -> bool {
+        true
+    }
+
     async fn call(&self, arguments: Value, context: &ToolContext) -> Result<ToolOutput, ToolError> {
         let zone = match arguments.get("timezone").and_then(Value::as_str) {
             Some(name) => chrono_tz::Tz::from_str(name).map_err(|_| {

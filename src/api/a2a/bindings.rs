@@ -291,7 +291,7 @@ impl App {
         id: &Value,
         invocation_deadline: Option<Instant>,
     ) -> Response<ResponseBody> {
-        let deadline = self.run_deadline(invocation_deadline);
+        let deadline = self.answer_deadline(invocation_deadline);
         let chunks = stream::sse(frames, binding, id.clone(), self.ping_interval, deadline);
         let mut response = Response::new(ResponseBody::stream(chunks));
         let headers = response.headers_mut();

@@ -112,6 +112,11 @@ pub(super) fn run_frames(
     async_stream::stream! {
         while let Some(batch) = batches.next().await {
             for event in batch {
+                if event.notice {
+                    // The run goes on (another invocation runs it): the stream ends without a
+                    // final status, and the client subscribes again.
+                    return;
+                }
                 let Ok(json) = serde_json::from_slice::<serde_json::Value>(&event.json) else {
                     continue;
                 };
@@ -135,6 +140,11 @@ pub(super) async fn fold_on_end(
     live: Arc<crate::agent::live::LiveRun>,
 ) {
     let (events, _) = live.since(0);
+    if events.last().is_some_and(|event| event.notice) {
+        // Handed off: the run ends in another invocation, and the task's next reader
+        // settles it from the run's log.
+        return;
+    }
     for _ in 0..5 {
         let record = match agent.a2a_task(&owner, &task_id).await {
             Ok(Some(record)) => record,

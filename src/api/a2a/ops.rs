@@ -131,7 +131,7 @@ impl App {
     ) -> Result<Sent, A2aError> {
         inbound::check_message(&request.message)?;
         let agent = self.a2a_agent(&request.tenant)?;
-        let deadline = self.run_deadline(invocation_deadline);
+        let deadline = self.run_deadline();
         let run_id = RunId::generate();
         let (record, body, mut prepared) = if request.message.task_id.is_empty() {
             self.new_task(&agent, owner, &request, &run_id, deadline)
@@ -149,6 +149,11 @@ impl App {
             received: std::time::Instant::now(),
             dialect: "a2a",
         });
+        // Under Lambda the run goes on in the next invocation; its task is settled from the
+        // run's log by whoever reads it then (the end hook skips a run that was handed off).
+        if let Some(ends) = self.invocation_end(invocation_deadline) {
+            prepared.end_invocation_at(ends);
+        }
         let live = prepared.spawn();
         let config = request.configuration.unwrap_or_default();
         if streaming {
@@ -160,7 +165,8 @@ impl App {
         }
         if !config.return_immediately {
             // Blocking: until the run's end is folded in, or the invocation must answer.
-            let _ = tokio::time::timeout_at(deadline, live.done()).await;
+            let answer_by = self.answer_deadline(invocation_deadline);
+            let _ = tokio::time::timeout_at(answer_by, live.done()).await;
         }
         let (record, body) = self.a2a_record(owner, &record.task_id).await?;
         Ok(Sent::Task(Box::new(view(
@@ -169,6 +175,22 @@ impl App {
             config.history_length,
             true,
         ))))
+    }
+
+    /// When `owner`'s thread was created (its tasks are kept with that incarnation).
+    async fn created_at(&self, owner: &Principal, thread: &ThreadId) -> Result<i64, A2aError> {
+        use crate::store::ThreadActivity;
+        match self.agent.activity(owner, thread).await {
+            Ok(
+                ThreadActivity::Running { created_at_ms, .. }
+                | ThreadActivity::Stalled { created_at_ms, .. }
+                | ThreadActivity::Idle { created_at_ms },
+            ) => Ok(created_at_ms),
+            Ok(ThreadActivity::Missing) => Err(A2aError::invalid_params(
+                "contextId names no conversation of yours",
+            )),
+            Err(error) => Err(internal(error)),
+        }
     }
 
     /// A new task on the message's context (a new thread without one).
@@ -238,16 +260,7 @@ impl App {
                 tracing::warn!(%error, task = %record.task_id, "A2A: an earlier task was not closed");
             }
         }
-        let thread_created_at_ms = match self.agent.activity(owner, &thread).await {
-            Ok(crate::store::ThreadActivity::Running { created_at_ms, .. })
-            | Ok(crate::store::ThreadActivity::Idle { created_at_ms }) => created_at_ms,
-            Ok(crate::store::ThreadActivity::Missing) => {
-                return Err(A2aError::invalid_params(
-                    "contextId names no conversation of yours",
-                ));
-            }
-            Err(error) => return Err(internal(error)),
-        };
+        let thread_created_at_ms = self.created_at(owner, &thread).await?;
         let task_id = format!("task_{}", uuid::Uuid::new_v4().simple());
         let mut sent = message.clone();
         sent.task_id.clone_from(&task_id);
@@ -507,7 +520,7 @@ impl App {
             // Waiting for input: the task is all there is until the client answers.
             return Ok(Box::pin(futures_util::stream::iter([first])));
         };
-        let deadline = self.run_deadline(invocation_deadline);
+        let ends = self.stream_end(self.invocation_end(invocation_deadline));
         let batches = match self
             .agent
             .run_source(owner, &record.thread_id, &run)
@@ -523,7 +536,7 @@ impl App {
                     run,
                     first_page,
                     0,
-                    deadline,
+                    ends,
                 )
                 .boxed()
             }

@@ -318,7 +318,13 @@ function handleEvent(event) {
 
 // ---- SSE over fetch -------------------------------------------------------------------------
 
-// Calls `onEvent` for each `data:` frame of the response; returns the terminal event, if any.
+// agui-lambda's key in an event's `metadata`: its place in the run, or (on the notice that ends a
+// stream while the run goes on) where the run goes on.
+const VENDOR_KEY = "agui-lambda";
+
+// Calls `onEvent` for each `data:` frame of the response; returns the terminal event, if any, or
+// `{continues}` when the stream ended with the notice that the run goes on (a hand-off to the
+// next invocation, a stream's time limit): that notice is not one of the run's events.
 async function readEvents(response, onEvent) {
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
@@ -338,6 +344,12 @@ async function readEvents(response, onEvent) {
       }
       if (!data.length) continue; // a `: ping`
       const event = JSON.parse(data.join("\n"));
+      const ours = event.metadata?.[VENDOR_KEY];
+      if (ours?.continues) {
+        state.lastEventId = ours.continues.lastEventId ?? state.lastEventId;
+        return { continues: true };
+      }
+      if (typeof ours?.eventId === "number") state.lastEventId = ours.eventId;
       onEvent(event);
       if (event.type === "RUN_FINISHED" || event.type === "RUN_ERROR") terminal = event;
     }
@@ -355,7 +367,8 @@ async function refusal(response) {
 }
 
 // Follows one run to its end: the response already open, else the run's events route. A
-// stream cut before its terminal event is rejoined from its last event id.
+// stream cut before its terminal event is rejoined from its last event id; one that ends with
+// the notice that the run goes on is followed on at once (a long run outlasts its streams).
 async function follow(runId, response) {
   state.runId = runId;
   setStatus("running");
@@ -376,6 +389,10 @@ async function follow(runId, response) {
         }
       }
       terminal = await readEvents(response, handleEvent);
+      if (terminal?.continues) {
+        terminal = null;
+        attempt = -1; // not a failure: the next stream of the same run
+      }
     } catch (error) {
       if (state.controller?.signal.aborted) return;
       console.warn("stream broke, rejoining", error);

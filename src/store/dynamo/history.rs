@@ -54,6 +54,7 @@ impl History for DynamoStore {
             active_run: meta
                 .active_run
                 .and_then(|run| RunId::parse(run, crate::protocol::ids::MAX_ID_LEN).ok()),
+            runner: meta.runner,
             checkpoint,
             parent: meta.parent,
         })

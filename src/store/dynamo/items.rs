@@ -53,6 +53,13 @@ pub(super) const RUN: &str = "run";
 /// On a message item: when it was stored (epoch ms). Messages stored before times were kept
 /// have none and count as stored when their thread was created (META's `createdAt`).
 pub(super) const MESSAGE_AT: &str = "at";
+/// On META: which runner of the run in `leaseRun` holds the lease (1 for the one that began it);
+/// every write under the lease checks it.
+pub(super) const LEASE_EPOCH: &str = "leaseEpoch";
+/// On META: the epoch that handed the run off to the next runner, until one takes it.
+pub(super) const HANDOFF: &str = "handoff";
+/// On META: the run whose record (the `LIVE#` item) is stored: it can be taken over.
+pub(super) const LIVE_RUN: &str = "liveRun";
 /// On a task item: `accepted`, `started` or `failed` (then with `failCode` and `failMessage`).
 pub(super) const TASK_STATE: &str = "state";
 /// What the list reads besides the keys; `template.yaml` projects the same attributes.
@@ -103,6 +110,15 @@ pub(super) fn checkpoint_sk(created_at_ms: i64) -> AttributeValue {
 }
 
 pub(super) const CHECKPOINT_PREFIX: &str = "CKPT#";
+
+/// The record of the run holding the thread, once it checkpointed (one per incarnation: the
+/// lease lets one run at a time hold the thread). It sorts between the checkpoint and META, so
+/// the Query that reads both reads it too.
+pub(super) fn live_sk(created_at_ms: i64) -> AttributeValue {
+    AttributeValue::S(format!("{LIVE_PREFIX}{created_at_ms:013}"))
+}
+
+pub(super) const LIVE_PREFIX: &str = "LIVE#";
 
 /// A checkpoint item's content.
 pub(super) fn parse_checkpoint(item: &Item) -> Result<Checkpoint, StoreError> {
@@ -306,6 +322,8 @@ pub(super) struct Meta {
     pub(super) expires_at: Option<i64>,
     /// The run holding the lease, while the lease is live.
     pub(super) active_run: Option<String>,
+    /// Which runner holds the live lease, and whether it handed the run off.
+    pub(super) runner: Option<crate::store::Runner>,
     pub(super) title: Option<String>,
     /// A delete has begun; the thread counts as absent.
     pub(super) deleted: bool,
@@ -342,6 +360,15 @@ pub(super) fn children_prefix(parent_created_at_ms: i64) -> String {
     format!("CHILD#{parent_created_at_ms:013}#")
 }
 
+/// The runner of the live lease on a META item.
+fn runner(item: &Item) -> Option<crate::store::Runner> {
+    get_n(item, "leaseUntil").filter(|until| *until > now_ms())?;
+    Some(crate::store::Runner {
+        epoch: get_n(item, LEASE_EPOCH).and_then(|epoch| u64::try_from(epoch).ok())?,
+        handed_off: item.contains_key(HANDOFF),
+    })
+}
+
 /// META's record of the last model call, when it has one.
 fn context_mark(item: &Item) -> Option<ContextMark> {
     let count = |name: &str| get_n(item, name).and_then(|value| u64::try_from(value).ok());
@@ -374,6 +401,7 @@ impl Meta {
             active_run: get_s(item, "leaseRun")
                 .filter(|_| get_n(item, "leaseUntil").is_some_and(|until| until > now_ms()))
                 .map(str::to_owned),
+            runner: runner(item),
             title: get_s(item, TITLE).map(str::to_owned),
             deleted: item.contains_key(DELETED_AT),
             context: context_mark(item),

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 mod a2a_tasks;
 mod calls;
+mod checkpoints;
 mod events;
 mod history;
 mod items;

@@ -38,7 +38,8 @@ impl DynamoStore {
         if head {
             get = get
                 .projection_expression(
-                    "#o, createdAt, expiresAt, leaseRun, leaseUntil, cancelRun, #v, deletedAt",
+                    "#o, createdAt, expiresAt, leaseRun, leaseUntil, cancelRun, #v, deletedAt, \
+                     leaseEpoch, liveRun, handoff",
                 )
                 .expression_attribute_names("#o", "owner")
                 .expression_attribute_names("#v", "version");

@@ -63,11 +63,12 @@ impl RunLeases for DynamoStore {
     }
 
     async fn pulse(&self, lease: &Lease, renew_until_ms: Option<i64>) -> Result<Pulse, StoreError> {
-        let version = n(i64::try_from(lease.version).unwrap_or(i64::MAX));
+        // The runner's epoch, not the thread's version: checkpoints move the version.
+        let epoch = n(i64::try_from(lease.epoch).unwrap_or(i64::MAX));
         let Some(until) = renew_until_ms else {
             let item = self.meta_head(&lease.thread_id).await?;
             let item = item.ok_or(StoreError::LeaseLost)?;
-            if !holds(&item, lease, &version) {
+            if !holds(&item, lease, &epoch) {
                 return Err(StoreError::LeaseLost);
             }
             return Ok(Pulse {
@@ -82,12 +83,11 @@ impl RunLeases for DynamoStore {
             .set_key(Some(self.meta_key(&lease.thread_id).into_iter().collect()))
             .update_expression("SET leaseUntil = :until")
             .condition_expression(
-                "leaseRun = :run AND #v = :version AND (attribute_not_exists(cancelRun) OR cancelRun <> :run)",
+                "leaseRun = :run AND leaseEpoch = :epoch AND (attribute_not_exists(cancelRun) OR cancelRun <> :run)",
             )
-            .expression_attribute_names("#v", "version")
             .expression_attribute_values(":until", n(until))
             .expression_attribute_values(":run", s(lease.run_id.as_str()))
-            .expression_attribute_values(":version", version.clone())
+            .expression_attribute_values(":epoch", epoch.clone())
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
@@ -105,7 +105,7 @@ impl RunLeases for DynamoStore {
                 // Refused while the lease still holds: only a cancel request refuses it then.
                 UpdateItemError::ConditionalCheckFailedException(failed) => {
                     let old = failed.item().cloned().unwrap_or_default();
-                    if holds(&old, lease, &version) {
+                    if holds(&old, lease, &epoch) {
                         Ok(Pulse {
                             cancel_requested: true,
                         })
@@ -131,7 +131,11 @@ impl RunLeases for DynamoStore {
             .table_name(&self.table)
             .set_key(Some(self.meta_key(thread_id).into_iter().collect()))
             .update_expression("SET cancelRun = :run")
-            .condition_expression("#o = :owner AND leaseRun = :run AND leaseUntil > :now")
+            // A run between two runners (handed off, or stalled with its record) is stopped by
+            // the runner that takes it over.
+            .condition_expression(
+                "#o = :owner AND leaseRun = :run AND (leaseUntil > :now OR liveRun = :run)",
+            )
             .expression_attribute_names("#o", "owner")
             .expression_attribute_values(":owner", s(owner.as_str()))
             .expression_attribute_values(":run", s(run_id.as_str()))
@@ -229,10 +233,12 @@ impl DynamoStore {
             thread_id: start.thread_id.clone(),
             run_id: start.run_id.clone(),
             version: start.loaded.map_or(1, |thread| thread.version + 1),
+            epoch: 1,
             created_at_ms,
             next_seq: first_seq + start.new_messages.len(),
             started_at_ms: now,
             input_messages: start.new_messages.len(),
+            checkpointed: false,
         };
         if !rest.messages.is_empty() {
             // Inputs too large for one transaction: the rest follows under the lease, and the
@@ -297,6 +303,7 @@ impl DynamoStore {
             .item("updatedAt", n(write.now))
             .item("leaseRun", s(start.run_id.as_str()))
             .item("leaseUntil", n(start.lease_expires_at_ms))
+            .item(LEASE_EPOCH, n(1))
             .item(MSG_COUNT, write.msg_count.clone())
             // An expired thread not yet removed by TTL counts as absent.
             .condition_expression("attribute_not_exists(pk) OR expiresAt < :now_s")
@@ -333,7 +340,7 @@ impl DynamoStore {
     ) -> Result<TransactWriteItem, StoreError> {
         let start = write.start;
         let mut expression = "SET #v = :next, leaseRun = :run, leaseUntil = :until, \
-             updatedAt = :now, msgCount = :count"
+             updatedAt = :now, msgCount = :count, leaseEpoch = :first"
             .to_owned();
         let mut update = Update::builder()
             .table_name(&self.table)
@@ -353,6 +360,7 @@ impl DynamoStore {
             .expression_attribute_values(":until", n(start.lease_expires_at_ms))
             .expression_attribute_values(":now", n(write.now))
             .expression_attribute_values(":count", write.msg_count.clone())
+            .expression_attribute_values(":first", n(1))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
         if let Some(state) = &write.state {
             expression.push_str(", #s = :state");
@@ -365,7 +373,8 @@ impl DynamoStore {
             expression.push_str(", title = if_not_exists(title, :title)");
             update = update.expression_attribute_values(":title", s(title));
         }
-        expression.push_str(" REMOVE cancelRun");
+        // A run that stalled and was never taken over is abandoned: its hand-off goes.
+        expression.push_str(" REMOVE cancelRun, handoff, liveRun");
         let update = update
             .update_expression(expression)
             .build()
@@ -399,7 +408,8 @@ impl DynamoStore {
     }
 }
 
-/// Whether the META item (as read, or as a refused write found it) still carries `lease`.
-fn holds(item: &Item, lease: &Lease, version: &AttributeValue) -> bool {
-    get_s(item, "leaseRun") == Some(lease.run_id.as_str()) && item.get("version") == Some(version)
+/// Whether the META item (as read, or as a refused write found it) still carries `lease`'s
+/// runner.
+fn holds(item: &Item, lease: &Lease, epoch: &AttributeValue) -> bool {
+    get_s(item, "leaseRun") == Some(lease.run_id.as_str()) && item.get(LEASE_EPOCH) == Some(epoch)
 }

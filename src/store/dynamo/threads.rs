@@ -82,12 +82,16 @@ impl Threads for DynamoStore {
         if get_s(&item, "owner") != Some(owner.as_str()) || !is_present(&item) {
             return Ok(ThreadActivity::Missing);
         }
-        Ok(match live_lease(&item, now_ms()) {
-            Some(run_id) => ThreadActivity::Running {
+        Ok(match (live_lease(&item, now_ms()), stalled_run(&item)) {
+            (Some(run_id), _) => ThreadActivity::Running {
                 created_at_ms,
                 run_id,
             },
-            None => ThreadActivity::Idle { created_at_ms },
+            (None, Some(run_id)) => ThreadActivity::Stalled {
+                created_at_ms,
+                run_id,
+            },
+            (None, None) => ThreadActivity::Idle { created_at_ms },
         })
     }
 
@@ -466,6 +470,7 @@ impl DynamoStore {
                 .map(|sk| (pk(thread_id), sk)),
         );
         keys.push((pk(thread_id), checkpoint_sk(created_at_ms)));
+        keys.push((pk(thread_id), live_sk(created_at_ms)));
         self.batch_write(delete_requests(keys)?).await
     }
 
@@ -504,6 +509,14 @@ impl DynamoStore {
 fn live_lease(item: &Item, now_ms: i64) -> Option<RunId> {
     get_s(item, "leaseRun")
         .filter(|_| get_n(item, "leaseUntil").is_some_and(|until| until > now_ms))
+        .and_then(|run| RunId::parse(run, crate::protocol::ids::MAX_ID_LEN).ok())
+}
+
+/// The run whose lease expired (`live_lease` found none) while it held the thread with its
+/// record: it can be taken over.
+fn stalled_run(item: &Item) -> Option<RunId> {
+    get_s(item, "leaseRun")
+        .filter(|run| get_s(item, LIVE_RUN) == Some(*run))
         .and_then(|run| RunId::parse(run, crate::protocol::ids::MAX_ID_LEN).ok())
 }
 

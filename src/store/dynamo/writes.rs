@@ -11,7 +11,7 @@ use crate::store::{
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::put_item::builders::PutItemFluentBuilder;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, Put, ReturnConsumedCapacity, TransactWriteItem, Update, WriteRequest,
+    AttributeValue, Delete, Put, ReturnConsumedCapacity, TransactWriteItem, Update, WriteRequest,
 };
 use futures_util::{StreamExt, TryStreamExt};
 use serde_json::Value;
@@ -57,6 +57,18 @@ pub(super) struct MessageItem<'a> {
 pub(super) enum AppendEnd<'a> {
     /// More of a run's input: the lease stays held.
     KeepLease,
+    /// A step of the run: the last transaction also stores the state, the interrupt record and
+    /// the context as the run leaves them now, replaces the run's record (the `LIVE#` item),
+    /// renews the lease until `lease_until_ms`, and with `hand_off` lets the next runner take
+    /// it at once.
+    Checkpoint {
+        state: Option<&'a Value>,
+        interrupts: Option<&'a Value>,
+        context: Option<&'a ContextUpdate>,
+        record: &'a str,
+        lease_until_ms: i64,
+        hand_off: bool,
+    },
     /// A run's output: the last transaction also stores the state, replaces the interrupt
     /// record (`None` removes it), frees the lease and records where the run ended (when the
     /// run stored any message: a fork from it has something to copy).
@@ -67,12 +79,25 @@ pub(super) enum AppendEnd<'a> {
     },
 }
 
-/// [`AppendEnd::Release`]'s attributes, serialised.
-struct Release {
+/// What the last transaction of a checkpoint or a release writes besides the messages,
+/// serialised.
+struct Closing {
     state: Option<AttributeValue>,
     interrupts: Option<AttributeValue>,
     mark: Option<ContextMark>,
     checkpoint: Option<Put>,
+    kind: ClosingKind,
+}
+
+enum ClosingKind {
+    /// The run's record replaced; the lease renewed, and handed off when `hand_off`.
+    Checkpoint {
+        live: Box<Put>,
+        lease_until_ms: i64,
+        hand_off: bool,
+    },
+    /// The lease freed (and the run's record, if it made one, removed).
+    Release,
 }
 
 impl DynamoStore {
@@ -151,13 +176,17 @@ impl DynamoStore {
         extra: Vec<TransactWriteItem>,
         puts: Vec<Put>,
     ) -> Result<(), TransactError> {
-        let items = std::iter::once(meta)
-            .chain(extra)
-            .chain(
-                puts.into_iter()
-                    .map(|put| TransactWriteItem::builder().put(put).build()),
-            )
-            .collect();
+        let items = extra.into_iter().chain(puts.into_iter().map(as_item));
+        self.transact_items(meta, items.collect()).await
+    }
+
+    /// A transaction of the META write first (whose refusal `cancellation` reads) and `items`.
+    pub(super) async fn transact_items(
+        &self,
+        meta: TransactWriteItem,
+        items: Vec<TransactWriteItem>,
+    ) -> Result<(), TransactError> {
+        let items = std::iter::once(meta).chain(items).collect();
         self.usage.writes.fetch_add(1, Ordering::Relaxed);
         let output = self
             .client
@@ -180,47 +209,26 @@ impl DynamoStore {
         new: NewMessages<'_>,
         end: AppendEnd<'_>,
     ) -> Result<u64, StoreError> {
-        let release = match end {
-            AppendEnd::KeepLease => None,
-            AppendEnd::Release {
-                state,
-                interrupts,
-                context,
-            } => Some(Release {
-                state: state.map(Self::state_value).transpose()?,
-                interrupts: interrupts.map(|record| s(record.to_string())),
-                mark: context.and_then(|context| context.mark),
-                checkpoint: context
-                    .and_then(|context| context.checkpoint.as_ref())
-                    .map(|checkpoint| self.checkpoint_put(lease, checkpoint))
-                    .transpose()?,
-            }),
-        };
+        let closing = self.closing(lease, end)?;
         let chunks = self.chunks(&lease.thread_id, lease.created_at_ms, new, &lease.run_id)?;
         let last = chunks.len() - 1;
         let end_seq = new.first_seq + new.messages.len();
-        let mut run_end = match release {
-            Some(_) if lease.input_messages + new.messages.len() > 0 => {
-                Some(self.run_end_put(lease, end_seq)?)
-            }
-            _ => None,
+        let mut closing_items = match &closing {
+            Some(closing) => self.closing_items(lease, closing, end_seq, new.messages.len())?,
+            None => Vec::new(),
         };
         let mut version = lease.version;
         let mut seq = new.first_seq;
-        for (index, mut puts) in chunks.into_iter().enumerate() {
+        for (index, puts) in chunks.into_iter().enumerate() {
             seq += puts.len();
-            let closing = release.as_ref().filter(|_| index == last);
+            let mut items: Vec<TransactWriteItem> = puts.into_iter().map(as_item).collect();
+            let closes = closing.as_ref().filter(|_| index == last);
             if index == last {
                 // Chunks hold at most MESSAGES_PER_WRITE messages, which leaves them room.
-                puts.extend(run_end.take());
-                puts.extend(
-                    release
-                        .as_ref()
-                        .and_then(|release| release.checkpoint.clone()),
-                );
+                items.append(&mut closing_items);
             }
-            let update = self.held_meta_update(lease, version, seq, closing)?;
-            self.transact(TransactWriteItem::builder().update(update).build(), puts)
+            let update = self.held_meta_update(lease, version, seq, closes)?;
+            self.transact_items(TransactWriteItem::builder().update(update).build(), items)
                 .await
                 .map_err(|error| cancelled_error(error, |_| StoreError::LeaseLost))?;
             version += 1;
@@ -228,14 +236,105 @@ impl DynamoStore {
         Ok(version)
     }
 
+    /// `end`'s attributes and items, serialised; `None` for more input.
+    fn closing(&self, lease: &Lease, end: AppendEnd<'_>) -> Result<Option<Closing>, StoreError> {
+        let (state, interrupts, context, kind) = match end {
+            AppendEnd::KeepLease => return Ok(None),
+            AppendEnd::Release {
+                state,
+                interrupts,
+                context,
+            } => (state, interrupts, context, ClosingKind::Release),
+            AppendEnd::Checkpoint {
+                state,
+                interrupts,
+                context,
+                record,
+                lease_until_ms,
+                hand_off,
+            } => (
+                state,
+                interrupts,
+                context,
+                ClosingKind::Checkpoint {
+                    live: Box::new(self.live_put(lease, record)?),
+                    lease_until_ms,
+                    hand_off,
+                },
+            ),
+        };
+        Ok(Some(Closing {
+            state: state.map(Self::state_value).transpose()?,
+            interrupts: interrupts.map(|record| s(record.to_string())),
+            mark: context.and_then(|context| context.mark),
+            checkpoint: context
+                .and_then(|context| context.checkpoint.as_ref())
+                .map(|checkpoint| self.checkpoint_put(lease, checkpoint))
+                .transpose()?,
+            kind,
+        }))
+    }
+
+    /// The items the last transaction writes besides META and the messages: the thread's
+    /// compaction checkpoint, and the run's record (a checkpoint) or where the run ended and
+    /// the removal of its record (a release).
+    fn closing_items(
+        &self,
+        lease: &Lease,
+        closing: &Closing,
+        end_seq: usize,
+        new_messages: usize,
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
+        let mut items: Vec<TransactWriteItem> =
+            closing.checkpoint.iter().cloned().map(as_item).collect();
+        match &closing.kind {
+            ClosingKind::Checkpoint { live, .. } => items.push(as_item(live.as_ref().clone())),
+            ClosingKind::Release => {
+                if lease.input_messages + new_messages > 0 {
+                    items.push(as_item(self.run_end_put(lease, end_seq)?));
+                }
+                if lease.checkpointed {
+                    let delete = Delete::builder()
+                        .table_name(&self.table)
+                        .key("pk", pk(&lease.thread_id))
+                        .key("sk", live_sk(lease.created_at_ms))
+                        .build()
+                        .map_err(unavailable)?;
+                    items.push(TransactWriteItem::builder().delete(delete).build());
+                }
+            }
+        }
+        Ok(items)
+    }
+
+    /// The run's record: what the agent needs to go on from here, and the event log's attempt
+    /// and the messages stored so far, which the next runner's lease carries.
+    fn live_put(&self, lease: &Lease, record: &str) -> Result<Put, StoreError> {
+        let mut put = Put::builder()
+            .table_name(&self.table)
+            .item("pk", pk(&lease.thread_id))
+            .item("sk", live_sk(lease.created_at_ms))
+            .item("run", s(lease.run_id.as_str()))
+            .item("record", s(record))
+            .item("started", n(lease.started_at_ms))
+            .item(
+                "stored",
+                n(i64::try_from(lease.input_messages).unwrap_or(i64::MAX)),
+            );
+        if let Some(expires) = self.expires_at(lease.created_at_ms) {
+            put = put.item("expiresAt", expires);
+        }
+        put.build().map_err(unavailable)
+    }
+
     /// The META update of one of `append_held`'s transactions: from `version` on, with
-    /// `msg_count` messages, and on the last of a run's output what it releases.
+    /// `msg_count` messages, and on the last of a checkpoint or a release what it changes.
     fn held_meta_update(
         &self,
         lease: &Lease,
         version: u64,
         msg_count: usize,
-        release: Option<&Release>,
+        closing: Option<&Closing>,
     ) -> Result<Update, StoreError> {
         let mut set = vec!["#v = :next", "updatedAt = :now", "msgCount = :count"];
         let mut remove = Vec::new();
@@ -243,22 +342,46 @@ impl DynamoStore {
             .table_name(&self.table)
             .key("pk", pk(&lease.thread_id))
             .key("sk", s(META))
-            .condition_expression("#v = :expected AND leaseRun = :run")
+            .condition_expression("#v = :expected AND leaseRun = :run AND leaseEpoch = :epoch")
             .expression_attribute_names("#v", "version")
             .expression_attribute_values(":expected", n(i64::try_from(version).unwrap_or(i64::MAX)))
             .expression_attribute_values(":next", n(i64::try_from(version + 1).unwrap_or(i64::MAX)))
             .expression_attribute_values(":run", s(lease.run_id.as_str()))
+            .expression_attribute_values(
+                ":epoch",
+                n(i64::try_from(lease.epoch).unwrap_or(i64::MAX)),
+            )
             .expression_attribute_values(":now", n(now_ms()))
             .expression_attribute_values(":count", n(i64::try_from(msg_count).unwrap_or(i64::MAX)));
-        if let Some(release) = release {
-            if let Some(state) = &release.state {
+        if let Some(closing) = closing {
+            if let Some(state) = &closing.state {
                 set.push("#s = :state");
                 update = update
                     .expression_attribute_names("#s", "state")
                     .expression_attribute_values(":state", state.clone());
             }
-            remove.extend(["leaseRun", "leaseUntil", "cancelRun"]);
-            if let Some(mark) = release.mark {
+            match &closing.kind {
+                ClosingKind::Release => remove.extend([
+                    "leaseRun",
+                    "leaseUntil",
+                    "cancelRun",
+                    LEASE_EPOCH,
+                    HANDOFF,
+                    LIVE_RUN,
+                ]),
+                ClosingKind::Checkpoint {
+                    lease_until_ms,
+                    hand_off,
+                    ..
+                } => {
+                    set.extend(["leaseUntil = :until", "liveRun = :run"]);
+                    update = update.expression_attribute_values(":until", n(*lease_until_ms));
+                    if *hand_off {
+                        set.push("handoff = :epoch");
+                    }
+                }
+            }
+            if let Some(mark) = closing.mark {
                 set.extend([
                     "ctxTokens = :ctxTokens",
                     "ctxSeen = :ctxSeen",
@@ -271,7 +394,7 @@ impl DynamoStore {
                     .expression_attribute_values(":ctxCovers", count(mark.covers))
                     .expression_attribute_values(":ctxCleared", count(mark.cleared_before));
             }
-            match &release.interrupts {
+            match &closing.interrupts {
                 Some(record) => {
                     set.push("interrupts = :interrupts");
                     update = update.expression_attribute_values(":interrupts", record.clone());
@@ -410,6 +533,11 @@ pub(super) fn cancelled_error(
         }
         Err(error) => error,
     }
+}
+
+/// A Put as one item of a transaction.
+fn as_item(put: Put) -> TransactWriteItem {
+    TransactWriteItem::builder().put(put).build()
 }
 
 /// A count as a DynamoDB number.

@@ -25,6 +25,7 @@ impl History for MemoryStore {
             messages,
             state: record.state.clone(),
             active_run: record.active_run(),
+            runner: record.runner(),
             title: record.title.clone(),
             checkpoint: record.checkpoint.clone(),
             parent: record.parent.clone(),

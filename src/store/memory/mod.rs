@@ -2,6 +2,7 @@
 //! restart. One file per capability; here the records they share and the store itself.
 
 mod a2a_tasks;
+mod checkpoints;
 mod events;
 mod history;
 mod memories;
@@ -38,6 +39,8 @@ struct Record {
     /// The latest compaction's checkpoint and the provider's count of the last model call.
     checkpoint: Option<Checkpoint>,
     context: Option<ContextMark>,
+    /// The record of the run holding the lease, once it checkpointed: it can be taken over.
+    live: Option<LiveRecord>,
     /// A sub-agent's thread: where it was delegated from.
     parent: Option<super::ThreadLink>,
     /// The threads of this thread's sub-agents, deleted with it.
@@ -48,6 +51,18 @@ struct HeldLease {
     run_id: RunId,
     until_ms: i64,
     cancel_requested: bool,
+    /// Which runner of the run holds it (1 for the one that began it).
+    epoch: u64,
+    /// The runner of this epoch handed the run off to the next.
+    handed_off: bool,
+}
+
+/// A run's last checkpointed record, as [`crate::store::RunCheckpoints`] keeps it.
+struct LiveRecord {
+    run_id: RunId,
+    record: String,
+    started_at_ms: i64,
+    stored_messages: usize,
 }
 
 impl Record {
@@ -67,6 +82,7 @@ impl Record {
             runs: HashMap::new(),
             checkpoint: None,
             context: None,
+            live: None,
             parent: None,
             children: Vec::new(),
         }
@@ -80,6 +96,25 @@ impl Record {
 
     fn active_run(&self) -> Option<RunId> {
         self.live_lease().map(|lease| lease.run_id.clone())
+    }
+
+    /// The run whose lease expired while it held the thread with a checkpoint.
+    fn stalled_run(&self) -> Option<RunId> {
+        let held = self
+            .lease
+            .as_ref()
+            .filter(|lease| lease.until_ms <= now_ms())?;
+        self.live
+            .as_ref()
+            .filter(|live| live.run_id == held.run_id)
+            .map(|live| live.run_id.clone())
+    }
+
+    fn runner(&self) -> Option<crate::store::Runner> {
+        self.live_lease().map(|lease| crate::store::Runner {
+            epoch: lease.epoch,
+            handed_off: lease.handed_off,
+        })
     }
 
     /// The thread as stored, from message `first_seq` on.

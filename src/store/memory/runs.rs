@@ -21,6 +21,8 @@ impl RunLeases for MemoryStore {
             run_id: start.run_id.clone(),
             until_ms: start.lease_expires_at_ms,
             cancel_requested: false,
+            epoch: 1,
+            handed_off: false,
         };
         let times = (0..start.new_messages.len())
             .map(|index| message_time(start.copied_at_ms, index, start.at_ms));
@@ -46,6 +48,8 @@ impl RunLeases for MemoryStore {
                 }
                 record.version += 1;
                 record.lease = Some(held);
+                // A run that stalled and was never taken over is abandoned with its record.
+                record.live = None;
                 record.updated_at_ms = now;
                 if record.title.is_none() {
                     record.title = start.title.map(str::to_owned);
@@ -60,10 +64,12 @@ impl RunLeases for MemoryStore {
             thread_id: start.thread_id.clone(),
             run_id: start.run_id.clone(),
             version: record.version,
+            epoch: 1,
             created_at_ms: record.created_at_ms,
             next_seq: record.messages.len(),
             started_at_ms: now,
             input_messages: start.new_messages.len(),
+            checkpointed: false,
         })
     }
 
@@ -128,6 +134,7 @@ impl RunLeases for MemoryStore {
         }
         record.version += 1;
         record.lease = None;
+        record.live = None;
         record.updated_at_ms = now_ms();
         let end = RunEnd {
             thread_id: lease.thread_id.clone(),
@@ -145,8 +152,12 @@ impl RunLeases for MemoryStore {
 
     async fn pulse(&self, lease: &Lease, renew_until_ms: Option<i64>) -> Result<Pulse, StoreError> {
         let mut threads = self.threads();
-        let record = leased(&mut threads, lease)?;
-        let held = record.lease.as_mut().ok_or(StoreError::LeaseLost)?;
+        // The runner, not the thread's version: checkpoints move the version under the lease.
+        let held = threads
+            .get_mut(&lease.thread_id)
+            .and_then(|record| record.lease.as_mut())
+            .filter(|held| held.run_id == lease.run_id && held.epoch == lease.epoch)
+            .ok_or(StoreError::LeaseLost)?;
         if let Some(until) = renew_until_ms {
             held.until_ms = held.until_ms.max(until);
         }
@@ -164,10 +175,14 @@ impl RunLeases for MemoryStore {
         let mut threads = self.threads();
         let record = owned_mut(&mut threads, owner, thread_id)?;
         let now = now_ms();
+        let resumable = record
+            .live
+            .as_ref()
+            .is_some_and(|live| &live.run_id == run_id);
         if let Some(held) = record
             .lease
             .as_mut()
-            .filter(|held| &held.run_id == run_id && held.until_ms > now)
+            .filter(|held| &held.run_id == run_id && (held.until_ms > now || resumable))
         {
             held.cancel_requested = true;
             return Ok(CancelState::Requested);
@@ -180,14 +195,14 @@ impl RunLeases for MemoryStore {
     }
 }
 
-/// Whether `lease` still holds `record`.
+/// Whether `lease` still holds `record`: its runner, at the version it last wrote.
 fn holds(record: &Record, lease: &Lease) -> bool {
     record.version == lease.version
-        && matches!(&record.lease, Some(held) if held.run_id == lease.run_id)
+        && matches!(&record.lease, Some(held) if held.run_id == lease.run_id && held.epoch == lease.epoch)
 }
 
 /// The thread `lease` is held on, while it is held.
-fn leased<'a>(
+pub(super) fn leased<'a>(
     threads: &'a mut HashMap<ThreadId, Record>,
     lease: &Lease,
 ) -> Result<&'a mut Record, StoreError> {

@@ -45,14 +45,17 @@ impl Threads for MemoryStore {
         else {
             return Ok(ThreadActivity::Missing);
         };
-        Ok(match record.live_lease() {
-            Some(lease) => ThreadActivity::Running {
-                created_at_ms: record.created_at_ms,
+        let created_at_ms = record.created_at_ms;
+        Ok(match (record.live_lease(), record.stalled_run()) {
+            (Some(lease), _) => ThreadActivity::Running {
+                created_at_ms,
                 run_id: lease.run_id.clone(),
             },
-            None => ThreadActivity::Idle {
-                created_at_ms: record.created_at_ms,
+            (None, Some(run_id)) => ThreadActivity::Stalled {
+                created_at_ms,
+                run_id,
             },
+            (None, None) => ThreadActivity::Idle { created_at_ms },
         })
     }
 
