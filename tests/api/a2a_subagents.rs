@@ -356,3 +356,50 @@ async fn wire_aimocks_a2a_mock_streamed_and_polled_as_sub_agents() {
         "Coordinator: both mock agents answered."
     );
 }
+
+#[tokio::test]
+async fn a_question_nobody_answers_cancels_the_remote_task() {
+    let base = peer().await;
+    let app = coordinator(base).await;
+    // A 0.0.x client cannot answer an interrupt: the task is cancelled, the call an error.
+    let thread = new_thread();
+    let mut old = body(&thread, "r1", "[a2a-child] needs a city");
+    old.as_object_mut().unwrap().remove("protocolVersion");
+    let events = run(&app, &old).await;
+    assert!(events.last().unwrap().get("outcome").is_none());
+    let result = of_type(&events, "TOOL_CALL_RESULT")
+        .into_iter()
+        .find(|event| event["toolCallId"] == "call_a2a_needs")
+        .unwrap_or_else(|| panic!("{events:#?}"));
+    let content = result["content"].as_str().unwrap();
+    assert!(
+        content.contains("(A2A_INPUT_REQUIRED)") && content.contains("Which city?"),
+        "{content}"
+    );
+    let task = link(&app, &thread, "call_a2a_needs").await["taskId"].clone();
+    let calls = calls_about(base, task.as_str().unwrap()).await;
+    assert!(
+        calls.iter().any(|call| call["rpc"] == "CancelTask"),
+        "{calls:#?}"
+    );
+
+    // A 1.0 client that declines the question: the task is cancelled, the child fails.
+    let thread = new_thread();
+    let first = run(&app, &body(&thread, "r1", "[a2a-child] needs a city")).await;
+    let interrupt = first.last().unwrap()["outcome"]["interrupts"][0].clone();
+    let mut resume = body(&thread, "r2", "[a2a-child] needs a city");
+    resume["resume"] = json!([{"interruptId": interrupt["id"], "status": "cancelled"}]);
+    let second = run(&app, &resume).await;
+    assert_eq!(
+        of_type(&second, "SUBAGENT_ERROR")[0]["code"],
+        "A2A_TASK_CANCELED"
+    );
+    let task = interrupt["metadata"]["agui-lambda"]["a2a"]["taskId"]
+        .as_str()
+        .unwrap();
+    let calls = calls_about(base, task).await;
+    assert!(
+        calls.iter().any(|call| call["rpc"] == "CancelTask"),
+        "{calls:#?}"
+    );
+}
