@@ -308,6 +308,26 @@ wait_for_function "http://127.0.0.1:$SA_AUTO_PORT" "the coordinator (auto)" "${P
   | tee "$SUITES/subagents.log" \
   || { echo "--- coordinator log"; tail -n 50 "$ARTIFACTS/subagents-attributed.log"; exit 1; }
 
+step "A2A sub-agents: one agui-lambda delegating to another over A2A 1.0"
+# B serves its default agent over A2A (get_current_time needs approval); A's coordinator names B's
+# agent card as its sub-agent clock_agent. Both on the sub-agents' aimock.
+A2A_B_PORT=$(free_port)
+PORT="$A2A_B_PORT" OPENAI_BASE_URL="http://127.0.0.1:$SA_AIMOCK_PORT/v1" OPENAI_API_KEY=e2e-test-key AGENT_MODEL=remote-model \
+  MODEL_MAX_RETRIES=1 APPROVAL_REQUIRED_TOOLS=get_current_time RUST_LOG=info setsid target/debug/agui-lambda \
+  </dev/null >"$ARTIFACTS/a2a-subagents-b.log" 2>&1 &
+PIDS+=($!)
+A2A_A_PORT=$(free_port)
+A2A_PROFILES=$(python3 -c 'import json, sys; print(json.dumps({"coordinator": {"subagents": [{"name": "clock_agent", "description": "Tells the time, over A2A.", "a2a": sys.argv[1] + "/.well-known/agent-card.json", "timeoutMs": 60000}]}}))' "http://127.0.0.1:$A2A_B_PORT")
+PORT="$A2A_A_PORT" OPENAI_BASE_URL="http://127.0.0.1:$SA_AIMOCK_PORT/v1" OPENAI_API_KEY=e2e-test-key AGENT_MODEL=coordinator-model \
+  MODEL_MAX_RETRIES=1 AGENT_PROFILES="$A2A_PROFILES" AGENT_DEFAULT_PROFILE=coordinator SUBAGENT_VISIBILITY=attributed \
+  RUST_LOG=info setsid target/debug/agui-lambda </dev/null >"$ARTIFACTS/a2a-subagents-a.log" 2>&1 &
+PIDS+=($!)
+wait_for_function "http://127.0.0.1:$A2A_B_PORT" "the A2A agent (B)" "${PIDS[-2]}"
+wait_for_function "http://127.0.0.1:$A2A_A_PORT" "the coordinator delegating over A2A (A)" "${PIDS[-1]}"
+(cd tests/node && AGUI_BASE="http://127.0.0.1:$A2A_A_PORT" A2A_PEER_BASE="http://127.0.0.1:$A2A_B_PORT" \
+  node --test a2a_subagents.test.mjs) 2>&1 | tee "$SUITES/a2a-subagents.log" \
+  || { echo "--- A's log"; tail -n 50 "$ARTIFACTS/a2a-subagents-a.log"; echo "--- B's log"; tail -n 50 "$ARTIFACTS/a2a-subagents-b.log"; exit 1; }
+
 step "browser tests: Playwright + Debian chromium"
 # Headless chromium (apt, launched by its path) drives tests/node/browser/*.test.mjs: the dev
 # page (GET /) and the CopilotKit example, against a local server on aimock whose

@@ -1,6 +1,6 @@
 //! agui-lambda: an AG-UI agent server that runs as one AWS Lambda function with a streaming
 //! Function URL, or as a local HTTP server. Dependencies point one way:
-//! `api` → `agent` → {`protocol`, `store`, `model`}; `mcp` offers remote MCP servers' tools as
+//! `api` → `agent` → {`protocol`, `store`, `model`, `a2a`}; `mcp` offers remote MCP servers' tools as
 //! `agent` tools; `server` is what the binary runs.
 //!
 //! The default binary is [`main_with_tools`] with no extra tools. Your own `main.rs` builds the
@@ -123,7 +123,7 @@ mod layering {
             ),
             (
                 "agent",
-                &["auth", "model", "protocol", "store", "telemetry"][..],
+                &["a2a", "auth", "model", "protocol", "store", "telemetry"][..],
             ),
             ("a2a", &["protocol"][..]),
             ("auth", &[][..]),
@@ -140,6 +140,7 @@ mod layering {
             (
                 "startup",
                 &[
+                    "a2a",
                     "agent",
                     "api",
                     "auth",

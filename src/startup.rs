@@ -782,6 +782,7 @@ fn agent_profiles(
     tools: &ToolRegistry,
 ) -> Result<Vec<(String, AgentProfile)>, StartupError> {
     let http = subagents::remote_client(config)?;
+    let a2a = crate::agent::subagents::shared_client(http.clone());
     config
         .profiles
         .iter()
@@ -810,7 +811,7 @@ fn agent_profiles(
                 tools: offered,
                 context_tokens: profile.context_tokens,
                 memory: profile.memory,
-                subagents: subagents::subagents_of(config, profile, &http)?,
+                subagents: subagents::subagents_of(config, profile, (&http, &a2a))?,
                 subagent_visibility: profile.subagent_visibility,
             };
             Ok((name.clone(), agent_profile))
@@ -931,7 +932,7 @@ pub(crate) async fn build_with_tools(
     config: &Config,
     mut tools: ToolRegistry,
 ) -> Result<App, StartupError> {
-    let (models, store, auth, (), blobs, dispatcher, secret_headers) = tokio::try_join!(
+    let (models, store, auth, (), blobs, dispatcher, secrets) = tokio::try_join!(
         models_from_config(config),
         store_from_config(config),
         authenticator(&config.auth),
@@ -941,7 +942,8 @@ pub(crate) async fn build_with_tools(
         subagents::subagent_secrets(config),
     )?;
     let mut config = config.clone();
-    config.subagents.secret_headers = secret_headers;
+    config.subagents.secret_headers = secrets.headers;
+    config.subagents.a2a_secrets = secrets.a2a;
     let config = &config;
     Ok(build_app_with_models(config, models, store, auth, tools)?
         .with_blobs(blobs)

@@ -3,14 +3,13 @@
 //! frames, and the client this server's agents delegate with. Depends on `protocol` only; the
 //! routes that serve it are `api`'s.
 
+pub(crate) mod client;
 pub(crate) mod errors;
 pub(crate) mod inbound;
 pub(crate) mod task;
 pub(crate) mod types;
-// The sub-agent wiring (profiles naming an A2A card) calls the client; until it lands, its
-// tests (and tests/api's peers) do.
-#[allow(
-    dead_code,
-    reason = "the sub-agent wiring calls it; until then tests/api's peers do, through `testing`"
-)]
-pub(crate) mod client;
+
+/// The metadata key of what agui-lambda adds to A2A's frames: a run's token usage on the status
+/// update that ends it (`{"agui-lambda": {"usage": [TokenUsage, …]}}`), which A2A has no field
+/// for. Its client reads the same from an agui-lambda agent.
+pub(crate) const VENDOR_KEY: &str = "agui-lambda";

@@ -239,7 +239,7 @@ impl RunFrames {
                     task_id: self.task_id.clone(),
                     context_id: self.context_id.clone(),
                     status: end.status.clone(),
-                    metadata: None,
+                    metadata: usage_metadata(event),
                 }));
                 self.end = Some(end);
                 frames
@@ -247,6 +247,17 @@ impl RunFrames {
             _ => Vec::new(),
         }
     }
+}
+
+/// The run's token usage as the status update that ends it carries it (A2A has no field for
+/// it): `{"agui-lambda": {"usage": [...]}}`, as AG-UI's terminal event has it.
+fn usage_metadata(event: &Value) -> Option<serde_json::Map<String, Value>> {
+    let usage = event
+        .get("usage")
+        .filter(|usage| usage.as_array().is_some_and(|entries| !entries.is_empty()))?;
+    json!({crate::a2a::VENDOR_KEY: {"usage": usage}})
+        .as_object()
+        .cloned()
 }
 
 /// The task's status after a run's terminal event.
@@ -368,6 +379,14 @@ mod tests {
         assert_eq!(
             frames.artifacts()[0].parts[0].text.as_deref(),
             Some("Hello")
+        );
+        assert!(out[3]["statusUpdate"].get("metadata").is_none());
+        // The run's usage rides on the status update that ends it.
+        let usage = json!([{"model": "m", "inputTokens": 1, "outputTokens": 2, "totalTokens": 3}]);
+        let (_, out) = frames_of(&[json!({"type": "RUN_FINISHED", "usage": usage})]);
+        assert_eq!(
+            out[0]["statusUpdate"]["metadata"]["agui-lambda"]["usage"],
+            usage
         );
     }
 

@@ -442,6 +442,7 @@ pub(crate) fn tool_interrupt(
         expires_at: chrono::DateTime::from_timestamp_millis(expires_at_ms)
             .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
         subagent_run_id: None,
+        metadata: None,
     }
 }
 

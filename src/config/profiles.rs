@@ -3,7 +3,7 @@
 
 use super::vars::Vars;
 use super::{ConfigError, Section};
-use crate::agent::subagents::{RemoteAgentSettings, Visibility};
+use crate::agent::subagents::{A2aAgentSettings, RemoteAgentSettings, Visibility};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
@@ -58,6 +58,8 @@ pub enum SubagentTargetConfig {
     Profile(String),
     /// A remote AG-UI agent.
     Remote(RemoteAgentSettings),
+    /// An A2A 1.0 agent, by its agent card.
+    A2a(A2aAgentSettings),
 }
 
 /// A profile as written: checked into a [`ProfileConfig`].
@@ -84,6 +86,9 @@ struct RawSubagent {
     description: Option<String>,
     profile: Option<String>,
     url: Option<String>,
+    /// An A2A agent's card URL.
+    a2a: Option<String>,
+    credentials_secret_id: Option<String>,
     #[serde(default)]
     headers: BTreeMap<String, String>,
     headers_secret_id: Option<String>,
@@ -204,7 +209,7 @@ fn subagent(
     }
     let raw: RawSubagent = serde_json::from_value(value).map_err(|err| {
         bad(format!(
-            "a profile's name, or {{\"profile\"|\"url\", \"name\", \"description\", \"headers\", \"headersSecretId\", \"cancelUrl\", \"timeoutMs\"}}: {err}"
+            "a profile's name, or {{\"profile\"|\"url\"|\"a2a\", \"name\", \"description\", \"headers\", \"headersSecretId\", \"cancelUrl\", \"credentialsSecretId\", \"timeoutMs\"}}: {err}"
         ))
     })?;
     let timeout = match raw.timeout_ms {
@@ -213,27 +218,30 @@ fn subagent(
         }
         ms => ms.map(Duration::from_millis),
     };
-    let target = match (raw.profile, raw.url) {
-        (Some(target), None)
-            if raw.headers.is_empty()
-                && raw.headers_secret_id.is_none()
-                && raw.cancel_url.is_none() =>
-        {
+    let no_headers =
+        raw.headers.is_empty() && raw.headers_secret_id.is_none() && raw.cancel_url.is_none();
+    let target = match (raw.profile, raw.url, raw.a2a) {
+        (Some(target), None, None) if no_headers && raw.credentials_secret_id.is_none() => {
             SubagentTargetConfig::Profile(target)
         }
-        (None, Some(url)) => SubagentTargetConfig::Remote(
-            remote(url, raw.headers, raw.headers_secret_id, raw.cancel_url).map_err(bad)?,
-        ),
+        (None, Some(url), None) if raw.credentials_secret_id.is_none() => {
+            SubagentTargetConfig::Remote(
+                remote(url, raw.headers, raw.headers_secret_id, raw.cancel_url).map_err(bad)?,
+            )
+        }
+        (None, None, Some(card_url)) if no_headers => {
+            SubagentTargetConfig::A2a(a2a(card_url, raw.credentials_secret_id).map_err(bad)?)
+        }
         _ => {
             return Err(bad(
-                "names a profile, or a remote agent's url with its headers, not both".to_owned(),
+                "names one of a profile, a remote AG-UI agent's url with its headers, or an A2A agent's card (a2a) with its credentialsSecretId".to_owned(),
             ));
         }
     };
     let name = match (raw.name, &target) {
         (Some(name), _) => name,
         (None, SubagentTargetConfig::Profile(target)) => target.clone(),
-        (None, SubagentTargetConfig::Remote(_)) => {
+        (None, SubagentTargetConfig::Remote(_) | SubagentTargetConfig::A2a(_)) => {
             return Err(bad("a remote agent needs a name".to_owned()));
         }
     };
@@ -284,6 +292,25 @@ fn remote(
         headers,
         headers_secret_id: headers_secret_id.filter(|id| !id.trim().is_empty()),
         cancel_url,
+    })
+}
+
+/// An A2A agent's card URL (http or https) and the secret of its credentials.
+fn a2a(
+    card_url: String,
+    credentials_secret_id: Option<String>,
+) -> Result<A2aAgentSettings, String> {
+    let parsed = reqwest::Url::parse(&card_url)
+        .ok()
+        .filter(|url| matches!(url.scheme(), "http" | "https") && url.has_host());
+    if parsed.is_none() {
+        return Err(format!(
+            "a2a {card_url:?} is not an http(s) URL of an agent card"
+        ));
+    }
+    Ok(A2aAgentSettings {
+        card_url,
+        credentials_secret_id: credentials_secret_id.filter(|id| !id.trim().is_empty()),
     })
 }
 
@@ -594,7 +621,29 @@ mod tests {
             error(r#"{"a": {"subagents": [{"name": "x", "url": "https://x.example", "headers": {"Authorization": "Bearer k"}}]}}"#)
                 .contains("headersSecretId")
         );
-        assert!(error(r#"{"a": {"subagents": [{"name": "x", "profile": "b", "url": "https://x.example"}]}, "b": {}}"#).contains("not both"));
+        assert!(error(r#"{"a": {"subagents": [{"name": "x", "profile": "b", "url": "https://x.example"}]}, "b": {}}"#).contains("names one of"));
+        assert!(error(r#"{"a": {"subagents": [{"name": "x", "a2a": "https://x.example/card", "headers": {"x-team": "a"}}]}}"#).contains("names one of"));
+        assert!(
+            error(r#"{"a": {"subagents": [{"name": "x", "a2a": "file:///card"}]}}"#)
+                .contains("not an http(s) URL")
+        );
+        assert!(
+            error(r#"{"a": {"subagents": [{"a2a": "https://x.example/card"}]}}"#)
+                .contains("needs a name")
+        );
+        let a2a = config(&[(
+            "AGENT_PROFILES",
+            r#"{"a": {"subagents": [{"name": "travel", "a2a": "https://x.example/.well-known/agent-card.json", "credentialsSecretId": "travel-key", "timeoutMs": 60000}]}}"#,
+        )])
+        .unwrap()
+        .profiles;
+        assert_eq!(
+            a2a["a"].subagents[0].target,
+            SubagentTargetConfig::A2a(A2aAgentSettings {
+                card_url: "https://x.example/.well-known/agent-card.json".into(),
+                credentials_secret_id: Some("travel-key".into()),
+            })
+        );
         assert!(
             error(r#"{"a": {"subagents": [{"name": "x y", "url": "https://x.example"}]}}"#)
                 .contains("is not 1-64")

@@ -26,6 +26,9 @@ pub struct Interrupt {
     /// The sub-agent that asks, when one of a run's sub-agents does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subagent_run_id: Option<String>,
+    /// What else the asker says (an A2A agent's data parts and task).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Map<String, Value>>,
 }
 
 /// The answer schema of a tool approval: approve, deny, or approve with a full replacement of

@@ -10,10 +10,10 @@ use futures_util::StreamExt;
 use serde_json::Value;
 use std::time::Duration;
 
-const TOKEN: &str = "peer-token-1";
+pub(crate) const TOKEN: &str = "peer-token-1";
 
 /// The Python peer, one per test binary.
-async fn peer() -> &'static str {
+pub(crate) async fn peer() -> &'static str {
     static URL: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
     URL.get_or_init(|| async {
         let python = repo_path(".venv/bin/python");
@@ -284,7 +284,7 @@ async fn credentials_are_required_when_the_card_asks_and_checked_by_the_peer() {
 }
 
 /// aimock serving `config` (its A2A mock at `/a2a`); killed when dropped.
-async fn aimock_a2a(config: &str) -> (tokio::process::Child, String) {
+pub(crate) async fn aimock_a2a(config: &str) -> (tokio::process::Child, String) {
     let bin = repo_path("tests/node/node_modules/.bin/aimock");
     assert!(
         bin.exists(),

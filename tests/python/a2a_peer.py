@@ -4,7 +4,9 @@ of agui-lambda's A2A client (tests/api/a2a_client.rs). What it does depends on t
   "stream ..."  three artifact chunks (appended, the last closing), then completed
   "data ..."    an artifact with a text and a data part, then completed
   "ask ..."     input required ("Which city?"); the answer (same task) completes it
-  "auth ..."    auth required
+  "auth ..."    auth required (in-band: execute returns)
+  "signin ..."  auth required out of band: the task waits until POST /__authorize/{taskId}, then
+                completes with an artifact
   "fail ..."    failed, with a status message carrying a code
   "reject ..."  rejected
   "slow ..."    a chunk every 200 ms until it is canceled
@@ -12,8 +14,8 @@ of agui-lambda's A2A client (tests/api/a2a_client.rs). What it does depends on t
 Its card lists gRPC first (this client does not speak it), then JSON-RPC and HTTP+JSON with the
 tenant "acme" and a bearer scheme; `/rest/.well-known/agent-card.json` lists HTTP+JSON only, and
 `/open/...` is the same agent without security, served at `/open` (no credentials needed).
-Every call is recorded (its A2A-Version header, the tenant it named, its Authorization) and read
-back at GET /__calls. Usage: python tests/python/a2a_peer.py --port PORT --token TOKEN
+Every call is recorded (its A2A-Version header, the tenant it named, the message's taskId and
+contextId) and read back at GET /__calls. Usage: python tests/python/a2a_peer.py --port PORT --token TOKEN
 """
 
 import argparse
@@ -43,6 +45,12 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
 CALLS = []
+# Out-of-band sign-ins awaited, by task id.
+SIGNED_IN = {}
+
+
+def signed_in(task_id):
+    return SIGNED_IN.setdefault(task_id, asyncio.Event())
 
 
 def data_part(value):
@@ -81,6 +89,13 @@ class PeerAgent(AgentExecutor):
                 [Part(text="Which city?"), data_part({"type": "object", "properties": {"city": {}}})]))
         elif text.startswith("auth"):
             await updater.requires_auth(updater.new_agent_message([Part(text="Sign in to the calendar first.")]))
+        elif text.startswith("signin"):
+            await updater.requires_auth(updater.new_agent_message([Part(text="Sign in to the calendar, please.")]))
+            await signed_in(task.id).wait()
+            await updater.start_work()
+            await updater.add_artifact([Part(text="Signed in: your calendar is free.")],
+                                       artifact_id="calendar", last_chunk=True)
+            await updater.complete()
         elif text.startswith("fail"):
             await updater.failed(updater.new_agent_message(
                 [Part(text="The peer broke."), data_part({"code": "PEER_BROKE"})]))
@@ -138,8 +153,13 @@ def main():
     async def calls(_request):
         return JSONResponse(CALLS)
 
+    async def authorize(request):
+        signed_in(request.path_params["task_id"]).set()
+        return JSONResponse({"ok": True})
+
     routes = [
         Route("/__calls", calls),
+        Route("/__authorize/{task_id}", authorize, methods=["POST"]),
         *create_agent_card_routes(secured, cache_control="public, max-age=60"),
         *create_agent_card_routes(card(f"{base}/a2a", ["HTTP+JSON"], True),
                                   card_url="/rest/.well-known/agent-card.json"),
@@ -150,7 +170,7 @@ def main():
     app = Starlette(routes=routes)
 
     async def recorder(scope, receive, send):
-        if scope["type"] != "http" or scope["path"] == "/__calls":
+        if scope["type"] != "http" or scope["path"].startswith("/__"):
             return await app(scope, receive, send)
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         body = b""
@@ -164,12 +184,16 @@ def main():
         except ValueError:
             parsed = {}
         params = parsed.get("params", parsed) if isinstance(parsed, dict) else {}
+        message = params.get("message") if isinstance(params, dict) else None
+        message = message if isinstance(message, dict) else {}
         segments = scope["path"].split("/")
         CALLS.append({
             "path": scope["path"], "method": scope["method"],
             "query": scope.get("query_string", b"").decode(),
             "version": headers.get("a2a-version"),
             "rpc": parsed.get("method") if isinstance(parsed, dict) else None,
+            "taskId": message.get("taskId") or (params.get("id") if isinstance(params, dict) else None),
+            "contextId": message.get("contextId"),
             "tenant": params.get("tenant") if isinstance(params, dict) and params.get("tenant")
             else (segments[2] if len(segments) > 3 and segments[1] == "a2a" else None),
         })

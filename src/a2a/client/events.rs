@@ -5,11 +5,13 @@
 //!
 //! A stream read again after it broke (`SubscribeToTask`) may replay what was already shown
 //! (this server replays the current run; others send the task with its artifacts so far): text
-//! already emitted for an artifact is recognised and skipped, so nothing shows twice.
+//! already emitted for an artifact is recognised and skipped, so nothing shows twice. A task
+//! continued in a later delegation (a resume) starts from what the earlier one showed.
 
 use crate::a2a::types::{Artifact, Message, Part, StreamResponse, Task, TaskState};
-use serde_json::Value;
-use std::collections::HashMap;
+use crate::protocol::events::TokenUsage;
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashMap};
 
 /// One thing the remote agent did, for the child's event stream.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,6 +47,10 @@ pub enum ChildEvent {
         /// Its data parts (e.g. a schema of the expected answer).
         data: Vec<Value>,
     },
+    /// The tokens the remote agent says its work took, just before the task stopped: A2A has
+    /// no usage field; an agui-lambda agent reports it in the status update's metadata
+    /// (`{"agui-lambda": {"usage": [...]}}`), most agents report none.
+    Usage(Vec<TokenUsage>),
     Completed,
     /// `FAILED`, `REJECTED` or `CANCELED`: `code` is the state's (`A2A_TASK_FAILED`, …), or the
     /// remote's own code when its status message carries one.
@@ -67,6 +73,9 @@ pub(crate) struct ChildFrames {
     task: Option<(String, String)>,
     /// Set once the task stopped (ended or interrupted).
     stopped: bool,
+    /// Text an earlier delegation showed of a task continued now, in bytes per artifact (or
+    /// message) id: a task snapshot's first that many bytes of it are not shown again.
+    earlier: BTreeMap<String, usize>,
 }
 
 /// The code a terminal state's failure carries.
@@ -78,7 +87,25 @@ fn state_code(state: TaskState) -> &'static str {
     }
 }
 
+/// The usage an agui-lambda agent reports in a frame's metadata, if any.
+fn usage_in(metadata: Option<&Map<String, Value>>) -> Vec<TokenUsage> {
+    metadata
+        .and_then(|metadata| metadata.get(crate::a2a::VENDOR_KEY))
+        .and_then(|vendor| vendor.get("usage"))
+        .and_then(|usage| serde_json::from_value(usage.clone()).ok())
+        .unwrap_or_default()
+}
+
 impl ChildFrames {
+    /// The frames of a task an earlier delegation followed, which showed `earlier` (bytes of
+    /// text per artifact or message id).
+    pub(crate) fn continuing(earlier: BTreeMap<String, usize>) -> Self {
+        Self {
+            earlier,
+            ..Self::default()
+        }
+    }
+
     /// Whether the task has stopped (a terminal or interrupted state was seen).
     pub(crate) fn stopped(&self) -> bool {
         self.stopped
@@ -175,11 +202,20 @@ impl ChildFrames {
     /// A whole artifact (from a task snapshot): what of it was not shown yet, then closed.
     fn whole_artifact(&mut self, artifact: &Artifact, out: &mut Vec<ChildEvent>) {
         let id = &artifact.artifact_id;
-        let text: String = artifact
+        let mut text: String = artifact
             .parts
             .iter()
             .filter_map(|part| part.text.as_deref())
             .collect();
+        // Shown by an earlier delegation: only what came after it is new, data parts included.
+        let earlier = self.earlier.get(id).copied();
+        if let Some(bytes) = earlier {
+            let mut at = bytes.min(text.len());
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            text.drain(..at);
+        }
         let shown = self.shown.get(id).map_or("", String::as_str);
         if let Some(rest) = text.strip_prefix(shown)
             && !rest.is_empty()
@@ -188,7 +224,7 @@ impl ChildFrames {
             self.replayed.remove(id);
             self.text(id, &rest, out);
         }
-        for part in &artifact.parts {
+        for part in artifact.parts.iter().filter(|_| earlier.is_none()) {
             if let Some(data) = &part.data {
                 out.push(ChildEvent::Data {
                     message_id: id.clone(),
@@ -202,7 +238,7 @@ impl ChildFrames {
     /// A whole agent message (a status message, or a direct answer).
     fn message(&mut self, message: &Message, out: &mut Vec<ChildEvent>) {
         let id = message.message_id.clone();
-        if self.shown.contains_key(&id) {
+        if self.shown.contains_key(&id) || self.earlier.contains_key(&id) {
             return;
         }
         self.parts(&id, &message.parts, out);
@@ -213,16 +249,19 @@ impl ChildFrames {
         &mut self,
         state: TaskState,
         message: Option<&Message>,
-        task_id: &str,
-        context_id: &str,
+        (task_id, context_id): (&str, &str),
+        usage: Vec<TokenUsage>,
         out: &mut Vec<ChildEvent>,
     ) {
         if self.stopped {
             return;
         }
+        // Said just before the end, once what was open is closed.
+        let usage = (!usage.is_empty()).then_some(ChildEvent::Usage(usage));
         if state.is_interrupted() {
             self.close_all(out);
             self.stopped = true;
+            out.extend(usage);
             out.push(ChildEvent::Interrupted {
                 state,
                 task_id: task_id.to_owned(),
@@ -241,6 +280,7 @@ impl ChildFrames {
                 if let Some(message) = message {
                     self.message(message, out);
                 }
+                out.extend(usage);
                 out.push(ChildEvent::Completed);
             } else {
                 let code = message
@@ -254,6 +294,7 @@ impl ChildFrames {
                 } else {
                     text
                 };
+                out.extend(usage);
                 out.push(ChildEvent::Failed { code, message });
             }
             return;
@@ -272,8 +313,8 @@ impl ChildFrames {
         self.status(
             status.state,
             status.message.as_ref(),
-            &task.id,
-            &task.context_id,
+            (&task.id, &task.context_id),
+            usage_in(task.metadata.as_ref()),
             out,
         );
     }
@@ -302,8 +343,8 @@ impl ChildFrames {
                 self.status(
                     update.status.state,
                     update.status.message.as_ref(),
-                    &update.task_id,
-                    &update.context_id,
+                    (&update.task_id, &update.context_id),
+                    usage_in(update.metadata.as_ref()),
                     &mut out,
                 );
             }
@@ -456,5 +497,49 @@ mod tests {
         assert!(
             matches!(&events[1], ChildEvent::Failed { code, .. } if code == "A2A_TASK_REJECTED")
         );
+    }
+
+    #[test]
+    fn a_continued_task_shows_only_what_is_new_and_its_usage_before_the_end() {
+        let earlier = BTreeMap::from([("a1".to_owned(), "Let me ".len())]);
+        let mut frames = ChildFrames::continuing(earlier);
+        let snapshot = Task {
+            id: "t".into(),
+            context_id: "c".into(),
+            status: TaskStatus {
+                state: TaskState::Working,
+                ..TaskStatus::default()
+            },
+            artifacts: Some(vec![Artifact {
+                artifact_id: "a1".into(),
+                parts: vec![
+                    Part::text("Let me check."),
+                    Part::data(serde_json::json!({"x": 1})),
+                ],
+                ..Artifact::default()
+            }]),
+            ..Task::default()
+        };
+        let mut events = frames.push(&StreamResponse::Task(snapshot.clone()));
+        assert_eq!(texts(&events), "check.");
+        assert!(!events.iter().any(|e| matches!(e, ChildEvent::Data { .. })));
+        // A second snapshot of the same task (a resubscription) adds only what is newer.
+        frames.resubscribed();
+        let mut later = snapshot;
+        later.artifacts.as_mut().unwrap()[0].parts[0] = Part::text("Let me check. Done.");
+        events.extend(frames.push(&StreamResponse::Task(later)));
+        assert_eq!(texts(&events), "check. Done.");
+        let usage = serde_json::json!({"agui-lambda": {"usage": [
+            {"model": "m", "inputTokens": 3, "outputTokens": 4, "totalTokens": 7}]}});
+        let StreamResponse::StatusUpdate(mut done) = status(TaskState::Completed, None) else {
+            unreachable!()
+        };
+        done.metadata = usage.as_object().cloned();
+        let end = frames.push(&StreamResponse::StatusUpdate(done));
+        assert!(
+            matches!(&end[end.len() - 2], ChildEvent::Usage(usage) if usage[0].total_tokens == 7),
+            "{end:?}"
+        );
+        assert_eq!(end.last(), Some(&ChildEvent::Completed));
     }
 }

@@ -20,6 +20,7 @@ use events::ChildFrames;
 use futures_util::{Stream, StreamExt};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::pin::Pin;
 use std::time::Duration;
 use transport::{SendResponse, Transport};
@@ -44,6 +45,17 @@ pub struct ClientError {
 }
 
 impl ClientError {
+    /// The code a delegation that failed this way ends with: `A2A_<REASON>` for an error the
+    /// agent named (`A2A_TASK_NOT_FOUND`), `AGENT_UNAUTHORIZED` for a `401`/`403`,
+    /// `AGENT_UNAVAILABLE` for anything else (unreachable, a broken answer, no credentials).
+    pub fn code(&self) -> String {
+        match (self.kind, self.status) {
+            (Some(kind), _) => format!("A2A_{}", kind.reason()),
+            (None, 401 | 403) => "AGENT_UNAUTHORIZED".to_owned(),
+            _ => "AGENT_UNAVAILABLE".to_owned(),
+        }
+    }
+
     fn new(message: impl Into<String>) -> Self {
         Self {
             kind: None,
@@ -214,6 +226,9 @@ pub struct Delegation {
     pub context_id: Option<String>,
     /// The task a resume answers (input required), with its `context_id`.
     pub task_id: Option<String>,
+    /// What earlier delegations showed of that task (bytes of text per artifact id): not shown
+    /// again when the agent sends the task whole.
+    pub earlier: BTreeMap<String, usize>,
 }
 
 /// The child events of a delegation, as they come.
@@ -258,7 +273,10 @@ impl A2aClient {
         let (transport, card) = self
             .transport(&delegation.card_url, &delegation.credentials)
             .await?;
-        let mut parts = vec![Part::text(delegation.text.clone())];
+        let mut parts = Vec::new();
+        if !delegation.text.is_empty() || delegation.data.is_none() {
+            parts.push(Part::text(delegation.text.clone()));
+        }
         if let Some(data) = delegation.data.clone() {
             parts.push(Part::data(data));
         }
@@ -275,13 +293,43 @@ impl A2aClient {
             configuration: None,
             metadata: None,
         };
+        let state = ChildFrames::continuing(delegation.earlier);
         if card.capabilities.streaming == Some(true) {
             let frames = transport.stream(&request).await?;
-            Ok(Box::pin(follow_stream(transport, frames)))
+            Ok(Box::pin(follow_stream(transport, frames, state)))
         } else {
             let answer = transport.send(&request).await?;
-            Ok(Box::pin(follow_polled(transport, answer)))
+            Ok(Box::pin(follow_polled(transport, answer, state)))
         }
+    }
+
+    /// Follows `task_id` again without sending anything (a task that waited for authorization
+    /// the user has since given out of band): `SubscribeToTask` when the agent streams, else
+    /// `GetTask` until it stops; a task that ended meanwhile is read as it ended. `earlier` is
+    /// what earlier delegations showed of it.
+    pub async fn follow(
+        &self,
+        card_url: &str,
+        credentials: &Credentials,
+        task_id: &str,
+        earlier: BTreeMap<String, usize>,
+    ) -> Result<ChildStream, ClientError> {
+        let (transport, card) = self.transport(card_url, credentials).await?;
+        let state = ChildFrames::continuing(earlier);
+        if card.capabilities.streaming == Some(true) {
+            match transport.subscribe(task_id).await {
+                Ok(frames) => return Ok(Box::pin(follow_stream(transport, frames, state))),
+                // Ended in between: read as it ended.
+                Err(error) if error.kind == Some(ErrorKind::UnsupportedOperation) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        let task = transport.get_task(task_id).await?;
+        Ok(Box::pin(follow_polled(
+            transport,
+            SendResponse::Task(task),
+            state,
+        )))
     }
 
     /// Asks the agent of `card_url` to cancel `task_id`; the state the task is in after.
@@ -301,9 +349,9 @@ impl A2aClient {
 fn follow_stream(
     transport: Transport,
     first: impl Stream<Item = Result<StreamResponse, ClientError>> + Send + 'static,
+    mut state: ChildFrames,
 ) -> impl Stream<Item = Result<ChildEvent, ClientError>> + Send + 'static {
     async_stream::stream! {
-        let mut state = ChildFrames::default();
         let mut frames: Pin<Box<dyn Stream<Item = Result<StreamResponse, ClientError>> + Send>> = Box::pin(first);
         let mut resubscribes = 0;
         loop {
@@ -368,9 +416,9 @@ fn follow_stream(
 fn follow_polled(
     transport: Transport,
     answer: SendResponse,
+    mut state: ChildFrames,
 ) -> impl Stream<Item = Result<ChildEvent, ClientError>> + Send + 'static {
     async_stream::stream! {
-        let mut state = ChildFrames::default();
         let first = match answer {
             SendResponse::Task(task) => StreamResponse::Task(task),
             SendResponse::Message(message) => StreamResponse::Message(message),

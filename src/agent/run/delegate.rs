@@ -41,6 +41,8 @@ pub(super) struct Delegator {
     stop: CancellationToken,
     /// Delegations the run may still start (`SUBAGENT_MAX_PER_RUN`).
     allowed: u32,
+    /// The A2A context each sub-agent last had in this thread: a new delegation continues it.
+    contexts: std::collections::HashMap<String, String>,
 }
 
 /// A delegation's outcome with the parent's call it answers.
@@ -79,6 +81,7 @@ impl PreparedRun {
             allowed: settings
                 .max_per_run
                 .saturating_sub(self.progress.summary.subagent_runs),
+            contexts: subagents::remote_contexts(&self.progress.history),
         }
     }
 
@@ -125,7 +128,7 @@ impl PreparedRun {
                     Some(message),
                 ),
                 DelegationEnd::Suspended(child) => {
-                    self.progress.delegated.push(child);
+                    self.progress.delegated.push(*child);
                     continue;
                 }
             };
@@ -245,6 +248,7 @@ impl Delegator {
             );
             return (tool_call_id, refusal);
         };
+        let remote = child.remote;
         let delegation = self.delegation(
             subagent,
             child.thread_id,
@@ -257,6 +261,8 @@ impl Delegator {
         };
         delegation.call.resume = resume;
         delegation.call.answers = answers;
+        delegation.call.context_id = remote.as_ref().map(|task| task.context_id.clone());
+        delegation.call.remote = remote;
         let traced = TurnCall {
             index: 0,
             id: tool_call_id.clone(),
@@ -292,6 +298,7 @@ impl Delegator {
                 }
             },
             SubagentTarget::Remote(remote) => Arc::new(remote.clone()),
+            SubagentTarget::A2a(agent) => Arc::new(agent.clone()),
         };
         let call = ChildCall {
             owner: self.owner.clone(),
@@ -310,6 +317,8 @@ impl Delegator {
             confirm_tool: self.confirm_tool.clone(),
             depth: self.depth + 1,
             stop: self.stop.child_token(),
+            context_id: self.contexts.get(&subagent.name).cloned(),
+            remote: None,
         };
         let confirm = self.confirm_tool.as_ref().map(|tool| tool.name.clone());
         Ok(Delegation {

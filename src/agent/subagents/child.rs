@@ -1,9 +1,10 @@
 //! A child agent as its delegator sees it: started with a task, or continued with answers to
 //! what it asked, it streams AG-UI content events in its own ids and then says, once, how it
-//! ended. A profile of ours ([`super::ProfileChild`]) and a remote AG-UI agent
-//! ([`super::RemoteAgent`]) are the two kinds; any other (an A2A agent) only has to produce
-//! the same stream.
+//! ended. A profile of ours ([`super::ProfileChild`]), a remote AG-UI agent
+//! ([`super::RemoteAgent`]) and an A2A agent ([`super::A2aAgent`]) are the kinds; any other
+//! only has to produce the same stream.
 
+use super::record::RemoteTask;
 use crate::auth::Principal;
 use crate::protocol::events::TokenUsage;
 use crate::protocol::interrupt::{Interrupt, ResumeEntry};
@@ -39,6 +40,11 @@ pub(crate) struct ChildCall {
     /// Cancelled when the child must stop: it ends its stream soon after, with
     /// [`ChildEnd::Cancelled`].
     pub(crate) stop: CancellationToken,
+    /// A remote agent's conversation an earlier delegation of the same parent thread had with
+    /// this sub-agent (an A2A `contextId`), continued by a new task.
+    pub(crate) context_id: Option<String>,
+    /// The remote task a suspended child waits on, when the child continues.
+    pub(crate) remote: Option<RemoteTask>,
 }
 
 /// One thing a child says.
@@ -48,6 +54,9 @@ pub(crate) enum ChildEvent {
     /// text, reasoning, tool calls and results, steps, activity, custom events, and its own
     /// sub-agents' events. Never a run-level one (`RUN_*`, `MESSAGES_SNAPSHOT`, `STATE_*`).
     Content(Map<String, Value>),
+    /// The remote task behind the child (an A2A agent's), as it stands when the child ends: said
+    /// just before [`ChildEvent::End`], kept with a suspended child and in the delegation's link.
+    Remote(RemoteTask),
     /// How it ended; the last event.
     End(ChildEnd),
 }

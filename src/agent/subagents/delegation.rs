@@ -4,7 +4,7 @@
 //! given a moment to end; whatever it left open is closed either way.
 
 use super::child::{ChildAgent, ChildCall, ChildEnd, ChildEvent};
-use super::record::{RelayedInterrupt, SuspendedChild};
+use super::record::{RelayedInterrupt, RemoteTask, SuspendedChild};
 use super::retag::Retagger;
 use super::{VENDOR_KEY, Visibility};
 use crate::protocol::events::{Event, TokenUsage};
@@ -22,7 +22,7 @@ const STOP_GRACE: Duration = Duration::from_secs(2);
 pub(crate) struct Delegation {
     pub(crate) name: String,
     pub(crate) description: String,
-    /// `profile` or `ag-ui`: what the delegation's link says it was.
+    /// `profile`, `ag-ui` or `a2a`: what the delegation's link says it was.
     pub(crate) kind: &'static str,
     pub(crate) child: Arc<dyn ChildAgent>,
     pub(crate) call: ChildCall,
@@ -42,7 +42,7 @@ pub(crate) enum DelegationEnd {
         message: String,
     },
     /// Waiting for the client to answer what the child asked.
-    Suspended(SuspendedChild),
+    Suspended(Box<SuspendedChild>),
 }
 
 /// A delegation's end, the tokens its child used, and the link its `tool` message keeps.
@@ -77,12 +77,17 @@ pub(crate) async fn delegate(delegation: Delegation, emit: &(dyn Fn(Event) + Syn
     ) {
         emit(event);
     }
-    let (ended, timed_out) = follow(child.as_ref(), call, &mut retagger, emit).await;
+    let mut remote = None;
+    let (ended, timed_out) = follow(child.as_ref(), call, &mut retagger, &mut remote, emit).await;
     let usage = ended
         .as_ref()
         .map(|end| end.usage().to_vec())
         .unwrap_or_default();
-    let metadata = json!({VENDOR_KEY: {"usage": usage, "threadId": thread_id, "kind": kind}});
+    // A remote A2A agent's conversation is its context.
+    let shown_thread = remote
+        .as_ref()
+        .map_or_else(|| thread_id.to_string(), |task| task.context_id.clone());
+    let metadata = json!({VENDOR_KEY: {"usage": usage, "threadId": shown_thread, "kind": kind}});
     let waiting = |interrupts, confirms| SuspendedChild {
         tool_call_id: tool_call_id.clone(),
         parent_message_id: parent_message_id.clone(),
@@ -91,6 +96,7 @@ pub(crate) async fn delegate(delegation: Delegation, emit: &(dyn Fn(Event) + Syn
         thread_id: thread_id.clone(),
         interrupts,
         confirms,
+        remote: remote.clone(),
     };
     let (end, events) = match ended {
         Some(ChildEnd::Finished { .. }) => {
@@ -105,7 +111,7 @@ pub(crate) async fn delegate(delegation: Delegation, emit: &(dyn Fn(Event) + Syn
             } else {
                 let suspended = waiting(Vec::new(), confirms);
                 let events = retagger.finished(None, Some(Vec::new()), metadata);
-                (DelegationEnd::Suspended(suspended), events)
+                (DelegationEnd::Suspended(Box::new(suspended)), events)
             }
         }
         Some(ChildEnd::Suspended { interrupts, .. }) => {
@@ -124,7 +130,7 @@ pub(crate) async fn delegate(delegation: Delegation, emit: &(dyn Fn(Event) + Syn
                 .collect();
             let suspended = waiting(interrupts, Vec::new());
             let events = retagger.finished(None, Some(own_ids), metadata);
-            (DelegationEnd::Suspended(suspended), events)
+            (DelegationEnd::Suspended(Box::new(suspended)), events)
         }
         other => {
             let (code, message) = failure(other, &name, timed_out, stop.is_cancelled());
@@ -135,18 +141,14 @@ pub(crate) async fn delegate(delegation: Delegation, emit: &(dyn Fn(Event) + Syn
     for event in events {
         emit(event);
     }
-    let outcome = match &end {
-        DelegationEnd::Answered(_) => "finished",
-        DelegationEnd::Failed { .. } => "failed",
-        DelegationEnd::Suspended(_) => "suspended",
-    };
-    let link = json!({VENDOR_KEY: {"subagent": {
-        "name": name,
-        "kind": kind,
-        "threadId": thread_id,
-        "subagentRunId": retagger.id(),
-        "outcome": outcome,
-    }}});
+    let link = link(
+        &name,
+        kind,
+        &shown_thread,
+        retagger.id(),
+        &end,
+        remote.as_ref(),
+    );
     Delegated {
         name,
         end,
@@ -155,12 +157,41 @@ pub(crate) async fn delegate(delegation: Delegation, emit: &(dyn Fn(Event) + Syn
     }
 }
 
+/// The link a delegation's `tool` message keeps to its child (and an A2A agent's task).
+fn link(
+    name: &str,
+    kind: &str,
+    thread: &str,
+    subagent_run_id: &str,
+    end: &DelegationEnd,
+    remote: Option<&RemoteTask>,
+) -> Value {
+    let outcome = match end {
+        DelegationEnd::Answered(_) => "finished",
+        DelegationEnd::Failed { .. } => "failed",
+        DelegationEnd::Suspended(_) => "suspended",
+    };
+    let mut link = json!({VENDOR_KEY: {"subagent": {
+        "name": name,
+        "kind": kind,
+        "threadId": thread,
+        "subagentRunId": subagent_run_id,
+        "outcome": outcome,
+    }}});
+    if let Some(task) = remote {
+        link[VENDOR_KEY]["subagent"]["taskId"] = json!(task.task_id);
+        link[VENDOR_KEY]["subagent"]["contextId"] = json!(task.context_id);
+    }
+    link
+}
+
 /// Runs the child and forwards its events until its end; `None` when it never said how it
 /// ended. `true` with it when the child ran out of time (and was told to stop).
 async fn follow(
     child: &dyn ChildAgent,
     call: ChildCall,
     retagger: &mut Retagger,
+    remote: &mut Option<RemoteTask>,
     emit: &(dyn Fn(Event) + Sync),
 ) -> (Option<ChildEnd>, bool) {
     let stop = call.stop.clone();
@@ -204,6 +235,7 @@ async fn follow(
                     emit(event);
                 }
             }
+            Ok(Some(ChildEvent::Remote(task))) => *remote = Some(task),
             Ok(Some(ChildEvent::End(end))) => return (Some(end), timed_out),
         }
     }

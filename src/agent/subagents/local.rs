@@ -167,7 +167,7 @@ mod tests {
     fn end(event: Value) -> ChildEnd {
         match child_event(event.as_object().unwrap().clone()) {
             ChildEvent::End(end) => end,
-            ChildEvent::Content(_) => panic!("content"),
+            ChildEvent::Content(_) | ChildEvent::Remote(_) => panic!("not an end"),
         }
     }
 

@@ -1,8 +1,9 @@
 //! Sub-agents: the agents a profile may delegate to (other profiles of ours, remote AG-UI
-//! agents), each offered to the model as a tool; a child run behind each call; and the one place
+//! agents, A2A agents), each offered to the model as a tool; a child run behind each call; and the one place
 //! that turns a child's events into its parent's (`subagentRunId`, namespaced ids, visibility).
 //! Knows nothing of HTTP routes; the run loop calls in through `run/delegate.rs`.
 
+mod a2a;
 mod child;
 mod delegation;
 mod local;
@@ -10,12 +11,13 @@ mod record;
 mod remote;
 mod retag;
 
+pub(crate) use a2a::{A2aAgent, A2aAgentSettings, shared_client};
 pub(crate) use child::{ChildAgent, ChildCall};
 pub(crate) use delegation::{
     Delegated, Delegation, DelegationEnd, FOR_A_PARENT, delegate, failed_result,
 };
 pub(crate) use local::ProfileChild;
-pub(crate) use record::{ResumedChild, SuspendedChild, child_messages};
+pub(crate) use record::{ResumedChild, SuspendedChild, child_messages, remote_contexts};
 pub(crate) use remote::{RemoteAgent, RemoteAgentSettings};
 pub(crate) use retag::Retagger;
 #[cfg(test)]
@@ -111,6 +113,8 @@ pub(crate) enum SubagentTarget {
     Profile(String),
     /// A remote AG-UI agent.
     Remote(Arc<RemoteAgent>),
+    /// An A2A 1.0 agent.
+    A2a(Arc<A2aAgent>),
 }
 
 impl SubagentTarget {
@@ -119,6 +123,7 @@ impl SubagentTarget {
         match self {
             Self::Profile(_) => "profile",
             Self::Remote(_) => "ag-ui",
+            Self::A2a(_) => "a2a",
         }
     }
 }

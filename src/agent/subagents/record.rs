@@ -7,6 +7,7 @@ use crate::protocol::interrupt::{Interrupt, ResumeEntry};
 use crate::protocol::{Message, MessageId, ThreadId, ToolCallId};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
 
 /// A child that stopped to ask, and the parent's call it will answer once it is done.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -29,6 +30,50 @@ pub(crate) struct SuspendedChild {
     /// Its calls of the client's confirm tool (0.0.x clients), likewise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) confirms: Vec<Relayed>,
+    /// The remote task it waits on (an A2A agent's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) remote: Option<RemoteTask>,
+}
+
+/// A task of a remote A2A agent behind a child: what answers it, follows it, cancels it, and
+/// continues its context in the parent thread's next delegation to the same agent.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RemoteTask {
+    pub(crate) task_id: String,
+    pub(crate) context_id: String,
+    /// What it waits for while the child is suspended: [`INPUT_REQUIRED`] or [`AUTH_REQUIRED`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) waiting: Option<String>,
+    /// The text the client was shown of it so far, in bytes per artifact id: a task the agent
+    /// sends whole again is not shown twice.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) shown: BTreeMap<String, usize>,
+}
+
+/// `Interrupt.reason` of an A2A task in `TASK_STATE_INPUT_REQUIRED`.
+pub(crate) const INPUT_REQUIRED: &str = "input_required";
+/// `Interrupt.reason` of an A2A task in `TASK_STATE_AUTH_REQUIRED`.
+pub(crate) const AUTH_REQUIRED: &str = "auth_required";
+
+/// The A2A context each sub-agent last used in a thread, by sub-agent name: from the links of
+/// the delegations' `tool` messages in `history`, the latest winning.
+pub(crate) fn remote_contexts(history: &[Message]) -> HashMap<String, String> {
+    history
+        .iter()
+        .filter_map(|message| match message {
+            Message::Tool {
+                metadata: Some(metadata),
+                ..
+            } => {
+                let link = metadata.get(super::VENDOR_KEY)?.get("subagent")?;
+                let name = link.get("name")?.as_str()?;
+                let context = link.get("contextId")?.as_str()?;
+                Some((name.to_owned(), context.to_owned()))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// One id of a child's, as the client got it and as the child made it.
@@ -185,6 +230,7 @@ mod tests {
                     response_schema: None,
                     expires_at: None,
                     subagent_run_id: Some("sa-0123456789ab".into()),
+                    metadata: None,
                 },
                 own: "int-1".into(),
             }],
@@ -192,6 +238,7 @@ mod tests {
                 shown: "sa-0123456789ab:call_c".into(),
                 own: "call_c".into(),
             }],
+            remote: None,
         };
         assert!(child.asked("sa-0123456789ab:int-1") && !child.asked("int-1"));
         let entries = [

@@ -183,6 +183,7 @@ fn interrupts_and_long_or_strange_ids_are_made_the_parent_s() {
         response_schema: None,
         expires_at: None,
         subagent_run_id: None,
+        metadata: None,
     };
     let (shown, own) = retagger.interrupts(vec![asked]).remove(0);
     assert_eq!(own, "int-1");
