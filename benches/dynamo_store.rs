@@ -4,6 +4,8 @@
 //! `AGUI_BENCH_DYNAMODB_ENDPOINT=http://127.0.0.1:8000 cargo bench --bench dynamo_store`
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/dynamo_local.rs"]
+mod dynamo_local;
 use agui_lambda::testing::agent::{Agent, AgentSettings, ToolRegistry};
 use agui_lambda::testing::auth::Principal;
 use agui_lambda::testing::model::scripted::{ScriptedModel, ScriptedTurn};
@@ -14,7 +16,6 @@ use agui_lambda::testing::protocol::{
 use agui_lambda::testing::store::{
     DynamoStore, EventLog, RunFinish, RunLeases, RunStart, StoreUsage, Threads, UsageLedger,
 };
-use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use futures_util::StreamExt;
 use serde_json::json;
 use std::sync::Arc;
@@ -88,22 +89,7 @@ async fn main() {
         );
         return;
     };
-    let config = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("bench", "bench", None, None, "bench"))
-        .endpoint_url(&endpoint)
-        .build();
-    let client = aws_sdk_dynamodb::Client::from_conf(config);
-    // DynamoDB Local takes a few seconds to start.
-    for _ in 0..150 {
-        if client.list_tables().send().await.is_ok() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let table = format!("bench-{}", uuid::Uuid::new_v4().simple());
-    DynamoStore::create_table(&client, &table).await.unwrap();
+    let (client, table) = dynamo_local::fresh_table(&endpoint).await;
     let store = Arc::new(DynamoStore::new(client, table, 0));
     let model = ScriptedModel::default();
     let agent = Agent::new(

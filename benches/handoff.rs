@@ -24,8 +24,8 @@ mod sse_follow;
 #[path = "../tests/api/step_model.rs"]
 mod step_model;
 
-use agui_lambda::testing::store::DynamoStore;
-use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+#[path = "support/dynamo_local.rs"]
+mod dynamo_local;
 use lambda_emulator::{Delivery, Emulator, Settings};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -41,21 +41,7 @@ async fn main() {
         );
         return;
     };
-    let config = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("bench", "bench", None, None, "bench"))
-        .endpoint_url(&endpoint)
-        .build();
-    let client = aws_sdk_dynamodb::Client::from_conf(config);
-    for _ in 0..150 {
-        if client.list_tables().send().await.is_ok() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let table = format!("bench-{}", uuid::Uuid::new_v4().simple());
-    DynamoStore::create_table(&client, &table).await.unwrap();
+    let (_, table) = dynamo_local::fresh_table(&endpoint).await;
     let tools = slow_tools::SlowTools::start(300).await;
     let model = StepModel::start(Duration::from_millis(40), |asked| {
         if asked.step < STEPS {

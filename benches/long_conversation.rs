@@ -16,6 +16,8 @@
 //! `AGUI_BENCH_DYNAMODB_ENDPOINT=http://127.0.0.1:8000 cargo bench --bench long_conversation`
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/dynamo_local.rs"]
+mod dynamo_local;
 use agui_lambda::testing::agent::{
     Agent, AgentSettings, ContextSettings, ContextStrategy, SUMMARY_MARKER, ToolRegistry,
 };
@@ -33,7 +35,6 @@ use agui_lambda::testing::store::{
 };
 use agui_lambda::testing::telemetry::emf::Emf;
 use async_trait::async_trait;
-use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use futures_util::StreamExt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -314,21 +315,7 @@ fn prompt_bytes(request: &ModelRequest) -> String {
 
 /// Figure 1: one run on threads of 10 to 10,000 messages on DynamoDB Local, by kind of client.
 async fn runs_on_long_threads(endpoint: &str) {
-    let config = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("bench", "bench", None, None, "bench"))
-        .endpoint_url(endpoint)
-        .build();
-    let client = aws_sdk_dynamodb::Client::from_conf(config);
-    for _ in 0..150 {
-        if client.list_tables().send().await.is_ok() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let table = format!("bench-{}", uuid::Uuid::new_v4().simple());
-    DynamoStore::create_table(&client, &table).await.unwrap();
+    let (client, table) = dynamo_local::fresh_table(endpoint).await;
     let store = Arc::new(DynamoStore::new(client, table, 0));
     println!(
         "\nOne run on a long thread, DynamoDB Local (a checkpoint covers all but the last 20 messages):"

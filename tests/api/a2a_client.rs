@@ -4,7 +4,7 @@
 //! credentials as the card's scheme says. The peer records every call: each carries
 //! `A2A-Version: 1.0` and the card's tenant. aimock's A2A mock is a second peer (`wire_…`).
 
-use super::helpers::{free_port, repo_path, spawn_watched};
+use super::helpers::{await_ready, free_port, repo_path, spawn_watched};
 use agui_lambda::testing::a2a::{A2aClient, ChildEvent, Credentials, Delegation, TaskState};
 use futures_util::StreamExt;
 use serde_json::Value;
@@ -28,16 +28,8 @@ pub(crate) async fn peer() -> &'static str {
             script = repo_path("tests/python/a2a_peer.py").display(),
         ));
         let url = format!("http://127.0.0.1:{port}");
-        for _ in 0..300 {
-            if reqwest::get(format!("{url}/__calls"))
-                .await
-                .is_ok_and(|r| r.status().is_success())
-            {
-                return url;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("the A2A peer did not start on port {port}");
+        await_ready(&format!("{url}/__calls"), "the A2A peer").await;
+        url
     })
     .await
 }

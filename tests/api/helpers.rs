@@ -16,6 +16,24 @@ pub(crate) fn repo_path(relative: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative)
 }
 
+/// Waits until `url` answers with a success, as a loopback server a test started does once it
+/// listens; panics naming `what` when it has not within 30 s.
+pub(crate) async fn await_ready(url: &str, what: &str) {
+    let http = reqwest::Client::new();
+    for _ in 0..600 {
+        if http
+            .get(url)
+            .send()
+            .await
+            .is_ok_and(|response| response.status().is_success())
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{what} did not start at {url}");
+}
+
 /// A running aimock server with the scenario fixtures; killed when dropped.
 pub(crate) struct Aimock {
     _child: tokio::process::Child,
@@ -52,23 +70,12 @@ impl Aimock {
             .spawn()
             .expect("aimock starts");
         let url = format!("http://127.0.0.1:{port}");
-        let http = reqwest::Client::new();
-        for _ in 0..200 {
-            if http
-                .get(format!("{url}/health"))
-                .send()
-                .await
-                .is_ok_and(|r| r.status().is_success())
-            {
-                return Self {
-                    _child: child,
-                    url,
-                    http,
-                };
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        await_ready(&format!("{url}/health"), "aimock").await;
+        Self {
+            _child: child,
+            url,
+            http: reqwest::Client::new(),
         }
-        panic!("aimock did not become ready on port {port}");
     }
 
     /// The requests the model received, oldest first.

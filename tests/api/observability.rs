@@ -58,16 +58,8 @@ pub(crate) async fn receiver() -> &'static str {
             script = repo_path("tests/otlp_receiver.py").display(),
         ));
         let url = format!("http://127.0.0.1:{port}");
-        for _ in 0..300 {
-            if reqwest::get(format!("{url}/health"))
-                .await
-                .is_ok_and(|response| response.status().is_success())
-            {
-                return url;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("the OTLP receiver did not start on port {port}");
+        await_ready(&format!("{url}/health"), "the OTLP receiver").await;
+        url
     })
     .await
 }

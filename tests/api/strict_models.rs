@@ -2,9 +2,8 @@
 //! OpenAI-compatible endpoint, each refusing what the real API refuses), one per test on a free
 //! loopback port. Python, not Node: these tests run in the Node-less step too.
 
-use super::helpers::{free_port, repo_path};
+use super::helpers::{await_ready, free_port, repo_path};
 use serde_json::Value;
-use std::time::Duration;
 
 pub(crate) struct StrictModels {
     _child: tokio::process::Child,
@@ -24,23 +23,12 @@ impl StrictModels {
             .spawn()
             .expect("python3 starts tests/strict_models.py");
         let url = format!("http://127.0.0.1:{port}");
-        let http = reqwest::Client::new();
-        for _ in 0..200 {
-            if http
-                .get(format!("{url}/health"))
-                .send()
-                .await
-                .is_ok_and(|r| r.status().is_success())
-            {
-                return Self {
-                    _child: child,
-                    url,
-                    http,
-                };
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        await_ready(&format!("{url}/health"), "tests/strict_models.py").await;
+        Self {
+            _child: child,
+            url,
+            http: reqwest::Client::new(),
         }
-        panic!("tests/strict_models.py did not start on port {port}");
     }
 
     /// The Responses API's base, as `OPENAI_BASE_URL` takes it.

@@ -9,7 +9,7 @@ mod stream;
 
 pub(crate) use stream::EventParser;
 
-use super::openai::refused;
+use super::openai::{open_stream, stream_request};
 use crate::model::{DeltaStream, ModelError, ModelProvider, ModelRequest, ReasoningEffort};
 use crate::protocol::UserPart;
 use crate::protocol::sse::without_leading_bom;
@@ -57,13 +57,8 @@ impl AnthropicProvider {
     }
 
     async fn send(&self, body: request::MessagesBody) -> Result<reqwest::Response, ModelError> {
-        let mut builder = self
-            .http
-            .post(&self.endpoint)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(reqwest::header::ACCEPT, "text/event-stream")
-            .header("anthropic-version", API_VERSION)
-            .body(Bytes::from(body.body.to_string()));
+        let mut builder = stream_request(&self.http, &self.endpoint, &body.body)
+            .header("anthropic-version", API_VERSION);
         if body.thinking {
             builder = builder.header("anthropic-beta", INTERLEAVED_THINKING);
         }
@@ -82,16 +77,9 @@ impl AnthropicProvider {
                 .header("x-api-key", value)
                 .bearer_auth(key.expose_secret());
         }
-        let response = builder.send().await.map_err(|error| {
-            tracing::warn!(%error, "model API unreachable");
-            ModelError::Unreachable
-        })?;
-        if response.status().is_success() {
-            return Ok(response);
-        }
-        // `{"type": "error", "error": {"type", "message"}}`: read like OpenAI's body, its
-        // `type` as the code ("prompt is too long" is the overflow a run compacts on).
-        Err(refused(response).await)
+        // A refusal, `{"type": "error", "error": {"type", "message"}}`, is read like OpenAI's
+        // body, its `type` as the code ("prompt is too long" is the overflow a run compacts on).
+        open_stream(builder).await
     }
 }
 
@@ -173,6 +161,7 @@ where
 mod tests {
     use super::*;
     use crate::model::failure::FailureKind;
+    use crate::model::openai::refused;
 
     async fn refusal(status: u16, body: &'static str) -> ModelError {
         let response = http::Response::builder()

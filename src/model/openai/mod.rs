@@ -109,24 +109,38 @@ impl OpenAiProvider {
     }
 
     async fn send(&self, body: &Value) -> Result<reqwest::Response, ModelError> {
-        let mut builder = self
-            .http
-            .post(&self.endpoint)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(reqwest::header::ACCEPT, "text/event-stream")
-            .body(Bytes::from(body.to_string()));
+        let mut builder = stream_request(&self.http, &self.endpoint, body);
         if let Some(key) = &self.settings.api_key {
             builder = builder.bearer_auth(key.expose_secret());
         }
-        let response = builder.send().await.map_err(|error| {
-            tracing::warn!(%error, "model API unreachable");
-            ModelError::Unreachable
-        })?;
-        if response.status().is_success() {
-            return Ok(response);
-        }
-        Err(refused(response).await)
+        open_stream(builder).await
     }
+}
+
+/// A JSON POST that asks for an event stream: how every HTTP provider opens a model call.
+pub(crate) fn stream_request(
+    http: &reqwest::Client,
+    endpoint: &str,
+    body: &Value,
+) -> reqwest::RequestBuilder {
+    http.post(endpoint)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .header(reqwest::header::ACCEPT, "text/event-stream")
+        .body(Bytes::from(body.to_string()))
+}
+
+/// Sends a model call: the streaming response, or the provider's refusal as a [`ModelError`].
+pub(crate) async fn open_stream(
+    builder: reqwest::RequestBuilder,
+) -> Result<reqwest::Response, ModelError> {
+    let response = builder.send().await.map_err(|error| {
+        tracing::warn!(%error, "model API unreachable");
+        ModelError::Unreachable
+    })?;
+    if response.status().is_success() {
+        return Ok(response);
+    }
+    Err(refused(response).await)
 }
 
 /// A non-success answer as a [`ModelError`]: the provider's overflow refusal, or its status

@@ -25,22 +25,7 @@ impl RunCheckpoints for MemoryStore {
         check_sizes(new_messages, state)?;
         let mut threads = self.threads();
         let record = leased(&mut threads, lease)?;
-        record.messages.extend_from_slice(new_messages);
-        record
-            .message_at_ms
-            .extend(std::iter::repeat_n(at_ms, new_messages.len()));
-        if let Some(state) = state {
-            record.state = Some(state.clone());
-        }
-        record.interrupts = interrupts.cloned();
-        if let Some(context) = context {
-            if let Some(kept) = &context.checkpoint {
-                record.checkpoint = Some(kept.clone());
-            }
-            if context.mark.is_some() {
-                record.context = context.mark;
-            }
-        }
+        record.apply_progress(new_messages, state, interrupts, context, at_ms);
         if let Some(held) = record.lease.as_mut() {
             held.until_ms = lease_until_ms;
             held.handed_off = hand_off;

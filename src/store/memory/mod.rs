@@ -12,8 +12,8 @@ mod threads;
 mod usage;
 
 use super::{
-    A2aTaskRecord, Checkpoint, ContextMark, ModelUsage, RunEnd, StoreError, StoredThread,
-    TaskRecord,
+    A2aTaskRecord, Checkpoint, ContextMark, ContextUpdate, ModelUsage, RunEnd, StoreError,
+    StoredThread, TaskRecord,
 };
 use crate::auth::Principal;
 use crate::protocol::{Message, RunId, ThreadId};
@@ -85,6 +85,33 @@ impl Record {
             live: None,
             parent: None,
             children: Vec::new(),
+        }
+    }
+
+    /// What a run's checkpoint or finish adds: its new messages, the state and open interrupts
+    /// it leaves, and the compaction it made.
+    fn apply_progress(
+        &mut self,
+        new_messages: &[Message],
+        state: Option<&Value>,
+        interrupts: Option<&Value>,
+        context: Option<&ContextUpdate>,
+        at_ms: i64,
+    ) {
+        self.messages.extend_from_slice(new_messages);
+        self.message_at_ms
+            .extend(std::iter::repeat_n(at_ms, new_messages.len()));
+        if let Some(state) = state {
+            self.state = Some(state.clone());
+        }
+        self.interrupts = interrupts.cloned();
+        if let Some(context) = context {
+            if let Some(checkpoint) = &context.checkpoint {
+                self.checkpoint = Some(checkpoint.clone());
+            }
+            if context.mark.is_some() {
+                self.context = context.mark;
+            }
         }
     }
 

@@ -8,7 +8,7 @@ mod stream;
 
 pub(crate) use stream::EventParser;
 
-use super::refused;
+use super::{open_stream, stream_request};
 use crate::model::{DeltaStream, ModelError, ModelProvider, ModelRequest, ReasoningEffort};
 use crate::protocol::UserPart;
 use crate::protocol::sse::without_leading_bom;
@@ -94,23 +94,11 @@ impl ResponsesProvider {
     }
 
     async fn send(&self, body: &Value) -> Result<reqwest::Response, ModelError> {
-        let mut builder = self
-            .http
-            .post(&self.endpoint)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(reqwest::header::ACCEPT, "text/event-stream")
-            .body(Bytes::from(body.to_string()));
+        let mut builder = stream_request(&self.http, &self.endpoint, body);
         if let Some(key) = &self.settings.api_key {
             builder = builder.bearer_auth(key.expose_secret());
         }
-        let response = builder.send().await.map_err(|error| {
-            tracing::warn!(%error, "model API unreachable");
-            ModelError::Unreachable
-        })?;
-        if response.status().is_success() {
-            return Ok(response);
-        }
-        Err(refused(response).await)
+        open_stream(builder).await
     }
 }
 
