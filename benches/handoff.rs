@@ -17,6 +17,8 @@
 
 #[path = "../tests/api/lambda_emulator.rs"]
 mod lambda_emulator;
+#[path = "../tests/api/loopback.rs"]
+mod loopback;
 #[path = "../tests/api/slow_tools.rs"]
 mod slow_tools;
 #[path = "../tests/api/sse_follow.rs"]

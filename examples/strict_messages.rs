@@ -4,6 +4,8 @@
 // Test tooling: the tests' helpers (unused here) panic where a test should fail.
 #![allow(dead_code, clippy::panic)]
 
+#[path = "../tests/api/loopback.rs"]
+mod loopback;
 #[path = "../tests/api/strict_messages.rs"]
 mod strict_messages;
 

@@ -9,11 +9,8 @@
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use std::collections::VecDeque;
-use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -178,22 +175,9 @@ impl Emulator {
             epoch: Instant::now(),
         });
         let serving = shared.clone();
-        let front = tokio::spawn(async move {
-            loop {
-                let Ok((socket, _)) = front.accept().await else {
-                    return;
-                };
-                let shared = serving.clone();
-                tokio::spawn(async move {
-                    let service = service_fn(move |request| {
-                        let shared = shared.clone();
-                        async move { Ok::<_, Infallible>(front_door(shared, request).await) }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(socket), service)
-                        .await;
-                });
-            }
+        let front = crate::loopback::serve(front, move |request| {
+            let shared = serving.clone();
+            async move { front_door(shared, request).await }
         });
         Self {
             url,
@@ -433,22 +417,10 @@ fn start_environment(shared: Arc<Shared>) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let api = listener.local_addr().unwrap().to_string();
         let serving = shared.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok((socket, _)) = listener.accept().await else {
-                    return;
-                };
-                let shared = serving.clone();
-                tokio::spawn(async move {
-                    let service = service_fn(move |request| {
-                        let shared = shared.clone();
-                        async move { Ok::<_, Infallible>(runtime_api(shared, id, request).await) }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(socket), service)
-                        .await;
-                });
-            }
+        // Detached: the environment's Runtime API lives as long as the test process.
+        crate::loopback::serve(listener, move |request| {
+            let shared = serving.clone();
+            async move { runtime_api(shared, id, request).await }
         });
         let mut command = tokio::process::Command::new(&shared.binary);
         command

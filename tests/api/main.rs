@@ -18,6 +18,7 @@ mod helpers;
 mod hostile;
 mod hosting;
 mod lambda_emulator;
+mod loopback;
 mod s3_local;
 mod slow_model;
 mod slow_tools;

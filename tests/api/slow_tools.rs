@@ -5,11 +5,8 @@
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -41,23 +38,9 @@ impl SlowTools {
             started: started.clone(),
             default_ms,
         };
-        let server = tokio::spawn(async move {
-            loop {
-                let Ok((socket, _)) = listener.accept().await else {
-                    return;
-                };
-                let state = state.clone();
-                tokio::spawn(async move {
-                    let service =
-                        service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                            let state = state.clone();
-                            async move { Ok::<_, Infallible>(serve(state, request).await) }
-                        });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(socket), service)
-                        .await;
-                });
-            }
+        let server = crate::loopback::serve(listener, move |request| {
+            let state = state.clone();
+            async move { serve(state, request).await }
         });
         Self {
             url,

@@ -41,26 +41,9 @@ impl StepModel {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/v1", listener.local_addr().unwrap());
         let script: Arc<Script> = Arc::new(script);
-        let server = tokio::spawn(async move {
-            loop {
-                let Ok((socket, _)) = listener.accept().await else {
-                    return;
-                };
-                let script = script.clone();
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |request| {
-                        let script = script.clone();
-                        async move {
-                            Ok::<_, std::convert::Infallible>(
-                                serve(request, script.as_ref(), latency).await,
-                            )
-                        }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(hyper_util::rt::TokioIo::new(socket), service)
-                        .await;
-                });
-            }
+        let server = crate::loopback::serve(listener, move |request| {
+            let script = script.clone();
+            async move { serve(request, script.as_ref(), latency).await }
         });
         Self {
             url,

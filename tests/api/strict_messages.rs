@@ -121,21 +121,11 @@ impl StrictMessages {
             window,
             ..State::default()
         });
-        let server = tokio::spawn({
+        let server = crate::loopback::serve(listener, {
             let state = state.clone();
-            async move {
-                while let Ok((socket, _)) = listener.accept().await {
-                    let state = state.clone();
-                    tokio::spawn(async move {
-                        let service = hyper::service::service_fn(move |request| {
-                            let state = state.clone();
-                            async move { Ok::<_, Infallible>(handle(state, request).await) }
-                        });
-                        let _ = hyper::server::conn::http1::Builder::new()
-                            .serve_connection(hyper_util::rt::TokioIo::new(socket), service)
-                            .await;
-                    });
-                }
+            move |request| {
+                let state = state.clone();
+                async move { handle(state, request).await }
             }
         });
         Self {
