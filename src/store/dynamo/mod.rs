@@ -13,6 +13,7 @@ use std::time::Duration;
 mod a2a_tasks;
 mod calls;
 mod checkpoints;
+mod deletion;
 mod events;
 mod history;
 mod items;
