@@ -83,10 +83,7 @@ pub(crate) async fn delegate(delegation: Delegation, emit: &(dyn Fn(Event) + Syn
         .as_ref()
         .map(|end| end.usage().to_vec())
         .unwrap_or_default();
-    // A remote A2A agent's conversation is its context.
-    let shown_thread = remote
-        .as_ref()
-        .map_or_else(|| thread_id.to_string(), |task| task.context_id.clone());
+    let shown_thread = shown_thread(&thread_id, remote.as_ref());
     let metadata = json!({VENDOR_KEY: {"usage": usage, "threadId": shown_thread, "kind": kind}});
     let waiting = |interrupts, confirms| SuspendedChild {
         tool_call_id: tool_call_id.clone(),
@@ -115,19 +112,7 @@ pub(crate) async fn delegate(delegation: Delegation, emit: &(dyn Fn(Event) + Syn
             }
         }
         Some(ChildEnd::Suspended { interrupts, .. }) => {
-            let relayed = retagger.interrupts(interrupts);
-            // Its own interrupts; those of its sub-agents are theirs to name.
-            let own_ids = relayed
-                .iter()
-                .filter(|(interrupt, _)| {
-                    retagger_owns(&retagger, interrupt.subagent_run_id.as_deref())
-                })
-                .map(|(interrupt, _)| interrupt.id.clone())
-                .collect();
-            let interrupts = relayed
-                .into_iter()
-                .map(|(interrupt, own)| RelayedInterrupt { interrupt, own })
-                .collect();
+            let (interrupts, own_ids) = relay(&retagger, interrupts);
             let suspended = waiting(interrupts, Vec::new());
             let events = retagger.finished(None, Some(own_ids), metadata);
             (DelegationEnd::Suspended(Box::new(suspended)), events)
@@ -243,6 +228,31 @@ async fn follow(
 
 /// Whether an interrupt tagged `tag` is the child's own (in `attributed`, it carries the
 /// child's id; otherwise it carries none and is taken for the child's).
+/// A suspended child's interrupts as the parent relays them, and the ids of those that are the
+/// child's own (its sub-agents' are theirs to name).
+fn relay(
+    retagger: &Retagger,
+    interrupts: Vec<crate::protocol::interrupt::Interrupt>,
+) -> (Vec<RelayedInterrupt>, Vec<String>) {
+    let relayed = retagger.interrupts(interrupts);
+    let own_ids = relayed
+        .iter()
+        .filter(|(interrupt, _)| retagger_owns(retagger, interrupt.subagent_run_id.as_deref()))
+        .map(|(interrupt, _)| interrupt.id.clone())
+        .collect();
+    let interrupts = relayed
+        .into_iter()
+        .map(|(interrupt, own)| RelayedInterrupt { interrupt, own })
+        .collect();
+    (interrupts, own_ids)
+}
+
+/// The thread a delegation's end names: the child's, or a remote A2A agent's context (its
+/// conversation).
+fn shown_thread(thread_id: &crate::protocol::ThreadId, remote: Option<&RemoteTask>) -> String {
+    remote.map_or_else(|| thread_id.to_string(), |task| task.context_id.clone())
+}
+
 fn retagger_owns(retagger: &Retagger, tag: Option<&str>) -> bool {
     tag.is_none_or(|tag| tag == retagger.id())
 }

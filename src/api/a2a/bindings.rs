@@ -105,39 +105,12 @@ impl App {
                 "a JSON-RPC 2.0 request needs \"jsonrpc\": \"2.0\", an id and a method",
             )));
         }
-        let method = match body
-            .get("method")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-        {
-            "SendMessage" => Method::Send,
-            "SendStreamingMessage" => Method::Stream,
-            "GetTask" => Method::Get,
-            "ListTasks" => Method::List,
-            "CancelTask" => Method::Cancel,
-            "SubscribeToTask" => Method::Subscribe,
-            "CreateTaskPushNotificationConfig"
-            | "GetTaskPushNotificationConfig"
-            | "ListTaskPushNotificationConfigs"
-            | "DeleteTaskPushNotificationConfig" => {
-                return Err(fail(A2aError::new(
-                    ErrorKind::PushNotificationNotSupported,
-                    "push notifications are not supported: stream, subscribe or poll",
-                )));
-            }
-            "GetExtendedAgentCard" => {
-                return Err(fail(A2aError::new(
-                    ErrorKind::UnsupportedOperation,
-                    "this agent has no extended card",
-                )));
-            }
-            other => {
-                return Err(fail(A2aError::new(
-                    ErrorKind::MethodNotFound,
-                    format!("no method {}", other.chars().take(64).collect::<String>()),
-                )));
-            }
-        };
+        let method = jsonrpc_method(
+            body.get("method")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        )
+        .map_err(&fail)?;
         check_version(&request).map_err(&fail)?;
         let params_value = body.get("params").cloned().unwrap_or_else(|| json!({}));
         let result = |value: Value| {
@@ -349,4 +322,31 @@ fn list_query(request: &Request<Bytes>, tenant: String) -> Result<ListTasksReque
         }
     }
     Ok(list)
+}
+
+/// The operation a JSON-RPC method names, or the spec's error for one this server does not serve.
+fn jsonrpc_method(name: &str) -> Result<Method, A2aError> {
+    match name {
+        "SendMessage" => Ok(Method::Send),
+        "SendStreamingMessage" => Ok(Method::Stream),
+        "GetTask" => Ok(Method::Get),
+        "ListTasks" => Ok(Method::List),
+        "CancelTask" => Ok(Method::Cancel),
+        "SubscribeToTask" => Ok(Method::Subscribe),
+        "CreateTaskPushNotificationConfig"
+        | "GetTaskPushNotificationConfig"
+        | "ListTaskPushNotificationConfigs"
+        | "DeleteTaskPushNotificationConfig" => Err(A2aError::new(
+            ErrorKind::PushNotificationNotSupported,
+            "push notifications are not supported: stream, subscribe or poll",
+        )),
+        "GetExtendedAgentCard" => Err(A2aError::new(
+            ErrorKind::UnsupportedOperation,
+            "this agent has no extended card",
+        )),
+        other => Err(A2aError::new(
+            ErrorKind::MethodNotFound,
+            format!("no method {}", other.chars().take(64).collect::<String>()),
+        )),
+    }
 }

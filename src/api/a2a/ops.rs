@@ -210,26 +210,7 @@ impl App {
                 .map_err(|error| A2aError::invalid_params(format!("message.contextId {error}")))?
         };
         // Interrupts an earlier task of the context left open are cancelled by this message.
-        let earlier = self
-            .agent
-            .list_a2a_tasks(
-                owner,
-                &A2aTaskQuery {
-                    thread_id: Some(thread.clone()),
-                    page_size: 100,
-                    ..A2aTaskQuery::default()
-                },
-            )
-            .await
-            .map_err(internal)?;
-        let waiting: Vec<(A2aTaskRecord, TaskBody)> = earlier
-            .tasks
-            .into_iter()
-            .filter_map(|record| {
-                let body = body_of(&record).ok()?;
-                (!body.open_interrupts.is_empty()).then_some((record, body))
-            })
-            .collect();
+        let waiting = self.waiting_tasks(owner, &thread).await?;
         let stale: Vec<String> = waiting
             .iter()
             .flat_map(|(_, body)| body.open_interrupts.clone())
@@ -247,19 +228,7 @@ impl App {
             .start(owner.clone(), input, deadline)
             .await
             .map_err(start_error)?;
-        for (record, mut body) in waiting {
-            body.open_interrupts.clear();
-            if body.status.state.is_interrupted() {
-                body.status = task::status(TaskState::Canceled, None);
-            }
-            if let Err(error) = self
-                .agent
-                .save_a2a_task(&next_version(&record, &body))
-                .await
-            {
-                tracing::warn!(%error, task = %record.task_id, "A2A: an earlier task was not closed");
-            }
-        }
+        self.close_waiting(waiting).await;
         let thread_created_at_ms = self.created_at(owner, &thread).await?;
         let task_id = format!("task_{}", uuid::Uuid::new_v4().simple());
         let mut sent = message.clone();
@@ -292,6 +261,52 @@ impl App {
             .await
             .map_err(internal)?;
         Ok((record, body, prepared))
+    }
+
+    /// The earlier tasks of `thread` that wait on interrupts.
+    async fn waiting_tasks(
+        &self,
+        owner: &Principal,
+        thread: &ThreadId,
+    ) -> Result<Vec<(A2aTaskRecord, TaskBody)>, A2aError> {
+        let earlier = self
+            .agent
+            .list_a2a_tasks(
+                owner,
+                &A2aTaskQuery {
+                    thread_id: Some(thread.clone()),
+                    page_size: 100,
+                    ..A2aTaskQuery::default()
+                },
+            )
+            .await
+            .map_err(internal)?;
+        Ok(earlier
+            .tasks
+            .into_iter()
+            .filter_map(|record| {
+                let body = body_of(&record).ok()?;
+                (!body.open_interrupts.is_empty()).then_some((record, body))
+            })
+            .collect())
+    }
+
+    /// Closes `waiting` tasks once a new message has left their interrupts behind: an
+    /// interrupted one ends canceled. A save that fails is logged; the new task goes on.
+    async fn close_waiting(&self, waiting: Vec<(A2aTaskRecord, TaskBody)>) {
+        for (record, mut body) in waiting {
+            body.open_interrupts.clear();
+            if body.status.state.is_interrupted() {
+                body.status = task::status(TaskState::Canceled, None);
+            }
+            if let Err(error) = self
+                .agent
+                .save_a2a_task(&next_version(&record, &body))
+                .await
+            {
+                tracing::warn!(%error, task = %record.task_id, "A2A: an earlier task was not closed");
+            }
+        }
     }
 
     /// A message to a task: the answer to the interrupts it waits on.
