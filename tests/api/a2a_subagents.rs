@@ -56,13 +56,6 @@ async fn run(app: &TestApp, body: &Value) -> Vec<Value> {
     events
 }
 
-fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events
-        .iter()
-        .filter(|event| event["type"] == kind)
-        .collect()
-}
-
 /// The child's text, from its tagged `TEXT_MESSAGE_CONTENT` events.
 fn child_text(events: &[Value]) -> String {
     of_type(events, "TEXT_MESSAGE_CONTENT")

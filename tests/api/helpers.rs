@@ -16,6 +16,14 @@ pub(crate) fn repo_path(relative: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative)
 }
 
+/// The events of `kind` among `events`, in order.
+pub(crate) fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events
+        .iter()
+        .filter(|event| event["type"] == kind)
+        .collect()
+}
+
 /// Waits until `url` answers with a success, as a loopback server a test started does once it
 /// listens; panics naming `what` when it has not within 30 s.
 pub(crate) async fn await_ready(url: &str, what: &str) {

@@ -70,13 +70,6 @@ async fn run_as(app: &TestApp, key: &str, body: &Value) -> Vec<Value> {
     events
 }
 
-fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events
-        .iter()
-        .filter(|event| event["type"] == kind)
-        .collect()
-}
-
 /// The child thread a delegation's `tool` message links to, from the parent's thread.
 async fn child_of(app: &TestApp, key: &str, thread: &str, call_id: &str) -> String {
     let page = call(app, key, "GET", &format!("/threads/{thread}"), None).await;
