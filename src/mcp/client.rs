@@ -16,10 +16,19 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::apps::ViewServer;
 use super::{McpConfigError, McpServerSettings, parse_secret_headers};
 use crate::agent::tools::{ServerTool, ToolContext, ToolError, ToolOutput};
+use crate::genui::mcp_apps::{self, ToolUi};
 
-type Session = RunningService<RoleClient, ClientConfig>;
+pub(super) type Session = RunningService<RoleClient, ClientConfig>;
+
+/// A server's tools as listed at cold start: those offered to the model, and, when any of its
+/// tools names a view, what its views may reach.
+pub(crate) struct ListedServer {
+    pub(crate) tools: Vec<McpTool>,
+    pub(crate) views: Option<ViewServer>,
+}
 
 /// Why a server's tools could not be listed at cold start; the server is then skipped.
 #[derive(Debug, thiserror::Error)]
@@ -34,13 +43,23 @@ pub(crate) enum McpError {
     List(String),
 }
 
-/// Opens a session with `server` and lists its tools, all within `within`. Tools whose name
-/// (`{server}__{tool}`) model APIs would refuse are left out, with a warning.
+/// [`list_server`]'s tools for the model.
 pub(crate) async fn list_tools(
     server: &McpServerSettings,
     secret_headers: Option<&SecretString>,
     within: Duration,
 ) -> Result<Vec<McpTool>, McpError> {
+    Ok(list_server(server, secret_headers, within).await?.tools)
+}
+
+/// Opens a session with `server` and lists its tools, all within `within`. Tools whose
+/// visibility leaves out the model (`_meta.ui.visibility: ["app"]`) are kept for its views only;
+/// tools whose name (`{server}__{tool}`) model APIs would refuse are left out, with a warning.
+pub(crate) async fn list_server(
+    server: &McpServerSettings,
+    secret_headers: Option<&SecretString>,
+    within: Duration,
+) -> Result<ListedServer, McpError> {
     let mut headers = HashMap::new();
     for (name, value) in &server.headers {
         headers.insert(
@@ -64,7 +83,7 @@ pub(crate) async fn list_tools(
             .reinit_on_expired_session(true),
     );
     let identity = ClientConfig::new(
-        ClientCapabilities::default(),
+        host_capabilities(),
         Implementation::new("agui-lambda", env!("CARGO_PKG_VERSION")),
     );
     let listed = tokio::time::timeout(within, async {
@@ -83,36 +102,81 @@ pub(crate) async fn list_tools(
     let (session, listed) = listed?;
     let session = Arc::new(session);
     let mut tools = Vec::with_capacity(listed.len());
+    let mut views = ViewServer {
+        name: server.name.clone(),
+        session: session.clone(),
+        app_tools: Default::default(),
+        model_only: Default::default(),
+        views: Default::default(),
+        timeout: server.timeout,
+    };
     for tool in listed {
-        let name = server.namespaced(&tool.name);
-        if !crate::protocol::input::is_valid_tool_name(&name) {
-            tracing::warn!(
-                server = %server.name,
-                tool = %tool.name,
-                "MCP tool left out: {name:?} is not a tool name model APIs accept (1-64 letters, digits, _ or -)"
-            );
+        let ui = ToolUi::from_meta(tool.meta.as_ref().map(|meta| &meta.0));
+        let remote = tool.name.to_string();
+        if ui.visibility.app {
+            views.app_tools.insert(remote.clone());
+        } else {
+            views.model_only.insert(remote.clone());
+        }
+        if let Some(uri) = &ui.resource_uri {
+            views.views.insert(uri.clone());
+        }
+        if !ui.visibility.model {
             continue;
         }
-        let requires_approval = requires_approval(server, &tool);
-        let idempotent = idempotent(&tool);
-        tools.push(McpTool {
-            name,
-            server: server.name.clone(),
-            remote_name: tool.name.to_string(),
-            description: tool
-                .description
-                .as_deref()
-                .or(tool.title.as_deref())
-                .unwrap_or_default()
-                .to_owned(),
-            parameters: Value::Object((*tool.input_schema).clone()),
-            requires_approval,
-            idempotent,
-            timeout: server.timeout,
-            session: session.clone(),
-        });
+        if let Some(tool) = model_tool(server, &tool, &session, ui.resource_uri) {
+            tools.push(tool);
+        }
     }
-    Ok(tools)
+    let views = (!views.views.is_empty()).then_some(views);
+    Ok(ListedServer { tools, views })
+}
+
+/// What this host tells servers it can show: MCP Apps' HTML views.
+fn host_capabilities() -> ClientCapabilities {
+    let mut settings = serde_json::Map::new();
+    settings.insert(
+        "mimeTypes".to_owned(),
+        Value::from(vec![mcp_apps::MIME_TYPE]),
+    );
+    let mut capabilities = ClientCapabilities::default();
+    capabilities.extensions = Some([(mcp_apps::EXTENSION_ID.to_owned(), settings)].into());
+    capabilities
+}
+
+/// `tool` as the model is offered it, unless model APIs would refuse its name.
+fn model_tool(
+    server: &McpServerSettings,
+    tool: &Tool,
+    session: &Arc<Session>,
+    view: Option<String>,
+) -> Option<McpTool> {
+    let name = server.namespaced(&tool.name);
+    if !crate::protocol::input::is_valid_tool_name(&name) {
+        tracing::warn!(
+            server = %server.name,
+            tool = %tool.name,
+            "MCP tool left out: {name:?} is not a tool name model APIs accept (1-64 letters, digits, _ or -)"
+        );
+        return None;
+    }
+    Some(McpTool {
+        name,
+        server: server.name.clone(),
+        remote_name: tool.name.to_string(),
+        description: tool
+            .description
+            .as_deref()
+            .or(tool.title.as_deref())
+            .unwrap_or_default()
+            .to_owned(),
+        parameters: Value::Object((*tool.input_schema).clone()),
+        requires_approval: requires_approval(server, tool),
+        idempotent: idempotent(tool),
+        timeout: server.timeout,
+        session: session.clone(),
+        view,
+    })
 }
 
 /// Tools annotated `destructiveHint: true` wait for approval unless the server's entry says
@@ -171,6 +235,8 @@ pub(crate) struct McpTool {
     idempotent: bool,
     timeout: Duration,
     session: Arc<Session>,
+    /// The `ui://` view its results are shown in.
+    view: Option<String>,
 }
 
 impl McpTool {

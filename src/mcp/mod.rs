@@ -1,13 +1,18 @@
 //! Remote MCP servers (streamable HTTP) as server tools: their settings (`MCP_SERVERS`), and,
 //! with the `mcp` feature, the client that lists their tools once per cold start and calls them
-//! during runs ([`McpTool`]). Depends on `agent` (the tool trait) and `protocol` (the tool-name
-//! rule) only; reading header secrets from Secrets Manager is `startup`'s.
+//! during runs ([`McpTool`]), and the MCP Apps host their views' requests go through
+//! ([`McpApps`]). Depends on `agent` (the tool trait), `genui` (MCP Apps' shapes) and `protocol`
+//! (the tool-name rule) only; reading header secrets from Secrets Manager is `startup`'s.
 
+#[cfg(feature = "mcp")]
+mod apps;
 #[cfg(feature = "mcp")]
 mod client;
 
 #[cfg(feature = "mcp")]
-pub(crate) use client::list_tools;
+pub(crate) use apps::McpApps;
+#[cfg(feature = "mcp")]
+pub(crate) use client::{ListedServer, list_server, list_tools};
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
