@@ -64,7 +64,10 @@ impl McpApps {
             Ok(Err(SendError::View(problem))) => mcp_apps::error_result(problem),
             Ok(Err(error)) => {
                 tracing::warn!(server = %server.name, %error, "a view's MCP request failed");
-                mcp_apps::error_result(&format!("the MCP server {} failed the request", server.name))
+                mcp_apps::error_result(&format!(
+                    "the MCP server {} failed the request",
+                    server.name
+                ))
             }
             Err(_) => {
                 tracing::warn!(server = %server.name, "a view's MCP request timed out");
@@ -147,12 +150,16 @@ impl ViewServer {
             )?,
             AppCall::ListResources { cursor } => serde_json::to_value(
                 self.session
-                    .list_resources(Some(PaginatedRequestParams::default().with_cursor(cursor.clone())))
+                    .list_resources(Some(
+                        PaginatedRequestParams::default().with_cursor(cursor.clone()),
+                    ))
                     .await?,
             )?,
             AppCall::LoadView { uri } => {
                 if !self.views.contains(uri) {
-                    return Err(SendError::View("none of this server's tools names that view"));
+                    return Err(SendError::View(
+                        "none of this server's tools names that view",
+                    ));
                 }
                 let read = serde_json::to_value(
                     self.session

@@ -111,6 +111,8 @@ pub enum Event {
         delta: json_patch::Patch,
     },
     MessagesSnapshot {
+        /// Activities kept with tool results follow their tool message as `activity` messages.
+        #[serde(serialize_with = "super::activity::serialize_with_activities")]
         messages: Vec<Message>,
     },
     /// UI-only content of the server's own kind (`activityType`): the client shows it and does
@@ -119,6 +121,12 @@ pub enum Event {
         message_id: MessageId,
         activity_type: &'static str,
         content: Value,
+    },
+    /// Changes to an activity already shown (a JSON Patch to its content), in order.
+    ActivityDelta {
+        message_id: MessageId,
+        activity_type: &'static str,
+        patch: json_patch::Patch,
     },
     /// A sub-agent began: the events tagged with its `subagent_run_id` that follow are its work.
     SubagentStarted {
@@ -549,6 +557,18 @@ mod tests {
                     step_name: "model_turn_1".into(),
                 },
                 json!({"type": "STEP_STARTED", "stepName": "model_turn_1"}),
+            ),
+            (
+                Event::ActivityDelta {
+                    message_id: MessageId::parse("c1-activity", 128).unwrap(),
+                    activity_type: "open-generative-ui",
+                    patch: serde_json::from_value(
+                        json!([{"op": "add", "path": "/html/-", "value": "<p>"}]),
+                    )
+                    .unwrap(),
+                },
+                json!({"type": "ACTIVITY_DELTA", "messageId": "c1-activity", "activityType": "open-generative-ui",
+                       "patch": [{"op": "add", "path": "/html/-", "value": "<p>"}]}),
             ),
         ];
         for (event, expected) in cases {

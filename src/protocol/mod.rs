@@ -1,6 +1,7 @@
 //! The AG-UI protocol: ids, messages, the `RunAgentInput` parser, events and their SSE framing.
 //! Pure data and encoding; depends on no other module of the crate.
 
+pub(crate) mod activity;
 pub(crate) mod events;
 pub(crate) mod ids;
 pub(crate) mod input;

@@ -391,6 +391,7 @@ impl Encoder for AgentScopeEncoder {
             Event::RunStarted { .. }
             | Event::ReasoningEncryptedValue { .. }
             | Event::ActivitySnapshot { .. }
+            | Event::ActivityDelta { .. }
             | Event::SubagentStarted { .. }
             | Event::SubagentFinished { .. }
             | Event::SubagentError { .. }
