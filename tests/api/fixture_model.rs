@@ -62,6 +62,9 @@ impl FixtureModel {
                 && rule["sequenceIndex"]
                     .as_u64()
                     .is_none_or(|wanted| wanted == matched[i] as u64)
+                && rule["toolResultContains"]
+                    .as_str()
+                    .is_none_or(|wanted| last_tool_result(request).contains(wanted))
         })?;
         matched[index] += 1;
         Some(self.fixtures[index].clone())
@@ -81,6 +84,15 @@ fn last_user_text(request: &ModelRequest) -> String {
             _ => None,
         })
         .unwrap_or_default()
+}
+
+/// The content of the request's last message when it is a tool result (aimock's
+/// `toolResultContains` reads only that one).
+fn last_tool_result(request: &ModelRequest) -> &str {
+    match request.messages.last() {
+        Some(Message::Tool { content, .. }) => content,
+        _ => "",
+    }
 }
 
 fn current_turn_has_tool_result(request: &ModelRequest) -> bool {
