@@ -83,7 +83,7 @@ pub(crate) async fn list_server(
             .reinit_on_expired_session(true),
     );
     let identity = ClientConfig::new(
-        host_capabilities(),
+        host_capabilities(server.apps),
         Implementation::new("agui-lambda", env!("CARGO_PKG_VERSION")),
     );
     let listed = tokio::time::timeout(within, async {
@@ -111,7 +111,10 @@ pub(crate) async fn list_server(
         timeout: server.timeout,
     };
     for tool in listed {
-        let ui = ToolUi::from_meta(tool.meta.as_ref().map(|meta| &meta.0));
+        let mut ui = ToolUi::from_meta(tool.meta.as_ref().map(|meta| &meta.0));
+        if !server.apps {
+            ui.resource_uri = None;
+        }
         let remote = tool.name.to_string();
         if ui.visibility.app {
             views.app_tools.insert(remote.clone());
@@ -132,8 +135,12 @@ pub(crate) async fn list_server(
     Ok(ListedServer { tools, views })
 }
 
-/// What this host tells servers it can show: MCP Apps' HTML views.
-fn host_capabilities() -> ClientCapabilities {
+/// What this host tells a server it can show: MCP Apps' HTML views, unless its entry says
+/// `"apps": false`.
+fn host_capabilities(apps: bool) -> ClientCapabilities {
+    if !apps {
+        return ClientCapabilities::default();
+    }
     let mut settings = serde_json::Map::new();
     settings.insert(
         "mimeTypes".to_owned(),

@@ -61,6 +61,10 @@ pub struct McpServerSettings {
     pub timeout: Duration,
     /// Whether its tools annotated `destructiveHint: true` wait for a person's approval.
     pub approve_destructive: bool,
+    /// Whether this host offers it MCP Apps: it is told the host shows views, its UI tools'
+    /// views are shown next to their calls, and its views may call back. Off, its tools are
+    /// plain tools (a tool only views may call is still never offered to the model).
+    pub apps: bool,
 }
 
 /// Why `MCP_SERVERS` was refused.
@@ -100,11 +104,12 @@ struct ServerEntry {
     headers_secret_id: Option<String>,
     timeout_ms: Option<u64>,
     approve_destructive: Option<bool>,
+    apps: Option<bool>,
 }
 
 impl McpServerSettings {
     /// Reads `MCP_SERVERS`: a JSON list of `{name, url, headers?, headers_secret_id?,
-    /// timeout_ms?, approve_destructive?}`; plain `headers` holding credentials are refused.
+    /// timeout_ms?, approve_destructive?, apps?}`; plain `headers` holding credentials are refused.
     pub fn parse_list(json: &str) -> Result<Vec<Self>, McpConfigError> {
         let entries: Vec<ServerEntry> =
             serde_json::from_str(json).map_err(|err| McpConfigError::Json(err.to_string()))?;
@@ -165,6 +170,7 @@ impl McpServerSettings {
             headers_secret_id: entry.headers_secret_id.filter(|id| !id.trim().is_empty()),
             timeout: Duration::from_millis(timeout_ms),
             approve_destructive: entry.approve_destructive.unwrap_or(true),
+            apps: entry.apps.unwrap_or(true),
         })
     }
 
@@ -258,6 +264,7 @@ mod tests {
         let server = one(r#"[{"name":"everything","url":"http://127.0.0.1:3001/mcp"}]"#).unwrap();
         assert_eq!(server.timeout, Duration::from_secs(30));
         assert!(server.approve_destructive);
+        assert!(server.apps);
         assert!(server.headers.is_empty());
         assert_eq!(server.namespaced("echo"), "everything__echo");
         assert_eq!(server.host(), "127.0.0.1");
@@ -268,7 +275,7 @@ mod tests {
         let server = one(
             r#"[{"name":"docs-1","url":"https://mcp.example.com/mcp","headers":{"X-Tenant":"acme"},
                  "headers_secret_id":"arn:aws:secretsmanager:eu-west-1:1:secret:x","timeout_ms":100,
-                 "approve_destructive":false}]"#,
+                 "approve_destructive":false,"apps":false}]"#,
         )
         .unwrap();
         assert_eq!(server.headers["X-Tenant"], "acme");
@@ -278,6 +285,7 @@ mod tests {
         );
         assert_eq!(server.timeout, Duration::from_millis(100));
         assert!(!server.approve_destructive);
+        assert!(!server.apps);
     }
 
     #[test]
