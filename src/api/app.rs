@@ -42,6 +42,8 @@ pub struct App {
     this: std::sync::OnceLock<std::sync::Weak<App>>,
     /// `A2A_PUBLIC_URL`: where A2A clients reach this deployment, for the agent card.
     pub(super) a2a_public_url: Option<String>,
+    /// Where MCP Apps' views' requests go, when a listed MCP server has views.
+    pub(super) views: Option<std::sync::Arc<dyn crate::genui::mcp_apps::ViewRequests>>,
 }
 
 /// Settings of the HTTP layer.
@@ -85,7 +87,17 @@ impl App {
             blobs: None,
             this: std::sync::OnceLock::new(),
             a2a_public_url: settings.a2a_public_url,
+            views: None,
         }
+    }
+
+    /// MCP Apps: views' requests (CopilotKit's proxied runs, assistant-ui's route) go to `views`.
+    pub(crate) fn with_views(
+        mut self,
+        views: Option<std::sync::Arc<dyn crate::genui::mcp_apps::ViewRequests>>,
+    ) -> Self {
+        self.views = views;
+        self
     }
 
     /// Detached runs go through `dispatcher` (the self-invocation on Lambda), and runs go on in
@@ -374,6 +386,10 @@ impl App {
             Route::DeleteThread(thread) => self.delete_thread(&principal, &thread).await,
             Route::ForkThread(thread) => {
                 self.fork_thread(&principal, &thread, request.headers(), request.body())
+                    .await
+            }
+            Route::McpApps(thread) => {
+                self.mcp_apps(&principal, &thread, request.headers(), request.body())
                     .await
             }
             Route::Usage => self.usage(&principal, request.uri().query()).await,

@@ -61,6 +61,9 @@ pub(crate) enum ApiError {
     /// An A2A operation's error, written in its binding's shape.
     #[error("{}", .0.error)]
     A2a(Box<super::a2a::A2aRefusal>),
+    /// An MCP App's view could not be loaded: refused here (`refused`), or its server failed.
+    #[error("{message}")]
+    McpView { refused: bool, message: String },
 }
 
 impl From<StartError> for ApiError {
@@ -139,6 +142,8 @@ impl ApiError {
             ApiError::MethodNotAllowed | ApiError::DevPageOff => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::A2a(refusal) => refusal.status(),
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            ApiError::McpView { refused: true, .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::McpView { refused: false, .. } => StatusCode::BAD_GATEWAY,
         }
     }
 
@@ -180,6 +185,8 @@ impl ApiError {
             ApiError::MemoryNotFound => "memory_not_found",
             ApiError::MemoryFull(_) => "memory_full",
             ApiError::A2a(refusal) => refusal.error.kind.reason(),
+            ApiError::McpView { refused: true, .. } => "view_refused",
+            ApiError::McpView { refused: false, .. } => "view_failed",
         }
     }
 

@@ -12,6 +12,7 @@ pub(crate) mod dispatch;
 mod error;
 pub(crate) mod lambda;
 pub(crate) mod local;
+mod mcp_apps;
 mod memories;
 mod request;
 mod response;

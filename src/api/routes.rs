@@ -67,6 +67,8 @@ pub(super) enum Route {
     DeleteThread(String),
     /// `POST /threads/{threadId}/fork`
     ForkThread(String),
+    /// `POST /threads/{threadId}/mcp-apps`: an MCP App view's request (assistant-ui's host).
+    McpApps(String),
     /// `GET /usage`: the caller's token usage by day and model.
     Usage,
     /// `POST /api/v1/agent/runs`: the v1 agent API's detached run.
@@ -135,6 +137,7 @@ impl Route {
                 (Method::DELETE, Route::DeleteThread(owned(thread))),
             ],
             ["threads", thread, "fork"] => vec![(Method::POST, Route::ForkThread(owned(thread)))],
+            ["threads", thread, "mcp-apps"] => vec![(Method::POST, Route::McpApps(owned(thread)))],
             ["api", "v1", "agent", "runs"] => vec![(Method::POST, Route::AcceptRun)],
             ["api", "v1", "agent", "runs", run, "events"] => {
                 vec![(Method::GET, Route::TaskEvents(owned(run)))]

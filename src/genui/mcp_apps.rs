@@ -122,6 +122,34 @@ pub(crate) fn error_result(message: &str) -> Value {
     json!({"content": [{"type": "text", "text": message}], "isError": true})
 }
 
+/// How a view's request ended.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Answer {
+    /// The server's result, as it sent it (a tool's own `isError` result included).
+    Result(Value),
+    /// Refused here: a method, a server or a tool a view may not reach.
+    Refused(String),
+    /// The server failed, timed out or could not be reached.
+    Failed(String),
+}
+
+impl Answer {
+    /// The answer as an MCP result: refusals and failures as error results (`isError`).
+    pub(crate) fn into_result(self) -> Value {
+        match self {
+            Answer::Result(result) => result,
+            Answer::Refused(message) | Answer::Failed(message) => error_result(&message),
+        }
+    }
+}
+
+/// Who answers views' requests: the MCP client, over each server's own session (so the
+/// server's credentials never leave the function).
+#[async_trait::async_trait]
+pub(crate) trait ViewRequests: Send + Sync {
+    async fn answer(&self, request: &AppRequest) -> Answer;
+}
+
 /// Which server a view's request is for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ServerRef {

@@ -3,7 +3,9 @@
 //! same session the model's calls use, so the server's credentials never leave the function.
 
 use super::client::Session;
-use crate::genui::mcp_apps::{self, AppCall, AppRefusal, AppRequest, ServerRef};
+use crate::genui::mcp_apps::{
+    self, Answer, AppCall, AppRefusal, AppRequest, ServerRef, ViewRequests,
+};
 use rmcp::model::{CallToolRequestParams, PaginatedRequestParams, ReadResourceRequestParams};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -47,39 +49,6 @@ impl McpApps {
         self.servers.is_empty()
     }
 
-    /// The MCP result a view's request gets: the server's own, or an error result (`isError`)
-    /// when it is refused here or the server fails. Never an error of the transport.
-    pub(crate) async fn answer(&self, request: &AppRequest) -> Value {
-        let server = match self.server(&request.server, &request.call) {
-            Ok(server) => server,
-            Err(refusal) => return refused(&refusal),
-        };
-        if let AppCall::CallTool { name, .. } = &request.call
-            && !server.app_tools.contains(name)
-        {
-            return refused(&AppRefusal::NotForApps(name.clone()));
-        }
-        match tokio::time::timeout(server.timeout, server.send(&request.call)).await {
-            Ok(Ok(result)) => result,
-            Ok(Err(SendError::View(problem))) => mcp_apps::error_result(problem),
-            Ok(Err(error)) => {
-                tracing::warn!(server = %server.name, %error, "a view's MCP request failed");
-                mcp_apps::error_result(&format!(
-                    "the MCP server {} failed the request",
-                    server.name
-                ))
-            }
-            Err(_) => {
-                tracing::warn!(server = %server.name, "a view's MCP request timed out");
-                mcp_apps::error_result(&format!(
-                    "the MCP server {} did not answer within {} ms",
-                    server.name,
-                    server.timeout.as_millis()
-                ))
-            }
-        }
-    }
-
     /// The server a request is for. Unnamed, it is the one server the request can mean: the
     /// one whose tools name the view, or have the tool; or the only one with views.
     fn server(&self, reference: &ServerRef, call: &AppCall) -> Result<&ViewServer, AppRefusal> {
@@ -117,9 +86,41 @@ impl McpApps {
     }
 }
 
-fn refused(refusal: &AppRefusal) -> Value {
+#[async_trait::async_trait]
+impl ViewRequests for McpApps {
+    /// The server's answer, or why there is none. Never an error of the transport.
+    async fn answer(&self, request: &AppRequest) -> Answer {
+        let server = match self.server(&request.server, &request.call) {
+            Ok(server) => server,
+            Err(refusal) => return refused(&refusal),
+        };
+        if let AppCall::CallTool { name, .. } = &request.call
+            && !server.app_tools.contains(name)
+        {
+            return refused(&AppRefusal::NotForApps(name.clone()));
+        }
+        match tokio::time::timeout(server.timeout, server.send(&request.call)).await {
+            Ok(Ok(result)) => Answer::Result(result),
+            Ok(Err(SendError::View(problem))) => Answer::Failed(problem.to_owned()),
+            Ok(Err(error)) => {
+                tracing::warn!(server = %server.name, %error, "a view's MCP request failed");
+                Answer::Failed(format!("the MCP server {} failed the request", server.name))
+            }
+            Err(_) => {
+                tracing::warn!(server = %server.name, "a view's MCP request timed out");
+                Answer::Failed(format!(
+                    "the MCP server {} did not answer within {} ms",
+                    server.name,
+                    server.timeout.as_millis()
+                ))
+            }
+        }
+    }
+}
+
+fn refused(refusal: &AppRefusal) -> Answer {
     tracing::info!(%refusal, "a view's MCP request was refused");
-    mcp_apps::error_result(&refusal.to_string())
+    Answer::Refused(refusal.to_string())
 }
 
 /// Why a request the server was sent did not come back as a result.
