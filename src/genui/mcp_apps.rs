@@ -14,8 +14,6 @@ pub(crate) const EXTENSION_ID: &str = "io.modelcontextprotocol/ui";
 pub(crate) const MIME_TYPE: &str = "text/html;profile=mcp-app";
 /// The scheme of a view's resource.
 pub(crate) const UI_SCHEME: &str = "ui://";
-/// Where CopilotKit puts a view's request in a run's `forwardedProps`.
-pub(crate) const PROXIED_REQUEST_KEY: &str = "__proxiedMCPRequest";
 
 /// Who may call a tool (`_meta.ui.visibility`; absent means both).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -199,13 +197,8 @@ pub(crate) enum AppRefusal {
 
 impl AppRequest {
     /// CopilotKit's `forwardedProps.__proxiedMCPRequest`: `{serverHash, serverId?, method,
-    /// params?}`. `None` when the run carries no such request.
-    pub(crate) fn from_forwarded_props(props: &Value) -> Option<Result<Self, AppRefusal>> {
-        let request = props.get(PROXIED_REQUEST_KEY)?;
-        Some(Self::from_proxied(request))
-    }
-
-    fn from_proxied(request: &Value) -> Result<Self, AppRefusal> {
+    /// params?}`.
+    pub(crate) fn from_proxied(request: &Value) -> Result<Self, AppRefusal> {
         let text = |key: &str| {
             request
                 .get(key)
@@ -418,11 +411,11 @@ mod tests {
 
     #[test]
     fn copilotkits_proxied_request_parses_into_an_allowed_call() {
-        let props = json!({"__proxiedMCPRequest": {
+        let proxied = json!({
             "serverHash": server_hash("weather"), "serverId": "weather",
             "method": "tools/call", "params": {"name": "refresh", "arguments": {"n": 1}}
-        }});
-        let request = AppRequest::from_forwarded_props(&props).unwrap().unwrap();
+        });
+        let request = AppRequest::from_proxied(&proxied).unwrap();
         assert_eq!(request.server, ServerRef::Named("weather".into()));
         assert_eq!(
             request.call,
@@ -431,8 +424,9 @@ mod tests {
                 arguments: Some(meta(json!({"n": 1})))
             }
         );
-        let by_hash = json!({"__proxiedMCPRequest": {"serverHash": "abc", "method": "resources/read", "params": {"uri": "ui://w/v"}}});
-        let request = AppRequest::from_forwarded_props(&by_hash).unwrap().unwrap();
+        let by_hash =
+            json!({"serverHash": "abc", "method": "resources/read", "params": {"uri": "ui://w/v"}});
+        let request = AppRequest::from_proxied(&by_hash).unwrap();
         assert_eq!(request.server, ServerRef::Hashed("abc".into()));
         assert_eq!(
             request.call,
@@ -440,7 +434,6 @@ mod tests {
                 uri: "ui://w/v".into()
             }
         );
-        assert!(AppRequest::from_forwarded_props(&json!({"other": 1})).is_none());
     }
 
     #[test]
@@ -471,9 +464,7 @@ mod tests {
                 "params must be an object",
             ),
         ] {
-            let refusal = AppRequest::from_forwarded_props(&json!({"__proxiedMCPRequest": props}))
-                .unwrap()
-                .unwrap_err();
+            let refusal = AppRequest::from_proxied(&props).unwrap_err();
             assert!(refusal.to_string().contains(expected), "{refusal}");
         }
     }

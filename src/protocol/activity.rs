@@ -57,7 +57,7 @@ impl KeptActivity {
 #[serde(untagged)]
 enum Entry<'a> {
     Message(Cow<'a, Message>),
-    Activity(ActivityMessage),
+    Activity(Value),
 }
 
 #[derive(Serialize)]
@@ -69,6 +69,29 @@ struct ActivityMessage {
     content: Value,
 }
 
+/// The `activity` message a snapshot shows right after `message`: the activity kept with a
+/// tool message, as AG-UI's `ActivityMessage` (`{id, role: "activity", activityType, content}`).
+pub(crate) fn shown_after(message: &Message) -> Option<Value> {
+    let activity = KeptActivity::of(message)?;
+    serde_json::to_value(ActivityMessage {
+        id: activity.message_id,
+        role: "activity",
+        activity_type: activity.activity_type,
+        content: activity.content,
+    })
+    .ok()
+}
+
+/// `message` as a snapshot sends it: a tool message without the activity it keeps (which
+/// [`shown_after`] shows on its own).
+pub(crate) fn as_shown(message: &Message) -> Cow<'_, Message> {
+    if KeptActivity::of(message).is_some() {
+        Cow::Owned(without_activity(message.clone()))
+    } else {
+        Cow::Borrowed(message)
+    }
+}
+
 /// `messages` as a snapshot sends them: each kept activity as an `activity` message after its
 /// tool message, which no longer carries it.
 pub(crate) fn serialize_with_activities<S: Serializer>(
@@ -76,18 +99,9 @@ pub(crate) fn serialize_with_activities<S: Serializer>(
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
     serializer.collect_seq(messages.iter().flat_map(|message| {
-        let Some(activity) = KeptActivity::of(message) else {
-            return vec![Entry::Message(Cow::Borrowed(message))];
-        };
-        vec![
-            Entry::Message(Cow::Owned(without_activity(message.clone()))),
-            Entry::Activity(ActivityMessage {
-                id: activity.message_id,
-                role: "activity",
-                activity_type: activity.activity_type,
-                content: activity.content,
-            }),
-        ]
+        [Entry::Message(as_shown(message))]
+            .into_iter()
+            .chain(shown_after(message).map(Entry::Activity))
     }))
 }
 

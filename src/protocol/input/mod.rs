@@ -115,6 +115,9 @@ pub struct ForwardedProps {
     pub busy_thread_policy: Option<BusyThreadPolicy>,
     /// `forwardedProps.temperature`, `top_p`, `max_tokens`, `stop`, `seed`.
     pub sampling: sampling::Sampling,
+    /// `forwardedProps.__proxiedMCPRequest`: an MCP App view's request riding on a run
+    /// (CopilotKit), answered instead of one; checked where it is answered.
+    pub proxied_mcp_request: Option<Value>,
 }
 
 #[cfg(any(test, feature = "test-utils"))]
@@ -394,6 +397,11 @@ fn parse_forwarded_props(props: Option<Value>) -> Result<ForwardedProps, InputEr
         device_timezone,
         busy_thread_policy,
         sampling: sampling::Sampling::from_fields(props.as_ref(), "forwardedProps")?,
+        proxied_mcp_request: props
+            .as_ref()
+            .and_then(|props| props.get("__proxiedMCPRequest"))
+            .filter(|request| !request.is_null())
+            .cloned(),
     })
 }
 
