@@ -12,6 +12,7 @@ pub(crate) mod detached;
 pub(crate) mod history_day;
 pub(crate) mod live;
 pub(crate) mod memory;
+mod profile_child;
 mod profiles;
 mod run;
 mod spans;

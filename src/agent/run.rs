@@ -14,9 +14,11 @@ mod steps;
 mod tool_calls;
 
 pub(crate) use fit::ContextState;
-pub(crate) use handoff::Segment;
+pub(crate) use handoff::{Continuation, Continuations, Segment};
 pub(crate) use outcome::RunSummary;
 pub(crate) use record::RunRecord;
+#[cfg(test)]
+pub(crate) use resume::CUT_OFF;
 pub(crate) use resume::TakeOver;
 
 use super::approval::{InterruptRecord, PendingApproval, Resolved};
