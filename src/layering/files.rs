@@ -203,10 +203,17 @@ pub(super) fn agent_breaches(tree: &SourceTree) -> Vec<String> {
     breaches.into_iter().collect()
 }
 
+/// This crate's sources, read once for the tests that check them.
+fn this_crate() -> &'static SourceTree {
+    static TREE: std::sync::OnceLock<SourceTree> = std::sync::OnceLock::new();
+    TREE.get_or_init(|| {
+        SourceTree::read(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
+    })
+}
+
 #[test]
 fn no_module_file_is_in_a_circle() {
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let circles = circles(&SourceTree::read(&src));
+    let circles = circles(this_crate());
     assert!(
         circles.is_empty(),
         "circles between module files: {circles:#?}"
@@ -215,8 +222,7 @@ fn no_module_file_is_in_a_circle() {
 
 #[test]
 fn the_agent_reads_one_way() {
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let breaches = agent_breaches(&SourceTree::read(&src));
+    let breaches = agent_breaches(this_crate());
     assert!(breaches.is_empty(), "{breaches:#?}");
 }
 
@@ -311,4 +317,28 @@ fn a_part_naming_the_loop_and_a_client_naming_its_inside_are_caught() {
             "api.rs names the run loop (agent/run.rs); outside agent/ it is reached through `crate::agent`'s re-exports",
         ]
     );
+}
+
+/// The house's limit on a file's length (`~600` is the aim).
+#[test]
+fn no_file_in_src_is_over_800_lines() {
+    fn long_files(dir: &std::path::Path, found: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                long_files(&path, found);
+            } else if path.extension().is_some_and(|ext| ext == "rs") {
+                let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+                if lines > 800 {
+                    found.push(format!("{} ({lines} lines)", path.display()));
+                }
+            }
+        }
+    }
+    let mut found = Vec::new();
+    long_files(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut found,
+    );
+    assert!(found.is_empty(), "{found:?}");
 }

@@ -123,7 +123,8 @@ impl SourceTree {
             let mut child = module.clone();
             child.extend(declared.inline.iter().cloned());
             child.push(declared.name.clone());
-            let child_owner = if declared.cfg_test {
+            // A file of tests keeps its parent's arrows, and so do the files its tests include.
+            let child_owner = if declared.cfg_test || owner != module {
                 owner.clone()
             } else {
                 child.clone()
