@@ -1,6 +1,8 @@
 //! A prepared run and the task it runs on: what its request asked, the state its loop changes
 //! and how it is observed, each a struct of its own; `RUN_STARTED` first and exactly one terminal
 //! event last. The run lives on its own task: a client that goes away stops nothing.
+//! This file is the loop's face: its clients (start, continuation, a profile run as a child)
+//! name what it defines or re-exports, never a file under `run/`.
 
 mod delegate;
 mod drive;

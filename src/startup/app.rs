@@ -107,14 +107,15 @@ impl<'a> AppBuilder<'a> {
             Some(tools) => tools,
             None => ToolRegistry::with_builtins()?,
         };
+        // Each part's future on the heap: together they are too large for a test thread's stack.
         let (models, store, auth, (), blobs, dispatcher, secrets) = tokio::try_join!(
-            supplied_or(self.models, models_from_config(config)),
-            supplied_or(self.store, store_from_config(config)),
-            supplied_or(self.auth, authenticator(&config.auth)),
-            add_mcp_tools(config, &mut tools),
-            supplied_or(self.blobs.map(Some), blobs_from_config(config)),
-            dispatcher_from_config(config),
-            subagents::subagent_secrets(config),
+            supplied_or(self.models, Box::pin(models_from_config(config))),
+            supplied_or(self.store, Box::pin(store_from_config(config))),
+            supplied_or(self.auth, Box::pin(authenticator(&config.auth))),
+            Box::pin(add_mcp_tools(config, &mut tools)),
+            supplied_or(self.blobs.map(Some), Box::pin(blobs_from_config(config))),
+            Box::pin(dispatcher_from_config(config)),
+            Box::pin(subagents::subagent_secrets(config)),
         )?;
         let mut config = config.clone();
         config.subagents.secret_headers = secrets.headers;
