@@ -15,6 +15,7 @@ use crate::model::ModelProvider;
 use crate::store::{Blobs, ThreadStore};
 use crate::telemetry::emf::Emf;
 use std::sync::Arc;
+#[cfg(feature = "aws")]
 use std::time::Duration;
 
 /// The application as configured, with the parts a caller supplies in place of the ones

@@ -7,6 +7,7 @@ use crate::config::Config;
 use crate::store::DynamoStore;
 use crate::store::{MemoryStore, ThreadStore};
 use std::sync::Arc;
+#[cfg(feature = "aws")]
 use std::time::Duration;
 
 /// The DynamoDB client of the thread store: region, credentials and endpoint

@@ -1,6 +1,8 @@
 //! Start-up's server tools: the MCP servers' tools, listed once per cold start beside yours.
 
-use super::{StartupError, read_secret};
+use super::StartupError;
+#[cfg(feature = "mcp")]
+use super::read_secret;
 use crate::agent::ToolRegistry;
 use crate::config::Config;
 
