@@ -464,6 +464,7 @@ mod tests {
             run_id,
             outcome: None,
             usage: Default::default(),
+            result: None,
         });
         let seqs = |batches: Vec<Vec<Arc<RecordedEvent>>>| {
             batches

@@ -230,6 +230,7 @@ mod tests {
                 run_id: RunId::parse("r1", 128).unwrap(),
                 outcome: None,
                 usage: Default::default(),
+                result: None,
             },
             1,
         ))

@@ -41,14 +41,28 @@ impl KeptActivity {
 
     /// The activity kept with `message`, if it is a tool message that has one.
     pub(crate) fn of(message: &Message) -> Option<Self> {
-        let Message::Tool {
-            metadata: Some(metadata),
-            ..
-        } = message
-        else {
-            return None;
-        };
-        serde_json::from_value(metadata.get(METADATA_KEY)?.get(KEY)?.clone()).ok()
+        match message {
+            Message::Tool { metadata, .. } => Self::in_metadata(metadata.as_ref()),
+            _ => None,
+        }
+    }
+
+    /// The activity kept in a tool message's `metadata`, if any.
+    pub(crate) fn in_metadata(metadata: Option<&Value>) -> Option<Self> {
+        serde_json::from_value(metadata?.get(METADATA_KEY)?.get(KEY)?.clone()).ok()
+    }
+
+    /// The activity as the event that shows it.
+    pub(crate) fn snapshot_event(&self) -> Option<super::Event> {
+        Some(super::Event::ActivitySnapshot {
+            message_id: super::MessageId::parse(
+                self.message_id.clone(),
+                super::ids::MAX_ID_LEN * 2,
+            )
+            .ok()?,
+            activity_type: self.activity_type.clone().into(),
+            content: self.content.clone(),
+        })
     }
 }
 

@@ -6,6 +6,7 @@ use super::interrupt::Interrupt;
 use super::message::Message;
 use serde::Serialize;
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// An event of a run. Terminal events (`RUN_FINISHED`, `RUN_ERROR`) are only built by the run
 /// driver, which guarantees there is exactly one per run.
@@ -34,6 +35,10 @@ pub enum Event {
         outcome: Option<RunOutcome>,
         #[serde(skip_serializing_if = "RunUsage::is_empty")]
         usage: RunUsage,
+        /// What the run produced, for a client that asked a question rather than for a turn
+        /// (an MCP App view's request answered with its MCP result).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<Value>,
     },
     RunError {
         message: String,
@@ -119,13 +124,13 @@ pub enum Event {
     /// not send it back to the model.
     ActivitySnapshot {
         message_id: MessageId,
-        activity_type: &'static str,
+        activity_type: Cow<'static, str>,
         content: Value,
     },
     /// Changes to an activity already shown (a JSON Patch to its content), in order.
     ActivityDelta {
         message_id: MessageId,
-        activity_type: &'static str,
+        activity_type: Cow<'static, str>,
         patch: json_patch::Patch,
     },
     /// A sub-agent began: the events tagged with its `subagent_run_id` that follow are its work.
@@ -375,6 +380,7 @@ impl RecordedEvent {
                 run_id: run_id.clone(),
                 outcome: None,
                 usage: RunUsage::default(),
+                result: None,
             }),
             notice: true,
         }
@@ -561,7 +567,7 @@ mod tests {
             (
                 Event::ActivityDelta {
                     message_id: MessageId::parse("c1-activity", 128).unwrap(),
-                    activity_type: "open-generative-ui",
+                    activity_type: "open-generative-ui".into(),
                     patch: serde_json::from_value(
                         json!([{"op": "add", "path": "/html/-", "value": "<p>"}]),
                     )

@@ -112,6 +112,7 @@ mod tests {
             run_id: RunId::parse("r1", 128).unwrap(),
             outcome: None,
             usage: Default::default(),
+            result: None,
         }
     }
 
@@ -140,6 +141,7 @@ mod tests {
             run_id: RunId::parse("r1", 128).unwrap(),
             outcome: Some(crate::protocol::events::RunOutcome::Cancelled),
             usage: Default::default(),
+            result: None,
         };
         assert_eq!(
             &RecordedEvent::new(3, cancelled, 5).json[..],

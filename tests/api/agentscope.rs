@@ -212,6 +212,7 @@ fn documented_example_events() -> Vec<Event> {
         },
         Event::RunFinished {
             outcome: None,
+            result: None,
             thread_id: thread,
             run_id: run,
             usage: RunUsage(vec![TokenUsage {

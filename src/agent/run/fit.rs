@@ -296,7 +296,7 @@ impl PreparedRun {
         );
         out.emit(Event::ActivitySnapshot {
             message_id: MessageId::generate(),
-            activity_type: "context-compaction",
+            activity_type: "context-compaction".into(),
             content: json!({
                 "strategy": compacted.how.as_str(),
                 "tokensBefore": before,

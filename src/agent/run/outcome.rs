@@ -227,6 +227,7 @@ impl PreparedRun {
             run_id: self.lease.run_id.clone(),
             outcome,
             usage: usage.clone(),
+            result: None,
         };
         // 0.0.x clients reject every outcome but an absent one.
         match result {

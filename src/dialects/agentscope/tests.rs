@@ -51,6 +51,7 @@ fn started() -> Event {
 fn finished() -> Event {
     Event::RunFinished {
         outcome: None,
+        result: None,
         thread_id: ThreadId::parse("t1", 128).unwrap(),
         run_id: RunId::parse("r1", 128).unwrap(),
         usage: RunUsage(vec![TokenUsage {
