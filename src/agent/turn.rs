@@ -1,6 +1,7 @@
 //! One model turn's assembly, without I/O: model deltas in, AG-UI events and the assembled
 //! reasoning and assistant messages out. The run loop feeds it and sends what it returns.
 
+use crate::genui::ogui::{self, OguiStream};
 use crate::model::artefact::Artefact;
 use crate::model::reasoning::ReasoningArtefact;
 use crate::model::{FinishReason, ModelDelta, Served, Usage};
@@ -51,6 +52,29 @@ pub(super) struct TurnAssembler {
     served: Option<Served>,
     /// The client reads AG-UI 1.1's `encryptedValueType`.
     value_types: bool,
+    /// The client offers Open Generative UI's `generateSandboxedUi`: its calls stream as the
+    /// activity that previews them.
+    open_ui: bool,
+    /// The turn's `generateSandboxedUi` calls being read, by call index.
+    previews: Vec<Preview>,
+}
+
+/// A `generateSandboxedUi` call as the activity that previews it.
+struct Preview {
+    index: usize,
+    id: ToolCallId,
+    message_id: MessageId,
+    stream: OguiStream,
+}
+
+impl Preview {
+    fn delta(&self, patch: Vec<json_patch::PatchOperation>) -> Event {
+        Event::ActivityDelta {
+            message_id: self.message_id.clone(),
+            activity_type: ogui::ACTIVITY_TYPE.into(),
+            patch: json_patch::Patch(patch),
+        }
+    }
 }
 
 impl TurnAssembler {
@@ -67,7 +91,16 @@ impl TurnAssembler {
             message_artefact: None,
             served: None,
             value_types: false,
+            open_ui: false,
+            previews: Vec::new(),
         }
+    }
+
+    /// Streams `generateSandboxedUi` calls as Open Generative UI's activity (the client offers
+    /// the tool).
+    pub(super) fn with_open_generative_ui(mut self, open_ui: bool) -> Self {
+        self.open_ui = open_ui;
+        self
     }
 
     /// Names each encrypted value's type (AG-UI 1.1's `encryptedValueType`), for clients that
@@ -156,10 +189,21 @@ impl TurnAssembler {
             ModelDelta::ToolCallArgs { index, delta } if !delta.is_empty() => {
                 if let Some(call) = self.calls.iter_mut().rev().find(|call| call.index == index) {
                     call.arguments.push_str(&delta);
+                    // At most one activity event per piece of the model's answer.
+                    let preview = self
+                        .previews
+                        .iter_mut()
+                        .rev()
+                        .find(|preview| preview.index == index)
+                        .map(|preview| {
+                            let ops = preview.stream.push(&delta);
+                            (!ops.is_empty()).then(|| preview.delta(ops))
+                        });
                     out.push(Event::ToolCallArgs {
                         tool_call_id: call.id.clone(),
                         delta,
                     });
+                    out.extend(preview.flatten());
                 }
             }
             ModelDelta::Usage(usage) => self.usage += usage,
@@ -193,6 +237,9 @@ impl TurnAssembler {
             .filter(|id| !used_call_ids.contains(id))
             .unwrap_or_else(ToolCallId::generate);
         used_call_ids.insert(id.clone());
+        if self.open_ui && name == ogui::TOOL_NAME {
+            self.open_preview(index, &id, out);
+        }
         out.push(Event::ToolCallStart {
             tool_call_id: id.clone(),
             tool_call_name: name.clone(),
@@ -249,11 +296,37 @@ impl TurnAssembler {
         std::mem::take(&mut self.reasoned)
     }
 
-    /// `TOOL_CALL_END` for every call of the turn.
+    /// Open Generative UI's activity for call `index`, shown before the call starts.
+    fn open_preview(&mut self, index: usize, id: &ToolCallId, out: &mut Vec<Event>) {
+        let message_id = MessageId::parse(
+            ogui::message_id(id.as_str()),
+            crate::protocol::ids::MAX_ID_LEN * 2,
+        )
+        .unwrap_or_else(|_| MessageId::generate());
+        out.push(Event::ActivitySnapshot {
+            message_id: message_id.clone(),
+            activity_type: ogui::ACTIVITY_TYPE.into(),
+            content: ogui::opening_content(),
+        });
+        self.previews.push(Preview {
+            index,
+            id: id.clone(),
+            message_id,
+            stream: OguiStream::new(),
+        });
+    }
+
+    /// `TOOL_CALL_END` for every call of the turn, a preview's end of generation before its
+    /// call's.
     pub(super) fn end_calls(&self, out: &mut Vec<Event>) {
-        out.extend(self.calls.iter().map(|call| Event::ToolCallEnd {
-            tool_call_id: call.id.clone(),
-        }));
+        for call in &self.calls {
+            if let Some(preview) = self.previews.iter().find(|preview| preview.id == call.id) {
+                out.push(preview.delta(preview.stream.finish()));
+            }
+            out.push(Event::ToolCallEnd {
+                tool_call_id: call.id.clone(),
+            });
+        }
     }
 
     /// The completed turn: the assistant message to store (if the model said or called

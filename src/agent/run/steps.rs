@@ -512,8 +512,14 @@ impl PreparedRun {
     ) -> Result<TurnEnd, RunFailure> {
         let deadline = self.limit();
         let segment = self.limit_is_segment();
+        let open_ui = self
+            .request
+            .client_tools
+            .iter()
+            .any(|tool| tool.name == crate::genui::ogui::TOOL_NAME);
         let mut turn = TurnAssembler::new(MessageId::generate())
-            .with_value_types(self.request.encrypted_value_types);
+            .with_value_types(self.request.encrypted_value_types)
+            .with_open_generative_ui(open_ui);
         let mut stream = tokio::select! {
             biased;
             () = stop.cancelled() => return Ok(TurnEnd::Stopped(turn)),

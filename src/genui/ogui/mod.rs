@@ -108,7 +108,7 @@ impl OguiStream {
     }
 
     /// The call's end: generation is over.
-    pub(crate) fn finish(self) -> Vec<PatchOperation> {
+    pub(crate) fn finish(&self) -> Vec<PatchOperation> {
         vec![add(&["generating"], Value::Bool(false))]
     }
 
@@ -127,10 +127,11 @@ impl OguiStream {
             Found::EndObject => self.depth = self.depth.saturating_sub(1),
             Found::EndArray => {
                 self.depth = self.depth.saturating_sub(1);
-                if self.depth == 1 && std::mem::take(&mut self.in_list) {
-                    if self.field == Some(Field::JsExpressions) {
-                        ops.push(add(&["jsExpressionsComplete"], Value::Bool(true)));
-                    }
+                if self.depth == 1
+                    && std::mem::take(&mut self.in_list)
+                    && self.field == Some(Field::JsExpressions)
+                {
+                    ops.push(add(&["jsExpressionsComplete"], Value::Bool(true)));
                 }
             }
             Found::Key(key) if self.depth == 1 => self.field = Some(Field::named(&key)),
