@@ -27,10 +27,7 @@ impl crate::agent::tools::ServerTool for Counter {
             json!([{"op": "replace", "path": "/count", "value": count + 1}]),
         )
         .unwrap();
-        Ok(crate::agent::tools::ToolOutput {
-            content: format!("{}", count + 1),
-            state_patch: Some(patch),
-        })
+        Ok(crate::agent::tools::ToolOutput::text(format!("{}", count + 1)).with_state_patch(patch))
     }
 }
 

@@ -44,7 +44,7 @@ use std::time::Duration;
 /// The caller and the ids a tool is given in its [`ToolContext`].
 pub use crate::auth::Principal;
 use crate::model::ToolSpec;
-pub use crate::protocol::{RunId, ThreadId};
+pub use crate::protocol::{RunId, ThreadId, ToolCallId};
 
 mod builder;
 mod current_time;
@@ -86,6 +86,8 @@ pub struct ToolContext {
     pub thread_id: ThreadId,
     /// The run that made the call.
     pub run_id: RunId,
+    /// The call being answered (`None` outside a run's tool call, as in a tool's own tests).
+    pub tool_call_id: Option<ToolCallId>,
     /// Who started the run: the authenticated caller (`anonymous` with `AUTH_MODE=none`).
     pub principal: Principal,
     /// The client's time zone from `forwardedProps.client_time.device_timezone`.
@@ -104,6 +106,7 @@ impl ToolContext {
         Self {
             thread_id,
             run_id,
+            tool_call_id: None,
             principal,
             device_timezone: None,
             state: Arc::new(Value::Null),
@@ -114,6 +117,12 @@ impl ToolContext {
     /// The context with the thread's state as the turn's calls began.
     pub fn with_state(mut self, state: impl Into<Arc<Value>>) -> Self {
         self.state = state.into();
+        self
+    }
+
+    /// The context of the call `id`.
+    pub fn with_tool_call_id(mut self, id: ToolCallId) -> Self {
+        self.tool_call_id = Some(id);
         self
     }
 
@@ -158,6 +167,8 @@ pub struct ToolOutput {
     pub content: String,
     /// A JSON Patch (RFC 6902) for the thread's state, streamed as `STATE_DELTA`.
     pub state_patch: Option<StatePatch>,
+    /// UI shown next to the call and kept with its result (an MCP App's view).
+    pub(crate) activity: Option<crate::protocol::activity::KeptActivity>,
 }
 
 impl ToolOutput {
@@ -166,6 +177,7 @@ impl ToolOutput {
         Self {
             content: content.into(),
             state_patch: None,
+            activity: None,
         }
     }
 
@@ -182,6 +194,16 @@ impl ToolOutput {
     /// it as `STATE_DELTA`. A patch that does not apply ends the run (`TOOL_EXECUTION_ERROR`).
     pub fn with_state_patch(mut self, patch: StatePatch) -> Self {
         self.state_patch = Some(patch);
+        self
+    }
+
+    /// Shows `activity` next to the call (`ACTIVITY_SNAPSHOT` after its result) and keeps it
+    /// with the result, so that a reloaded thread shows it again.
+    pub(crate) fn with_activity(
+        mut self,
+        activity: crate::protocol::activity::KeptActivity,
+    ) -> Self {
+        self.activity = Some(activity);
         self
     }
 }

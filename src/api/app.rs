@@ -46,6 +46,26 @@ pub struct App {
     pub(super) views: Option<std::sync::Arc<dyn crate::genui::mcp_apps::ViewRequests>>,
 }
 
+/// The way back for MCP Apps' views (their servers' sessions), as start-up found them.
+#[derive(Clone, Default)]
+pub(crate) struct McpViews(Option<std::sync::Arc<dyn crate::genui::mcp_apps::ViewRequests>>);
+
+impl std::fmt::Debug for McpViews {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "McpViews(some servers)"
+        } else {
+            "McpViews(none)"
+        })
+    }
+}
+
+impl McpViews {
+    pub(crate) fn new(views: std::sync::Arc<dyn crate::genui::mcp_apps::ViewRequests>) -> Self {
+        Self(Some(views))
+    }
+}
+
 /// Settings of the HTTP layer.
 #[derive(Debug, Clone)]
 pub(crate) struct ApiSettings {
@@ -91,12 +111,10 @@ impl App {
         }
     }
 
-    /// MCP Apps: views' requests (CopilotKit's proxied runs, assistant-ui's route) go to `views`.
-    pub(crate) fn with_views(
-        mut self,
-        views: Option<std::sync::Arc<dyn crate::genui::mcp_apps::ViewRequests>>,
-    ) -> Self {
-        self.views = views;
+    /// MCP Apps: views' requests (CopilotKit's proxied runs, assistant-ui's route) go to
+    /// their servers through `views`.
+    pub(crate) fn with_mcp_views(mut self, views: McpViews) -> Self {
+        self.views = views.0;
         self
     }
 

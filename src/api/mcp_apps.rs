@@ -9,14 +9,18 @@ use super::body::ResponseBody;
 use super::error::ApiError;
 use super::request::check_content_type;
 use super::response::json_response;
+use super::response::sse_response;
+use super::threads::invalid;
 use super::threads::path_thread;
 use crate::agent::StartError;
 use crate::auth::Principal;
-use crate::genui::mcp_apps::{Answer, AppCall, AppRequest};
-use crate::protocol::{ThreadId, input};
+use crate::genui::mcp_apps::{self, Answer, AppCall, AppRequest};
+use crate::protocol::events::PROTOCOL_VERSION;
+use crate::protocol::{Event, RunInput, ThreadId, input, sse};
 use crate::store::ThreadActivity;
 use bytes::Bytes;
 use http::{Response, StatusCode};
+use serde_json::Value;
 
 impl App {
     /// `POST /threads/{threadId}/mcp-apps`: the MCP result as JSON (refusals and failures as
@@ -62,6 +66,51 @@ impl App {
         Ok(json_response(
             StatusCode::OK,
             Bytes::from(result.to_string()),
+        ))
+    }
+
+    /// CopilotKit's proxied request (a run whose `forwardedProps.__proxiedMCPRequest` names
+    /// it): `RUN_STARTED`, then `RUN_FINISHED` whose `result` is the MCP result. The run's
+    /// messages are left as they are and nothing is stored.
+    pub(super) async fn proxied_view_request(
+        &self,
+        principal: &Principal,
+        input: &RunInput,
+        request: &Value,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let thread_id = input
+            .thread_id
+            .clone()
+            .ok_or_else(|| invalid("threadId", "a view's request names the thread it shows in"))?;
+        let run_id = input.run_id.clone();
+        self.check_thread(principal, &thread_id).await?;
+        let result = match AppRequest::from_proxied(request) {
+            Ok(request) => self.answer_view(&request).await.into_result(),
+            Err(refusal) => mcp_apps::error_result(&refusal.to_string()),
+        };
+        let declared = input.protocol_version.is_some();
+        let now = sse::now_ms();
+        let frames = [
+            Event::RunStarted {
+                thread_id: thread_id.clone(),
+                run_id: run_id.clone(),
+                parent_run_id: None,
+                protocol_version: declared.then_some(PROTOCOL_VERSION),
+            },
+            Event::RunFinished {
+                thread_id: thread_id.clone(),
+                run_id: run_id.clone(),
+                outcome: None,
+                usage: Default::default(),
+                result: Some(result),
+            },
+        ]
+        .map(|event| sse::encode_event(&event, now));
+        Ok(sse_response(
+            futures_util::stream::iter(frames),
+            &thread_id,
+            &run_id,
+            false,
         ))
     }
 

@@ -55,6 +55,12 @@ impl App {
             .into());
         }
         let (input, answer) = self.decode_run(dialect, body)?;
+        // An MCP App view's request riding on a run (CopilotKit): answered without one.
+        if let Some(view_request) = &input.forwarded_props.proxied_mcp_request {
+            return self
+                .proxied_view_request(&principal, &input, view_request)
+                .await;
+        }
         let deadline = self.run_deadline();
         let received = request
             .extensions()

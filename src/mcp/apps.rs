@@ -2,7 +2,7 @@
 //! and a view's requests (a tool it may call, a resource to read or list) go to it through the
 //! same session the model's calls use, so the server's credentials never leave the function.
 
-use super::client::Session;
+use super::Session;
 use crate::genui::mcp_apps::{
     self, Answer, AppCall, AppRefusal, AppRequest, ServerRef, ViewRequests,
 };

@@ -7,7 +7,6 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock,
     Implementation, ResourceContents, Tool,
 };
-use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use secrecy::{ExposeSecret, SecretString};
@@ -17,11 +16,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::apps::ViewServer;
-use super::{McpConfigError, McpServerSettings, parse_secret_headers};
+use super::{McpConfigError, McpServerSettings, Session, parse_secret_headers};
 use crate::agent::tools::{ServerTool, ToolContext, ToolError, ToolOutput};
-use crate::genui::mcp_apps::{self, ToolUi};
+use crate::genui::mcp_apps::{self, AppActivity, ToolUi};
+use crate::protocol::activity::KeptActivity;
+use serde_json::json;
 
-pub(super) type Session = RunningService<RoleClient, ClientConfig>;
+/// The largest UI tool result kept whole with its call (and shown to its view); a larger one
+/// keeps its text only, as the model gets it.
+const MAX_VIEW_RESULT_BYTES: usize = 256 * 1024;
 
 /// A server's tools as listed at cold start: those offered to the model, and, when any of its
 /// tools names a view, what its views may reach.
@@ -41,15 +44,6 @@ pub(crate) enum McpError {
     Connect(String),
     #[error("listing its tools failed: {0}")]
     List(String),
-}
-
-/// [`list_server`]'s tools for the model.
-pub(crate) async fn list_tools(
-    server: &McpServerSettings,
-    secret_headers: Option<&SecretString>,
-    within: Duration,
-) -> Result<Vec<McpTool>, McpError> {
-    Ok(list_server(server, secret_headers, within).await?.tools)
 }
 
 /// Opens a session with `server` and lists its tools, all within `within`. Tools whose
@@ -281,15 +275,18 @@ impl ServerTool for McpTool {
 
     async fn call(&self, arguments: Value, context: &ToolContext) -> Result<ToolOutput, ToolError> {
         let mut request = CallToolRequestParams::new(self.remote_name.clone());
-        match arguments {
-            Value::Object(arguments) => request = request.with_arguments(arguments),
-            Value::Null => {}
+        let arguments = match arguments {
+            Value::Object(arguments) => {
+                request = request.with_arguments(arguments.clone());
+                arguments
+            }
+            Value::Null => serde_json::Map::new(),
             other => {
                 return Err(ToolError::Failed(format!(
                     "arguments must be a JSON object, not {other}"
                 )));
             }
-        }
+        };
         // Dropping the call (a timeout, the run stopped) tells the server with
         // `notifications/cancelled`.
         let result = tokio::select! {
@@ -306,7 +303,50 @@ impl ServerTool for McpTool {
         if result.is_error == Some(true) {
             return Err(ToolError::Failed(text));
         }
-        Ok(ToolOutput::text(text))
+        let output = ToolOutput::text(text);
+        Ok(match (&self.view, &context.tool_call_id) {
+            (Some(view), Some(call)) => {
+                output.with_activity(self.view_of(view, call, arguments, &result))
+            }
+            _ => output,
+        })
+    }
+}
+
+impl McpTool {
+    /// A UI tool's call as its view: the `mcp-apps` activity, with the server's whole result
+    /// (structured content and `_meta` included) unless that is too large to keep.
+    fn view_of(
+        &self,
+        view: &str,
+        call: &crate::protocol::ToolCallId,
+        arguments: serde_json::Map<String, Value>,
+        result: &CallToolResult,
+    ) -> KeptActivity {
+        let whole = serde_json::to_value(result).unwrap_or(Value::Null);
+        let result = if whole.to_string().len() <= MAX_VIEW_RESULT_BYTES {
+            whole
+        } else {
+            tracing::warn!(
+                server = %self.server,
+                tool = %self.remote_name,
+                limit = MAX_VIEW_RESULT_BYTES,
+                "an MCP App's result is too large to keep: its view gets the text only"
+            );
+            json!({"content": [{"type": "text", "text": render(result)}]})
+        };
+        let activity = AppActivity {
+            tool_call_id: call.to_string(),
+            resource_uri: view.to_owned(),
+            server: self.server.clone(),
+            tool_input: Value::Object(arguments),
+            result,
+        };
+        KeptActivity {
+            message_id: activity.message_id(),
+            activity_type: mcp_apps::ACTIVITY_TYPE.to_owned(),
+            content: activity.content(),
+        }
     }
 }
 

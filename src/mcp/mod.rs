@@ -11,8 +11,11 @@ mod client;
 
 #[cfg(feature = "mcp")]
 pub(crate) use apps::McpApps;
+/// One server's MCP session, shared by its tools and its views' requests.
 #[cfg(feature = "mcp")]
-pub(crate) use client::{ListedServer, list_server, list_tools};
+type Session = rmcp::service::RunningService<rmcp::service::RoleClient, rmcp::model::ClientConfig>;
+#[cfg(feature = "mcp")]
+pub(crate) use client::{ListedServer, list_server};
 
 use serde::Deserialize;
 use std::collections::BTreeMap;

@@ -109,7 +109,7 @@ impl<'a> AppBuilder<'a> {
             None => ToolRegistry::with_builtins()?,
         };
         // Each part's future on the heap: together they are too large for a test thread's stack.
-        let (models, store, auth, (), blobs, dispatcher, secrets) = tokio::try_join!(
+        let (models, store, auth, views, blobs, dispatcher, secrets) = tokio::try_join!(
             supplied_or(self.models, Box::pin(models_from_config(config))),
             supplied_or(self.store, Box::pin(store_from_config(config))),
             supplied_or(self.auth, Box::pin(authenticator(&config.auth))),
@@ -123,6 +123,7 @@ impl<'a> AppBuilder<'a> {
         config.subagents.a2a_secrets = secrets.a2a;
         let metrics = self.metrics.or_else(|| metrics_from_config(&config));
         Ok(assemble(&config, models, store, auth, tools)?
+            .with_mcp_views(views)
             .with_blobs(blobs)
             .with_dispatcher(dispatcher)
             .with_metrics(metrics))

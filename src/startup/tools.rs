@@ -4,18 +4,20 @@ use super::StartupError;
 #[cfg(feature = "mcp")]
 use super::read_secret;
 use crate::agent::ToolRegistry;
+use crate::api::McpViews;
 use crate::config::Config;
 
 /// Adds the tools of the MCP servers of `MCP_SERVERS` to `tools`: every server is listed at
 /// once, each within `MCP_CONNECT_TIMEOUT_MS`. A server that cannot be reached or listed is
-/// logged and skipped; a tool name already taken stops start-up.
+/// logged and skipped; a tool name already taken stops start-up. Returns the way back for the
+/// listed servers' MCP Apps views.
 pub(super) async fn add_mcp_tools(
     config: &Config,
     tools: &mut ToolRegistry,
-) -> Result<(), StartupError> {
+) -> Result<McpViews, StartupError> {
     let settings = &config.tools.mcp;
     if settings.servers.is_empty() {
-        return Ok(());
+        return Ok(McpViews::default());
     }
     #[cfg(not(feature = "mcp"))]
     {
@@ -33,10 +35,11 @@ pub(super) async fn add_mcp_tools(
                 None => None,
             };
             Ok::<_, StartupError>(
-                crate::mcp::list_tools(server, secret.as_ref(), settings.list_timeout).await,
+                crate::mcp::list_server(server, secret.as_ref(), settings.list_timeout).await,
             )
         });
         let listings = futures_util::future::join_all(listings).await;
+        let mut views = crate::mcp::McpApps::default();
         for (server, listing) in settings.servers.iter().zip(listings) {
             let listed = match listing? {
                 Ok(listed) => listed,
@@ -50,6 +53,13 @@ pub(super) async fn add_mcp_tools(
                     continue;
                 }
             };
+            let crate::mcp::ListedServer {
+                tools: listed,
+                views: shown,
+            } = listed;
+            if let Some(shown) = shown {
+                views.add(shown);
+            }
             let mut offered = 0_usize;
             for tool in listed {
                 use crate::agent::tools::ServerTool;
@@ -76,7 +86,11 @@ pub(super) async fn add_mcp_tools(
             elapsed_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX),
             "MCP servers listed"
         );
-        Ok(())
+        if views.is_empty() {
+            return Ok(McpViews::default());
+        }
+        tracing::info!(servers = ?views, "MCP Apps: these servers' views are shown");
+        Ok(McpViews::new(std::sync::Arc::new(views)))
     }
 }
 

@@ -6,6 +6,7 @@ use super::{Emitter, PreparedRun};
 use crate::agent::spans::ToolSpan;
 use crate::agent::tools::{ToolContext, ToolError, ToolOutput, ToolRegistry};
 use crate::agent::turn::TurnCall;
+use crate::protocol::activity::KeptActivity;
 use crate::protocol::events::ToolRole;
 use crate::protocol::{Event, Message, MessageId, ToolCallId};
 use tokio::time::timeout_at;
@@ -78,6 +79,7 @@ impl PreparedRun {
         call: &TurnCall,
         outcome: CallOutcome,
     ) -> Result<ToolResult, RunFailure> {
+        let mut metadata = None;
         let (content, error) = match outcome {
             None => {
                 let message = format!("unknown tool {:?}", call.name);
@@ -86,6 +88,9 @@ impl PreparedRun {
             Some(Ok(output)) => {
                 if let Some(patch) = output.state_patch {
                     self.apply_state_patch(&call.name, patch)?;
+                }
+                if let Some(activity) = output.activity {
+                    activity.keep_in(&mut metadata);
                 }
                 (output.content, None)
             }
@@ -102,7 +107,7 @@ impl PreparedRun {
             tool_call_id: call.id.clone(),
             content,
             error,
-            metadata: None,
+            metadata,
         })
     }
 
@@ -126,7 +131,7 @@ impl PreparedRun {
         Ok(())
     }
 
-    /// Streams a tool result and adds it to the history.
+    /// Streams a tool result (and the activity it shows) and adds it to the history.
     pub(super) fn record_result(&mut self, out: &Emitter<'_>, result: ToolResult) {
         out.emit(Event::ToolCallResult {
             message_id: result.id.clone(),
@@ -134,6 +139,12 @@ impl PreparedRun {
             content: result.content.clone(),
             role: ToolRole::Tool,
         });
+        if let Some(shown) = KeptActivity::in_metadata(result.metadata.as_ref())
+            .as_ref()
+            .and_then(KeptActivity::snapshot_event)
+        {
+            out.emit(shown);
+        }
         self.progress.keep(Message::Tool {
             id: result.id,
             tool_call_id: result.tool_call_id,
@@ -185,8 +196,9 @@ async fn traced_call(
     context: &ToolContext,
 ) -> CallOutcome {
     let span = ToolSpan::new(call);
+    let context = context.clone().with_tool_call_id(call.id.clone());
     let outcome = registry
-        .call(&call.name, &call.arguments, context)
+        .call(&call.name, &call.arguments, &context)
         .instrument(span.span().clone())
         .await;
     span.end(&outcome);
