@@ -728,3 +728,14 @@ async fn wire_anthropic_reasoning_on_aimock() {
     assert_eq!(values.len(), 1);
     assert!(values[0].starts_with("signature:"), "{values:?}");
 }
+
+#[tokio::test]
+async fn wire_anthropic_open_generative_ui_on_aimock() {
+    use crate::open_generative_ui::{ask, assert_previewed, follow_up};
+    let app = wire_anthropic_app().await;
+    let thread = new_thread();
+    let first = app.run(&ask(&thread)).await.events();
+    let call = assert_previewed(&first);
+    let second = app.run(&follow_up(&thread, &first, &call)).await.events();
+    assert_eq!(text_of(&second), "The card is on the page.");
+}

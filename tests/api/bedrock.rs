@@ -1257,3 +1257,14 @@ async fn bedrock_too_long_is_compacted_and_retried_within_the_run() {
     let history = app.get(&format!("/threads/{thread}")).await.json();
     assert_eq!(history["messages"].as_array().unwrap().len(), 14);
 }
+
+#[tokio::test]
+async fn wire_bedrock_open_generative_ui_on_aimock() {
+    use crate::open_generative_ui::{ask, assert_previewed, follow_up};
+    let (_aimock, app) = on_aimock().await;
+    let thread = new_thread();
+    let first = app.run(&ask(&thread)).await.events();
+    let call = assert_previewed(&first);
+    let second = app.run(&follow_up(&thread, &first, &call)).await.events();
+    assert_eq!(text_of(&second), "The card is on the page.");
+}

@@ -208,3 +208,23 @@ async fn the_summariser_runs_on_another_provider_than_the_default() {
         .count();
     assert!(summaries > 0);
 }
+
+/// Gemini's OpenAI-compatible endpoint as aimock serves Chat Completions.
+#[tokio::test]
+async fn wire_gemini_open_generative_ui_on_aimock() {
+    use crate::open_generative_ui::{ask, assert_previewed, follow_up};
+    let app = spawn_wire_app_at(|aimock| {
+        vec![
+            ("MODEL_PROVIDER", "gemini".to_owned()),
+            ("GEMINI_BASE_URL", format!("{aimock}/v1")),
+            ("GEMINI_API_KEY", "gemini-test-key".to_owned()),
+            ("AGENT_MODEL", "gemini-3-flash-preview".to_owned()),
+        ]
+    })
+    .await;
+    let thread = new_thread();
+    let first = app.run(&ask(&thread)).await.events();
+    let call = assert_previewed(&first);
+    let second = app.run(&follow_up(&thread, &first, &call)).await.events();
+    assert_eq!(text_of(&second), "The card is on the page.");
+}

@@ -495,3 +495,14 @@ async fn responses_a_thread_compacted_under_a_small_window_keeps_passing_the_str
     }
     assert!(compacted > 0, "the thread was compacted");
 }
+
+#[tokio::test]
+async fn wire_responses_open_generative_ui_on_aimock() {
+    use crate::open_generative_ui::{ask, assert_previewed, follow_up};
+    let app = wire_responses_app().await;
+    let thread = new_thread();
+    let first = app.run(&ask(&thread)).await.events();
+    let call = assert_previewed(&first);
+    let second = app.run(&follow_up(&thread, &first, &call)).await.events();
+    assert_eq!(text_of(&second), "The card is on the page.");
+}
