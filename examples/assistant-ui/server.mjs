@@ -1,6 +1,7 @@
 // The example's server: the built page (dist/) and /api/agent, which forwards the page's AG-UI
 // requests to agui-lambda and streams its answer back, so the browser never needs the function's
-// URL or credentials.
+// URL or credentials; /api/mcp-apps/{threadId} forwards an MCP App view's requests to the
+// function's POST /threads/{threadId}/mcp-apps the same way.
 //
 //   AGENT_URL          agui-lambda's AG-UI endpoint (default http://127.0.0.1:8787/agent)
 //   AGENT_API_KEY      optional: sent as "Authorization: Bearer …"
@@ -28,6 +29,18 @@ async function forward(req, res) {
   else res.end();
 }
 
+/** An MCP App view's request, to the function's route for the thread it shows in. */
+async function forwardView(req, res, threadId) {
+  const chunks = [];
+  for await (const chunk of req) chunks.push(chunk);
+  const headers = { "content-type": "application/json" };
+  if (process.env.AGENT_API_KEY) headers.authorization = `Bearer ${process.env.AGENT_API_KEY}`;
+  const target = new URL(`threads/${encodeURIComponent(threadId)}/mcp-apps`, AGENT_URL);
+  const upstream = await fetch(target, { method: "POST", headers, body: Buffer.concat(chunks) });
+  res.writeHead(upstream.status, { "content-type": upstream.headers.get("content-type") ?? "application/json" });
+  res.end(Buffer.from(await upstream.arrayBuffer()));
+}
+
 async function serveStatic(req, res) {
   const path = new URL(req.url, "http://localhost").pathname;
   const file = normalize(join(DIST, path === "/" ? "index.html" : decodeURIComponent(path)));
@@ -42,6 +55,14 @@ async function serveStatic(req, res) {
 const server = createServer((req, res) => {
   if (req.url === "/api/agent" && req.method === "POST") {
     forward(req, res).catch((error) => {
+      console.error("[assistant-ui-example] the agent could not be reached", error);
+      if (!res.headersSent) res.writeHead(502).end();
+    });
+    return;
+  }
+  const view = /^\/api\/mcp-apps\/([^/?]+)$/.exec(req.url);
+  if (view && req.method === "POST") {
+    forwardView(req, res, decodeURIComponent(view[1])).catch((error) => {
       console.error("[assistant-ui-example] the agent could not be reached", error);
       if (!res.headersSent) res.writeHead(502).end();
     });

@@ -88,7 +88,9 @@ document.querySelector('[data-testid="forbidden"]').onclick = () => callTool("fo
     protocolVersion: "2026-01-26",
   });
   notify("ui/notifications/initialized", {});
-  notify("ui/notifications/size-changed", { height: document.documentElement.scrollHeight });
+  const size = () => notify("ui/notifications/size-changed", { height: document.documentElement.scrollHeight });
+  new ResizeObserver(size).observe(document.body);
+  size();
 })();
 </script>
 </body></html>`;

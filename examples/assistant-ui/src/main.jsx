@@ -2,16 +2,22 @@
 // (@assistant-ui/react-ag-ui) nests each sub-agent's work under the tool call that delegated to
 // it (SUBAGENT_STARTED.parentToolCallId): the tool card below renders those nested messages, so
 // the researcher's text (and the factchecker's, one level deeper) shows inside the coordinator's
-// call of it, as it streams.
+// call of it, as it streams. A tool of an MCP server with a view (MCP Apps) shows that view in
+// assistant-ui's sandboxed frame; the view's requests go to /api/mcp-apps/{threadId}, which
+// server.mjs forwards to the function's POST /threads/{threadId}/mcp-apps.
 import { StrictMode, useMemo } from "react";
 import { createRoot } from "react-dom/client";
 import { HttpAgent } from "@ag-ui/client";
 import {
   AssistantRuntimeProvider,
+  AuiConfig,
   ComposerPrimitive,
+  McpAppRenderer,
+  McpAppsRemoteHost,
   MessagePartPrimitive,
   MessagePrimitive,
   ThreadPrimitive,
+  Tools,
 } from "@assistant-ui/react";
 import { useAgUiRuntime } from "@assistant-ui/react-ag-ui";
 import "./app.css";
@@ -76,8 +82,25 @@ function AssistantMessage() {
 function App() {
   const agent = useMemo(() => new HttpAgent({ url: AGENT_URL }), []);
   const runtime = useAgUiRuntime({ agent, onError: (error) => console.error("agent run failed", error) });
+  // MCP Apps: the view's requests name the thread it belongs to (the agent's, when they are sent).
+  const config = useMemo(
+    () =>
+      AuiConfig({
+        tools: Tools({
+          mcpApp: McpAppRenderer({
+            host: McpAppsRemoteHost({
+              url: "/api/mcp-apps",
+              fetch: (_url, init) => fetch(`/api/mcp-apps/${encodeURIComponent(agent.threadId)}`, init),
+            }),
+            hostInfo: { name: "agui-lambda assistant-ui example", version: "1.0.0" },
+            errorFallback: (error) => <div className="tool-result error">view failed: {error.message}</div>,
+          }),
+        }),
+      }),
+    [agent],
+  );
   return (
-    <AssistantRuntimeProvider runtime={runtime}>
+    <AssistantRuntimeProvider runtime={runtime} config={config}>
       <div className="app">
         <header>
           <h1>Coordinator, with a researcher</h1>
