@@ -1,12 +1,15 @@
 //! One model turn's assembly, without I/O: model deltas in, AG-UI events and the assembled
 //! reasoning and assistant messages out. The run loop feeds it and sends what it returns.
 
-use crate::genui::ogui::{self, OguiStream};
+mod preview;
+
+use crate::genui::ogui;
 use crate::model::artefact::Artefact;
 use crate::model::reasoning::ReasoningArtefact;
 use crate::model::{FinishReason, ModelDelta, Served, Usage};
 use crate::protocol::events::{EncryptedValueSubtype, ReasoningRole, TextRole};
 use crate::protocol::{Event, Message, MessageId, ToolCall, ToolCallId};
+use preview::Preview;
 use std::collections::HashSet;
 
 /// A tool call of the current turn.
@@ -57,24 +60,6 @@ pub(super) struct TurnAssembler {
     open_ui: bool,
     /// The turn's `generateSandboxedUi` calls being read, by call index.
     previews: Vec<Preview>,
-}
-
-/// A `generateSandboxedUi` call as the activity that previews it.
-struct Preview {
-    index: usize,
-    id: ToolCallId,
-    message_id: MessageId,
-    stream: OguiStream,
-}
-
-impl Preview {
-    fn delta(&self, patch: Vec<json_patch::PatchOperation>) -> Event {
-        Event::ActivityDelta {
-            message_id: self.message_id.clone(),
-            activity_type: ogui::ACTIVITY_TYPE.into(),
-            patch: json_patch::Patch(patch),
-        }
-    }
 }
 
 impl TurnAssembler {
@@ -189,21 +174,17 @@ impl TurnAssembler {
             ModelDelta::ToolCallArgs { index, delta } if !delta.is_empty() => {
                 if let Some(call) = self.calls.iter_mut().rev().find(|call| call.index == index) {
                     call.arguments.push_str(&delta);
-                    // At most one activity event per piece of the model's answer.
-                    let preview = self
+                    let shown = self
                         .previews
                         .iter_mut()
                         .rev()
-                        .find(|preview| preview.index == index)
-                        .map(|preview| {
-                            let ops = preview.stream.push(&delta);
-                            (!ops.is_empty()).then(|| preview.delta(ops))
-                        });
+                        .find(|preview| preview.index() == index)
+                        .and_then(|preview| preview.read(&delta));
                     out.push(Event::ToolCallArgs {
                         tool_call_id: call.id.clone(),
                         delta,
                     });
-                    out.extend(preview.flatten());
+                    out.extend(shown);
                 }
             }
             ModelDelta::Usage(usage) => self.usage += usage,
@@ -238,7 +219,9 @@ impl TurnAssembler {
             .unwrap_or_else(ToolCallId::generate);
         used_call_ids.insert(id.clone());
         if self.open_ui && name == ogui::TOOL_NAME {
-            self.open_preview(index, &id, out);
+            let (preview, opening) = Preview::open(index, &id);
+            out.push(opening);
+            self.previews.push(preview);
         }
         out.push(Event::ToolCallStart {
             tool_call_id: id.clone(),
@@ -296,32 +279,16 @@ impl TurnAssembler {
         std::mem::take(&mut self.reasoned)
     }
 
-    /// Open Generative UI's activity for call `index`, shown before the call starts.
-    fn open_preview(&mut self, index: usize, id: &ToolCallId, out: &mut Vec<Event>) {
-        let message_id = MessageId::parse(
-            ogui::message_id(id.as_str()),
-            crate::protocol::ids::MAX_ID_LEN * 2,
-        )
-        .unwrap_or_else(|_| MessageId::generate());
-        out.push(Event::ActivitySnapshot {
-            message_id: message_id.clone(),
-            activity_type: ogui::ACTIVITY_TYPE.into(),
-            content: ogui::opening_content(),
-        });
-        self.previews.push(Preview {
-            index,
-            id: id.clone(),
-            message_id,
-            stream: OguiStream::new(),
-        });
-    }
-
     /// `TOOL_CALL_END` for every call of the turn, a preview's end of generation before its
     /// call's.
     pub(super) fn end_calls(&self, out: &mut Vec<Event>) {
         for call in &self.calls {
-            if let Some(preview) = self.previews.iter().find(|preview| preview.id == call.id) {
-                out.push(preview.delta(preview.stream.finish()));
+            if let Some(preview) = self
+                .previews
+                .iter()
+                .find(|preview| preview.id() == &call.id)
+            {
+                out.push(preview.end());
             }
             out.push(Event::ToolCallEnd {
                 tool_call_id: call.id.clone(),
