@@ -529,3 +529,55 @@ async fn a_views_request_on_someone_elses_thread_is_a_404_like_any_thread_route(
     let body: Value = route_as_alice.json().await.unwrap();
     assert_eq!(body["isError"], true, "no server with views here: {body}");
 }
+
+#[tokio::test]
+async fn wire_mcp_apps_a_views_request_costs_one_store_read_and_no_write() {
+    use agui_lambda::testing::store::{DynamoStore, ThreadStore};
+    let server = WeatherServer::start().await;
+    let (client, table) = crate::dynamo_local::new_table().await;
+    let dynamo = std::sync::Arc::new(DynamoStore::new(client, table, 0));
+    let store: std::sync::Arc<dyn ThreadStore> = dynamo.clone();
+    let app = spawn_app_on(&[("MCP_SERVERS", &server.servers(json!({})))], Some(store)).await;
+    let thread = new_thread();
+    app.run(&ask(&thread)).await.events();
+    // What the run still settles after its stream ended, settled.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let before = dynamo.usage();
+    let events = app
+        .run(&proxied(
+            &thread,
+            "tools/call",
+            json!({"name": "refresh_weather", "arguments": {"city": "Oslo"}}),
+            by_name(),
+        ))
+        .await
+        .events();
+    assert!(text_result(&proxied_result(&events)).starts_with("Refreshed Oslo"));
+    let proxied = dynamo.usage();
+    let routed = app
+        .post_raw(
+            &format!("/threads/{thread}/mcp-apps"),
+            "application/json",
+            json!({"method": "resources/list", "params": {"serverId": "weather"}}).to_string(),
+        )
+        .await;
+    assert_eq!(routed.status, 200);
+    let after = dynamo.usage();
+    assert_eq!(
+        (
+            proxied.read_calls - before.read_calls,
+            proxied.write_calls - before.write_calls
+        ),
+        (1, 0),
+        "CopilotKit's way: one read (the thread is the caller's), no write"
+    );
+    assert_eq!(
+        (
+            after.read_calls - proxied.read_calls,
+            after.write_calls - proxied.write_calls
+        ),
+        (1, 0),
+        "assistant-ui's route: the same"
+    );
+}
