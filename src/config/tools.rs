@@ -1,5 +1,6 @@
-//! The tools section: how much of a server tool's result reaches the model, and the remote MCP
-//! servers whose tools are offered.
+//! The tools section: how much of a server tool's result reaches the model, the remote MCP
+//! servers whose tools are offered, and whether CopilotKit is told to offer its sandboxed-UI
+//! tool.
 
 use super::vars::Vars;
 use super::{ConfigError, Section};
@@ -14,6 +15,10 @@ pub struct ToolsConfig {
     pub max_result_bytes: usize,
     /// `MCP_SERVERS` and `MCP_CONNECT_TIMEOUT_MS`.
     pub mcp: McpSettings,
+    /// `OPEN_GENERATIVE_UI`: CopilotKit's runtime info says Open Generative UI is on, so its
+    /// pages offer the `generateSandboxedUi` tool (whose calls stream as a preview whenever a
+    /// client offers it, on or off).
+    pub open_generative_ui: bool,
 }
 
 impl Section for ToolsConfig {
@@ -21,6 +26,7 @@ impl Section for ToolsConfig {
         "TOOL_RESULT_MAX_BYTES",
         "MCP_SERVERS",
         "MCP_CONNECT_TIMEOUT_MS",
+        "OPEN_GENERATIVE_UI",
     ];
 
     fn from_vars(vars: &Vars) -> Result<Self, ConfigError> {
@@ -41,6 +47,7 @@ impl Section for ToolsConfig {
                     100..=60_000,
                 )?),
             },
+            open_generative_ui: vars.flag("OPEN_GENERATIVE_UI", false)?,
         })
     }
 }
@@ -56,9 +63,11 @@ mod tests {
         assert_eq!(unset.tools.max_result_bytes, 100_000);
         assert!(unset.tools.mcp.servers.is_empty());
         assert_eq!(unset.tools.mcp.list_timeout, Duration::from_secs(5));
+        assert!(!unset.tools.open_generative_ui);
         let set = config(&[
             ("TOOL_RESULT_MAX_BYTES", "2048"),
             ("MCP_CONNECT_TIMEOUT_MS", "1500"),
+            ("OPEN_GENERATIVE_UI", "true"),
             (
                 "MCP_SERVERS",
                 r#"[{"name":"docs","url":"https://mcp.example.com/mcp","timeout_ms":2000}]"#,
@@ -68,6 +77,7 @@ mod tests {
         assert_eq!(set.tools.max_result_bytes, 2048);
         assert_eq!(set.tools.mcp.list_timeout, Duration::from_millis(1500));
         assert_eq!(set.tools.mcp.servers[0].name, "docs");
+        assert!(set.tools.open_generative_ui);
         assert_eq!(
             set.tools.mcp.servers[0].timeout,
             Duration::from_millis(2000)
