@@ -212,6 +212,21 @@ PIDS+=($!)
 wait_for_function "http://127.0.0.1:$COMPACT_PORT" "the local server (a 1,000-token window)" "${PIDS[-1]}"
 (cd tests/node && AGUI_BASE="http://127.0.0.1:$COMPACT_PORT" CAPTURE_DIR="$ARTIFACTS/captures" node --test compaction.test.mjs) 2>&1 | tee "$SUITES/compaction.log" \
   || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/compaction.log"; exit 1; }
+# MCP Apps and Open Generative UI through both real clients: a real MCP server with a view
+# (tests/node/mcp-apps-server.mjs, the official SDK) listed as `weather`, and CopilotKit's
+# Open Generative UI flag on. The browser step below paints the same server's views.
+MCP_APP_PORT=$(free_port)
+PORT="$MCP_APP_PORT" setsid node tests/node/mcp-apps-server.mjs </dev/null >"$ARTIFACTS/mcp-apps-server.log" 2>&1 &
+PIDS+=($!)
+wait_for "http://127.0.0.1:$MCP_APP_PORT/health" "the MCP App server" "${PIDS[-1]}"
+MCP_APPS_PORT=$(free_port)
+PORT="$MCP_APPS_PORT" OPENAI_BASE_URL="http://127.0.0.1:$AIMOCK_PORT/v1" OPENAI_API_KEY=e2e-test-key AGENT_MODEL=test-model \
+  MCP_SERVERS="[{\"name\":\"weather\",\"url\":\"http://127.0.0.1:$MCP_APP_PORT/mcp\"}]" OPEN_GENERATIVE_UI=true \
+  MODEL_MAX_RETRIES=1 RUST_LOG=info setsid target/debug/agui-lambda </dev/null >"$ARTIFACTS/mcp-apps.log" 2>&1 &
+PIDS+=($!)
+wait_for_function "http://127.0.0.1:$MCP_APPS_PORT" "the local server (MCP Apps)" "${PIDS[-1]}"
+(cd tests/node && AGUI_BASE="http://127.0.0.1:$MCP_APPS_PORT" CAPTURE_DIR="$ARTIFACTS/captures" node --test mcp-apps.test.mjs) 2>&1 | tee "$SUITES/mcp-apps.log" \
+  || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/mcp-apps.log"; exit 1; }
 # The example agent's own binary (examples/calculator): its `calculate` tool, called by aimock.
 EXAMPLE_PORT=$(free_port)
 PORT="$EXAMPLE_PORT" OPENAI_BASE_URL="http://127.0.0.1:$AIMOCK_PORT/v1" OPENAI_API_KEY=e2e-test-key AGENT_MODEL=test-model \
@@ -348,6 +363,7 @@ wait_for_function "http://127.0.0.1:$LIMITED_PORT" "the local server (STREAM_MAX
 (cd tests/node && AGUI_BASE="http://127.0.0.1:$APPROVAL_PORT" AIMOCK_URL="http://127.0.0.1:$AIMOCK_PORT" \
   AGUI_DEMO_BASE="http://127.0.0.1:$DEMO_PORT" AGUI_MEMORY_BASE="http://127.0.0.1:$MEMORY_PORT" \
   AGUI_STREAM_LIMITED_BASE="http://127.0.0.1:$LIMITED_PORT" AGUI_SUBAGENTS_BASE="http://127.0.0.1:$SA_PORT" \
+  AGUI_MCP_APPS_BASE="http://127.0.0.1:$MCP_APPS_PORT" \
   CHROMIUM_PATH="${CHROMIUM_PATH:-/usr/bin/chromium}" SCREENSHOT_DIR="$ARTIFACTS/screenshots" \
   node --test --test-concurrency=1 browser/) 2>&1 | tee "$SUITES/browser.log" \
   || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/approval.log"; exit 1; }
