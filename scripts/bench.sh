@@ -14,7 +14,8 @@
 #    and the runtime choice (scripts/runtime_bench.py: current-thread vs multi-thread, CPU per
 #    500-token run, added time over the model's own stream, RSS; the same under a 128 MB
 #    Lambda's CPU quota in a cgroup when run as root), and cold start with MCP servers
-#    configured (scripts/mcp_bench.py: none, one, two listed concurrently, one down, one silent)
+#    configured (scripts/mcp_bench.py: none, one, two listed concurrently, one down, one silent),
+#    and MCP Apps' way back and Open Generative UI's stream (scripts/mcp_apps_bench.py)
 # 3. cargo bench: chunk→frame delay (benches/chunk_to_frame.rs), a full-history request's cost
 #    (benches/full_history.rs) and the criterion hot paths
 #    (benches/hot_paths.rs); on DynamoDB Local, store reads per run with long-term memory
@@ -99,6 +100,9 @@ python3 scripts/runtime_bench.py "$BIN" "$AIMOCK_PORT" "$OUT/runtimes.json" | te
 
 step "cold start with MCP servers: two server-everything on loopback, listed concurrently"
 python3 scripts/mcp_bench.py "$BIN" "$OUT/mcp-cold-start.json" | tee "$OUT/mcp-cold-start.txt"
+
+step "MCP Apps' way back beside GET /threads/{id}, and Open Generative UI's events per argument chunk"
+python3 scripts/mcp_apps_bench.py "$BIN" "$OUT/mcp-apps.json" | tee "$OUT/mcp-apps.txt"
 
 C2F="$OUT/chunk_to_frame.txt"
 step "cargo bench --bench chunk_to_frame (in-process chunk → frame delay)"
