@@ -224,8 +224,9 @@ pub struct RecordedEvent {
     pub json: bytes::Bytes,
     pub terminal: bool,
     pub event: Option<Event>,
-    /// Not one of the run's events: the notice that ends a stream while the run goes on. It
-    /// carries no id, is never recorded, and ends the stream it is sent on.
+    /// Not one of the run's events: the notice that ends a stream while the run goes on (it
+    /// ends the stream it is sent on), or what closes the stream's open items just before it.
+    /// It carries no id and is never recorded.
     pub notice: bool,
 }
 
@@ -370,6 +371,34 @@ impl RecordedEvent {
             }),
             notice: true,
         }
+    }
+}
+
+impl RecordedEvent {
+    /// What closes an item a stream opened (`fields`: its AG-UI JSON), sent just before the
+    /// notice that ends the stream while its run goes on ([`super::open_items`]).
+    pub(crate) fn closing(fields: serde_json::Map<String, Value>) -> Self {
+        let json = Value::Object(fields.clone()).to_string();
+        Self {
+            seq: 0,
+            json: bytes::Bytes::from(json),
+            terminal: false,
+            event: Some(Event::Forwarded(fields)),
+            notice: true,
+        }
+    }
+
+    /// The notice's `metadata["agui-lambda"].continues`: where its run goes on.
+    pub(crate) fn continues_at(&self) -> Value {
+        serde_json::from_slice::<Value>(&self.json)
+            .ok()
+            .and_then(|json| {
+                json.get("metadata")?
+                    .get(METADATA_KEY)?
+                    .get("continues")
+                    .cloned()
+            })
+            .unwrap_or(Value::Null)
     }
 }
 

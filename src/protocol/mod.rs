@@ -6,9 +6,11 @@ pub(crate) mod ids;
 pub(crate) mod input;
 pub(crate) mod interrupt;
 pub(crate) mod message;
+pub(crate) mod open_items;
 pub(crate) mod sse;
 #[cfg(any(test, feature = "test-utils"))]
 pub(crate) mod verify;
+pub(crate) mod version;
 
 pub use events::Event;
 pub(crate) use events::RunErrorCode;

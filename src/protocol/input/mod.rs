@@ -8,16 +8,19 @@ mod error;
 mod limits;
 mod messages;
 pub(crate) mod sampling;
+mod unrecognised;
 
 pub(crate) use error::InputError;
 pub(crate) use error::deserialize_at;
 pub use limits::Limits;
 pub(crate) use limits::is_valid_tool_name;
 pub(crate) use messages::{WireFunction, WireMessage, WireToolCall, check_new_messages};
+pub(crate) use unrecognised::unrecognised;
 
 use super::ids::{IdError, MAX_ID_LEN, RunId, ThreadId};
 use super::interrupt::ResumeEntry;
 use super::message::Message;
+use super::version::Declared;
 use messages::{parse_messages, value_to_text};
 use serde::Deserialize;
 use serde_json::Value;
@@ -52,21 +55,26 @@ pub struct RunInput {
 }
 
 impl RunInput {
-    /// Whether the client speaks AG-UI 1.0, and so parses 1.0-only fields such as
-    /// `RUN_FINISHED.outcome`.
-    pub(crate) fn speaks_v1(&self) -> bool {
-        self.speaks_at_least(1, 0)
+    /// What the client declared, read by the spec's versioning rules.
+    pub(crate) fn declared(&self) -> Declared {
+        Declared::read(self.protocol_version.as_deref())
     }
 
-    /// Whether the client declared AG-UI `major.minor` or later.
+    /// Whether the client speaks AG-UI 1.0, and so parses 1.0-only fields such as
+    /// `RUN_FINISHED.outcome`: any declaration of the 1.x line, a newer one, or one that cannot
+    /// be read (served as the newest this server speaks).
+    pub(crate) fn speaks_v1(&self) -> bool {
+        self.declared().takes_1_0()
+    }
+
+    /// Whether the client takes AG-UI `major.minor`'s shapes (1.0's, or 1.1's).
     pub(crate) fn speaks_at_least(&self, major: u32, minor: u32) -> bool {
-        let Some(version) = self.protocol_version.as_deref() else {
-            return false;
-        };
-        let mut parts = version.split('.').map(|part| part.parse::<u32>().ok());
-        match (parts.next().flatten(), parts.next().flatten().unwrap_or(0)) {
-            (Some(declared), declared_minor) => (declared, declared_minor) >= (major, minor),
-            (None, _) => false,
+        let declared = self.declared();
+        match (major, minor) {
+            (0, _) => true,
+            (1, 0) => declared.takes_1_0(),
+            (1, 1) => declared.takes_1_1(),
+            _ => matches!(declared, Declared::Newer(_) | Declared::Uninterpretable(_)),
         }
     }
 }
