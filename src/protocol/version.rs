@@ -76,7 +76,10 @@ fn is_number(text: &str) -> bool {
 /// client that declared nothing is told too (@ag-ui/client 0.0.59 passes the field through).
 #[cfg_attr(
     not(test),
-    expect(dead_code, reason = "the run's start declares it once the agent reads it")
+    expect(
+        dead_code,
+        reason = "the run's start declares it once the agent reads it"
+    )
 )]
 pub(crate) fn declaration(takes_1_0: bool, takes_1_1: bool) -> &'static str {
     if takes_1_0 && !takes_1_1 {

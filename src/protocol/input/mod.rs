@@ -229,7 +229,11 @@ impl WireInput {
             .map(|id| RunId::parse(id, MAX_ID_LEN))
             .transpose()
             .map_err(|err| InputError::of_id("parentRunId", err))?;
-        let messages: Vec<Message> = parse_messages(self.messages, limits)?;
+        let mut skipped = Vec::new();
+        let messages: Vec<Message> = parse_messages(self.messages, limits, &mut skipped)?;
+        for part in &skipped {
+            tracing::warn!(%run_id, field = %part.field, reason = %part.reason, "content part skipped");
+        }
         let tools = parse_tools(self.tools.unwrap_or_default())?;
         let resume = check_resume(self.resume.unwrap_or_default())?;
         let context = self
