@@ -131,7 +131,7 @@ def follow(driver: Driver, outcome: Outcome, events: list[dict]) -> list[dict]:
         break
     report = check_stream(driver.schema, numbered, Context(outcome.run_input, driver.ours))
     for finding in report.findings:
-        outcome.report.findings.append(Finding("ours.notice", finding.index, f"{outcome.name} followed to its end: {finding}"))
+        outcome.report.findings.append(Finding(finding.rule, finding.index, f"{outcome.name}, followed to its end: {finding.message}"))
     return numbered
 
 
