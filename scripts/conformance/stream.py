@@ -96,6 +96,7 @@ class StreamChecker:
     def check(self, events: list[dict]) -> Report:
         for index, event in enumerate(events):
             self.event(index, event)
+        self.saw("transport.terminal-event")
         if self.state_of_run == "active":
             self.fail("transport.terminal-event", None, "the stream ends inside a run: no terminal event (a truncated run)")
         return self.report
@@ -126,6 +127,7 @@ class StreamChecker:
     def shape(self, index: int, event: dict) -> None:
         """The schema, the absent-means-absent rule and the reserved metadata key."""
         kind = event.get("type")
+        self.saw("schema.event", "processing.described-events", "event-model.absent-means-absent")
         if isinstance(kind, str) and kind not in self.schema.event_validators:
             self.fail("processing.described-events", index, f"event type {kind!r} is not one the protocol describes")
         else:
@@ -162,6 +164,7 @@ class StreamChecker:
     def run_finished(self, index: int, event: dict) -> None:
         run = self.run
         self.state_of_run = "finished"
+        self.saw("lifecycle.after-close")
         if run is None:
             return
         for rule, message in run.items.open_at_finish():
@@ -176,6 +179,7 @@ class StreamChecker:
 
     def run_error(self, index: int, event: dict) -> None:
         self.state_of_run = "errored"
+        self.saw("lifecycle.after-close")
         self.usage(index, event)
 
     def identity(self, index: int, event: dict) -> None:
