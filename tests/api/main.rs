@@ -51,6 +51,7 @@ mod long_conversation;
 mod long_conversation_facts;
 mod long_runs;
 mod long_runs_a2a;
+mod long_runs_cut;
 mod mcp;
 mod memories;
 mod multimodal;

@@ -86,7 +86,10 @@ async fn responses_plain_chat_streams_the_reasoning_summary_then_the_answer_and_
             .unwrap()
             .starts_with("openai-reasoning:")
     );
-    assert_eq!(encrypted["encryptedValueType"], "agui-lambda.openai-reasoning-item");
+    assert_eq!(
+        encrypted["encryptedValueType"],
+        "agui-lambda.openai-reasoning-item"
+    );
     let finished = events.last().unwrap();
     assert_eq!(finished["type"], "RUN_FINISHED");
     let usage = &finished["usage"][0];
