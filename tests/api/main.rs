@@ -58,6 +58,7 @@ mod multimodal;
 mod observability;
 mod resilience;
 mod responses;
+mod run_input_cases;
 mod store_checkpoints;
 mod store_context;
 mod store_contract;
