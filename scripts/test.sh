@@ -394,7 +394,11 @@ step "ag-ui-validate on every captured stream"
 captures=("$ARTIFACTS"/captures/*.sse)
 [ -e "${captures[0]}" ] || { echo "no streams were captured"; exit 1; }
 for capture in "${captures[@]}"; do
-  ag-ui-validate --no-color "$capture" >"$capture.report" 2>&1 || { cat "$capture.report"; echo "ag-ui-validate rejected $capture"; exit 1; }
+  # A stream cut before its run may close a tool call whose arguments were still being written:
+  # AG-UI says closing establishes completeness, not validity; ag-ui-validate's AGUI204 wants JSON.
+  cut=()
+  if tail -n 2 "$capture" | grep -q '"result":{"continues":true'; then cut=(--rule AGUI204=warning); fi
+  ag-ui-validate --no-color "${cut[@]}" "$capture" >"$capture.report" 2>&1 || { cat "$capture.report"; echo "ag-ui-validate rejected $capture"; exit 1; }
 done
 echo "ag-ui-validate: ${#captures[@]} streams, no violation"
 echo "ag-ui-validate: ${#captures[@]} passed, 0 failed" >"$SUITES/ag-ui-validate.log"
