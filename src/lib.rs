@@ -54,6 +54,7 @@ mod api;
 mod auth;
 mod config;
 mod dialects;
+mod genui;
 mod mcp;
 mod model;
 mod protocol;
@@ -116,6 +117,7 @@ mod layering {
                     "agent",
                     "auth",
                     "dialects",
+                    "genui",
                     "protocol",
                     "store",
                     "telemetry",
@@ -123,20 +125,37 @@ mod layering {
             ),
             (
                 "agent",
-                &["a2a", "auth", "model", "protocol", "store", "telemetry"][..],
+                &[
+                    "a2a",
+                    "auth",
+                    "genui",
+                    "model",
+                    "protocol",
+                    "store",
+                    "telemetry",
+                ][..],
             ),
             ("a2a", &["protocol"][..]),
             ("auth", &[][..]),
-            ("dialects", &["protocol"][..]),
+            ("dialects", &["genui", "protocol"][..]),
             ("model", &["protocol"][..]),
             ("store", &["auth", "protocol", "telemetry"][..]),
             ("protocol", &[][..]),
+            ("genui", &["protocol"][..]),
             ("telemetry", &[][..]),
             (
                 "config",
-                &["agent", "auth", "mcp", "model", "protocol", "telemetry"][..],
+                &[
+                    "agent",
+                    "auth",
+                    "genui",
+                    "mcp",
+                    "model",
+                    "protocol",
+                    "telemetry",
+                ][..],
             ),
-            ("mcp", &["agent", "protocol"][..]),
+            ("mcp", &["agent", "genui", "protocol"][..]),
             (
                 "startup",
                 &[
@@ -145,6 +164,7 @@ mod layering {
                     "api",
                     "auth",
                     "config",
+                    "genui",
                     "mcp",
                     "model",
                     "store",
@@ -165,6 +185,7 @@ mod layering {
                     "auth",
                     "config",
                     "dialects",
+                    "genui",
                     "model",
                     "protocol",
                     "startup",
