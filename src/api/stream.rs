@@ -324,6 +324,7 @@ mod tests {
                 run_id: run_id.clone(),
                 parent_run_id: None,
                 protocol_version: Some("1.1"),
+                metadata: None,
             },
             Event::StepStarted {
                 step_name: "model_turn_1".to_owned(),

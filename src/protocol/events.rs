@@ -21,10 +21,13 @@ pub enum Event {
         run_id: RunId,
         #[serde(skip_serializing_if = "Option::is_none")]
         parent_run_id: Option<RunId>,
-        /// The version this server speaks, sent only to clients that declared theirs (0.0.x
-        /// clients know no such field).
+        /// The AG-UI version the stream speaks ([`super::version::declaration`]).
         #[serde(skip_serializing_if = "Option::is_none")]
         protocol_version: Option<&'static str>,
+        /// The run's own `metadata` (under our key: the content parts it skipped); the event's
+        /// place joins it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        metadata: Option<Value>,
     },
     RunFinished {
         thread_id: ThreadId,
@@ -178,7 +181,8 @@ impl Event {
     }
 }
 
-/// The AG-UI version this server speaks, echoed in `RUN_STARTED` to clients that send theirs.
+/// The AG-UI version this server declares as a consumer, to the remote AG-UI agents it runs as
+/// sub-agents and on the runs an A2A request makes: what their streams may carry is 1.0's.
 pub(crate) const PROTOCOL_VERSION: &str = "1.0";
 
 /// How a finished run ended, in AG-UI 1.0's `RUN_FINISHED.outcome`. Only sent to clients that
@@ -258,7 +262,9 @@ struct Place {
 /// replacing a child's place in its own run.
 fn placed_json(event: &Event, seq: u64, timestamp_ms: i64) -> serde_json::Result<Vec<u8>> {
     let own_metadata = match event {
-        Event::SubagentFinished { metadata, .. } => metadata.is_some(),
+        Event::SubagentFinished { metadata, .. } | Event::RunStarted { metadata, .. } => {
+            metadata.is_some()
+        }
         Event::Forwarded(fields) => fields.contains_key("metadata"),
         _ => false,
     };
@@ -531,6 +537,7 @@ mod tests {
                     run_id: RunId::parse("r", 128).unwrap(),
                     parent_run_id: None,
                     protocol_version: None,
+                    metadata: None,
                 },
                 json!({"type": "RUN_STARTED", "threadId": "t", "runId": "r"}),
             ),

@@ -18,5 +18,5 @@ pub use ids::{MessageId, RunId, ThreadId, ToolCallId};
 #[cfg(any(test, feature = "test-utils"))]
 pub use input::parse_run_input;
 pub use input::{ClientTool, Limits};
-pub(crate) use input::{ContextEntry, InputError, RunInput};
+pub(crate) use input::{ContextEntry, InputError, RunInput, SkippedPart};
 pub use message::{Attachment, Message, PartSource, ToolCall, UserContent, UserPart};

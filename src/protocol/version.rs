@@ -74,13 +74,6 @@ fn is_number(text: &str) -> bool {
 /// What `RUN_STARTED.protocolVersion` says to a client, from what the run keeps of its
 /// declaration: 1.0 to a 1.0 client (a downgrade by version), this server's own otherwise; a
 /// client that declared nothing is told too (@ag-ui/client 0.0.59 passes the field through).
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "the run's start declares it once the agent reads it"
-    )
-)]
 pub(crate) fn declaration(takes_1_0: bool, takes_1_1: bool) -> &'static str {
     if takes_1_0 && !takes_1_1 {
         DOWNGRADED

@@ -156,7 +156,8 @@ test("1.0: approved with edited arguments runs the tool with the edit", async ()
 test("0.0.59: the approval arrives as the confirm tool, and confirming runs the tool", async () => {
   const session = new Session(HttpAgent0059, "fallback", "what time is it");
   const first = await session.run();
-  assert.equal(first.events[0].protocolVersion, undefined, "0.0.59 gets no 1.0-only fields");
+  // Told the version the server speaks (0.0.59 passes the field through), with no outcome.
+  assert.equal(first.events[0].protocolVersion, "1.1");
   assert.equal(first.finished.outcome, undefined);
   const assistant = session.agent.messages.find((m) => m.role === "assistant" && m.toolCalls?.length);
   const [gated, confirm] = assistant.toolCalls;

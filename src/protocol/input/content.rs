@@ -7,16 +7,21 @@
 
 use super::error::{InputError, strip_position};
 use super::limits::Limits;
+use crate::protocol::ids::MessageId;
 use crate::protocol::message::{Attachment, PartMetadata, PartSource, UserContent, UserPart};
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// A content part a run does without: where it was (`messages[2].content[1]`) and why.
+/// A content part a run does without: where it was (`messages[2].content[1]`) and why, as
+/// `RUN_STARTED.metadata["agui-lambda"].skippedParts` lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct SkippedPart {
-    pub(crate) field: String,
-    pub(crate) reason: String,
+pub struct SkippedPart {
+    pub field: String,
+    pub reason: String,
+    /// The message the part was in.
+    #[serde(skip)]
+    pub(crate) message_id: Option<MessageId>,
 }
 
 impl SkippedPart {
@@ -24,7 +29,28 @@ impl SkippedPart {
         Self {
             field: field.into(),
             reason: reason.into(),
+            message_id: None,
         }
+    }
+
+    /// The index in `messages` of the message the part was in.
+    pub(crate) fn message_index(&self) -> Option<usize> {
+        self.field
+            .strip_prefix("messages[")?
+            .split(']')
+            .next()?
+            .parse()
+            .ok()
+    }
+
+    /// The index of the part in its message's `content`.
+    pub(crate) fn part_index(&self) -> Option<usize> {
+        self.field
+            .rsplit_once("content[")?
+            .1
+            .strip_suffix(']')?
+            .parse()
+            .ok()
     }
 }
 
@@ -181,7 +207,7 @@ fn unrecognised_part(item: &Value) -> Option<String> {
 pub(crate) fn tool_content(content: Value, field: &str, skipped: &mut Vec<SkippedPart>) -> String {
     let parts = match content {
         Value::Array(items) if !items.is_empty() && items.iter().all(is_part_like) => items,
-        other => return super::messages::value_to_text(other),
+        other => return value_to_text(other),
     };
     let mut text = String::new();
     for (index, part) in parts.iter().enumerate() {
@@ -203,6 +229,15 @@ pub(crate) fn tool_content(content: Value, field: &str, skipped: &mut Vec<Skippe
         }
     }
     text
+}
+
+/// Some clients send structured values where AG-UI expects text; keep them as JSON text.
+pub(crate) fn value_to_text(value: Value) -> String {
+    match value {
+        Value::String(text) => text,
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
 }
 
 fn is_part_like(item: &Value) -> bool {

@@ -1,7 +1,9 @@
 //! `RunAgentInput.messages`: each message as sent, checked into a [`Message`] (an `activity`
 //! message, UI state, is dropped), and the ids, tool names and message count the list must keep.
 
-use super::content::{SkippedPart, check_user_content, parse_user_content, tool_content};
+use super::content::{
+    SkippedPart, check_user_content, parse_user_content, tool_content, value_to_text,
+};
 use super::error::InputError;
 use super::limits::{Limits, is_valid_tool_name};
 use crate::protocol::ids::{MAX_ID_LEN, MessageId, ToolCallId};
@@ -28,7 +30,11 @@ pub(crate) fn parse_messages(
     let mut seen = HashSet::new();
     let mut messages = Vec::with_capacity(wire.len());
     for (index, wire) in wire.into_iter().enumerate() {
+        let before = skipped.len();
         if let Some(message) = wire.validate(index, limits, skipped)? {
+            for part in &mut skipped[before..] {
+                part.message_id = Some(message.id().clone());
+            }
             if !seen.insert(message.id().clone()) {
                 return Err(InputError::invalid(
                     format!("messages[{index}].id"),
@@ -132,15 +138,6 @@ pub(crate) struct WireFunction {
     pub(crate) name: String,
     #[serde(default)]
     pub(crate) arguments: Option<Value>,
-}
-
-/// Some clients send structured values where AG-UI expects text; keep them as JSON text.
-pub(crate) fn value_to_text(value: Value) -> String {
-    match value {
-        Value::String(text) => text,
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
 }
 
 fn parse_message_id(id: String, index: usize) -> Result<MessageId, InputError> {

@@ -3,13 +3,14 @@
 //! Messages and their content are parsed in `messages.rs` and `content.rs`, the sampling options
 //! of `forwardedProps` in [`sampling`]; this module checks the rest and puts them together.
 
-mod content;
+pub(crate) mod content;
 mod error;
 mod limits;
 mod messages;
 pub(crate) mod sampling;
 mod unrecognised;
 
+pub(crate) use content::SkippedPart;
 pub(crate) use error::InputError;
 pub(crate) use error::deserialize_at;
 pub use limits::Limits;
@@ -21,7 +22,8 @@ use super::ids::{IdError, MAX_ID_LEN, RunId, ThreadId};
 use super::interrupt::ResumeEntry;
 use super::message::Message;
 use super::version::Declared;
-use messages::{parse_messages, value_to_text};
+use content::value_to_text;
+use messages::parse_messages;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::HashSet;
@@ -52,6 +54,12 @@ pub struct RunInput {
     /// content, which the start applies to those the thread does not hold yet. `None`: every
     /// message was held to them here.
     pub new_message_limits: Option<Limits>,
+    /// Content parts left out while parsing (kinds or sources AG-UI does not describe, media in
+    /// a tool result): the start reports those of messages the thread does not hold yet.
+    pub skipped_parts: Vec<SkippedPart>,
+    /// AG-UI's rule for a part the model cannot take: skip it and go on (the AG-UI routes).
+    /// Other dialects refuse it, as their own protocols ask (A2A's unsupported content type).
+    pub skips_unusable_parts: bool,
 }
 
 impl RunInput {
@@ -168,6 +176,7 @@ pub(crate) fn from_value(value: Value, limits: &Limits) -> Result<RunInput, Inpu
 pub(crate) fn from_agui_value(value: Value, limits: &Limits) -> Result<RunInput, InputError> {
     let mut input = deserialize_at::<WireInput>(value, "")?.validate(&limits.lenient())?;
     input.new_message_limits = Some(limits.clone());
+    input.skips_unusable_parts = true;
     Ok(input)
 }
 
@@ -229,11 +238,8 @@ impl WireInput {
             .map(|id| RunId::parse(id, MAX_ID_LEN))
             .transpose()
             .map_err(|err| InputError::of_id("parentRunId", err))?;
-        let mut skipped = Vec::new();
-        let messages: Vec<Message> = parse_messages(self.messages, limits, &mut skipped)?;
-        for part in &skipped {
-            tracing::warn!(%run_id, field = %part.field, reason = %part.reason, "content part skipped");
-        }
+        let mut skipped_parts = Vec::new();
+        let messages: Vec<Message> = parse_messages(self.messages, limits, &mut skipped_parts)?;
         let tools = parse_tools(self.tools.unwrap_or_default())?;
         let resume = check_resume(self.resume.unwrap_or_default())?;
         let context = self
@@ -257,6 +263,8 @@ impl WireInput {
             protocol_version: parse_protocol_version(self.protocol_version)?,
             resume,
             new_message_limits: None,
+            skipped_parts,
+            skips_unusable_parts: false,
         })
     }
 }
