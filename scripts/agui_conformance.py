@@ -11,6 +11,7 @@
         --cancel-url TEMPLATE                 how to cancel a run, for scenarios with cancelAfterMs:
                                               e.g. http://…/threads/{threadId}/runs/{runId}/cancel
         --capture-dir DIR, --report FILE      keep the streams (with their inputs) and the findings
+        --name NAME                           the captures' names start conformance-NAME-
         --ours                                also hold agui-lambda's own guarantees
     python scripts/agui_conformance.py check DIR [--ours]
         checks every DIR/*.sse (with DIR/*.input.json, the input it answered, when there is one)
@@ -74,7 +75,7 @@ def drive(args) -> int:
     headers = dict(header.split(":", 1) for header in args.header)
     headers = {key.strip(): value.strip() for key, value in headers.items()}
     server = Server(args.url, args.base, headers, args.timeout)
-    driver = Driver(schema, server, args.ours, Path(args.capture_dir) if args.capture_dir else None, args.prompt)
+    driver = Driver(schema, server, args.ours, Path(args.capture_dir) if args.capture_dir else None, args.prompt, args.name)
     if not args.skip_builtin:
         driver.versions()
         for declared in args.versions.split(","):
@@ -181,6 +182,7 @@ def main(argv: list[str]) -> int:
     run.add_argument("--capabilities")
     run.add_argument("--capture-dir")
     run.add_argument("--report")
+    run.add_argument("--name", default="", help="a prefix for the captured streams' names")
     run.add_argument("--timeout", type=float, default=60)
     run.add_argument("--ours", action="store_true")
     run.add_argument("--skip-builtin", action="store_true", help="only the scenarios")

@@ -374,7 +374,7 @@ step "AG-UI 1.1 conformance: the servers driven, every captured stream checked, 
 CONFORMANCE="$ARTIFACTS/conformance"
 mkdir -p "$CONFORMANCE"
 drive() { # name port arguments…: the findings are reported (and fail) by the check below
-  python scripts/agui_conformance.py --url "http://127.0.0.1:$2/agent" --prompt hello --ours \
+  python scripts/agui_conformance.py --url "http://127.0.0.1:$2/agent" --prompt hello --ours --name "$1" \
     --capture-dir "$ARTIFACTS/captures" --report "$CONFORMANCE/$1.json" "${@:3}" >"$CONFORMANCE/$1.log" 2>&1 || true
 }
 cancel_url() { echo "http://127.0.0.1:$1/threads/{threadId}/runs/{runId}/cancel"; }

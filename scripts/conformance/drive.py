@@ -85,12 +85,13 @@ def new_input(prompt: str, declare: str | None, **extra) -> dict:
 
 
 class Driver:
-    def __init__(self, schema: Schema, server: Server, ours: bool, capture_dir: Path | None, prompt: str):
+    def __init__(self, schema: Schema, server: Server, ours: bool, capture_dir: Path | None, prompt: str, name: str = ""):
         self.schema = schema
         self.server = server
         self.ours = ours
         self.capture_dir = capture_dir
         self.prompt = prompt
+        self.name = name
         self.outcomes: list[Outcome] = []
         self.exercised: set[str] = set()
 
@@ -137,7 +138,8 @@ class Driver:
         if self.capture_dir is None:
             return
         self.capture_dir.mkdir(parents=True, exist_ok=True)
-        stem = "conformance-" + "".join(c if c.isalnum() or c in "-." else "-" for c in name)
+        label = f"{self.name}-{name}" if self.name else name
+        stem = "conformance-" + "".join(c if c.isalnum() or c in "-." else "-" for c in label)
         (self.capture_dir / f"{stem}.sse").write_text(body)
         if isinstance(run_input, dict):
             (self.capture_dir / f"{stem}.input.json").write_text(json.dumps(run_input))

@@ -21,10 +21,14 @@ def owner_of(event: dict):
 
 
 def find_newer(value, path: str, out: list[str]) -> None:
+    """Where `value` carries a field 1.1 added, and (as "") where it carries an encrypted value,
+    which a 1.1 stream would type."""
     if isinstance(value, dict):
         for key, inner in value.items():
             if key in ONLY_IN_1_1:
                 out.append(f"{path}.{key}")
+            elif key == "encryptedValue":
+                out.append("")
             find_newer(inner, f"{path}.{key}", out)
     elif isinstance(value, list):
         for number, inner in enumerate(value):
@@ -35,6 +39,8 @@ class Items:
     def __init__(self):
         self.seen: set[str] = set()
         self.newer_fields: list[tuple[int, str]] = []
+        # Whether the run carries an encrypted value, typed in 1.1 and untyped in 1.0.
+        self.carries_encrypted = False
         # id → {"owner", and the opener's fields}; open and closed (for reopening), per kind.
         self.open = {"text": {}, "tool": {}, "reasoning": {}}
         self.closed = {"text": {}, "tool": {}, "reasoning": {}}
@@ -58,7 +64,8 @@ class Items:
         kind = event.get("type")
         newer: list[str] = []
         find_newer(event, str(kind), newer)
-        self.newer_fields.extend((index, where) for where in newer)
+        self.carries_encrypted |= bool(newer)
+        self.newer_fields.extend((index, where) for where in newer if where)
         owner = owner_of(event)
         if owner is not None:
             self.attributed.setdefault(owner, index)

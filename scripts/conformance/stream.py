@@ -219,7 +219,7 @@ class StreamChecker:
 
     def one_point_zero(self, index: int, event: dict) -> None:
         """A run declaring 1.0 carries no field 1.1 added (checked at its end, over the run)."""
-        if self.run and self.run.declared == "1.0" and self.run.items.newer_fields:
+        if self.run and self.run.declared == "1.0" and self.run.items.carries_encrypted:
             self.saw("versioning.shapes-match")
             for at, where in self.run.items.newer_fields:
                 self.fail("versioning.shapes-match", at, f"a run declaring 1.0 carries {where}, new in 1.1")
@@ -318,7 +318,8 @@ class StreamChecker:
             if event.get("messageId") not in self.activities:
                 self.fail("activity.delta-baseline", index, f"ACTIVITY_DELTA for {event.get('messageId')!r}, which no ACTIVITY_SNAPSHOT created")
         elif kind == "REASONING_ENCRYPTED_VALUE" and "encryptedValueType" in event:
-            self.saw("reasoning.value-type-prefixed")
+            # The event's value is required by the schema: the type never comes alone there.
+            self.saw("reasoning.value-type-prefixed", "reasoning.value-type-with-value")
             if "." not in str(event["encryptedValueType"]):
                 self.fail("reasoning.value-type-prefixed", index, f"encryptedValueType {event['encryptedValueType']!r} names no provider or framework")
         elif kind == "MESSAGES_SNAPSHOT":
