@@ -15,7 +15,7 @@ use super::threads::path_thread;
 use crate::agent::StartError;
 use crate::auth::Principal;
 use crate::genui::mcp_apps::{self, Answer, AppCall, AppRequest};
-use crate::protocol::events::PROTOCOL_VERSION;
+use crate::protocol::version;
 use crate::protocol::{Event, RunInput, ThreadId, input, sse};
 use crate::store::ThreadActivity;
 use bytes::Bytes;
@@ -88,14 +88,18 @@ impl App {
             Ok(request) => self.answer_view(&request).await.into_result(),
             Err(refusal) => mcp_apps::error_result(&refusal.to_string()),
         };
-        let declared = input.protocol_version.is_some();
+        let declared = input.declared();
         let now = sse::now_ms();
         let frames = [
             Event::RunStarted {
                 thread_id: thread_id.clone(),
                 run_id: run_id.clone(),
                 parent_run_id: None,
-                protocol_version: declared.then_some(PROTOCOL_VERSION),
+                protocol_version: Some(version::declaration(
+                    declared.takes_1_0(),
+                    declared.takes_1_1(),
+                )),
+                metadata: None,
             },
             Event::RunFinished {
                 thread_id: thread_id.clone(),

@@ -7,17 +7,17 @@
 // Environment:
 //   AGUI_BASE   (required) the function's base URL, on the aimock fixtures, with the MCP App
 //               server of mcp-apps-server.mjs listed as `weather` in MCP_SERVERS
-//   CAPTURE_DIR (optional) every response body is saved there as mcp-apps-<name>-<n>.sse
+//   CAPTURE_DIR (optional) every response body is saved there as mcp-apps-<name>-<n>.sse, its
+//               run input beside it
 //
 // Run: cd tests/node && npm ci && AGUI_BASE=... node --test mcp-apps.test.mjs
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
-import path from "node:path";
 import { HttpAgent as HttpAgent100 } from "@ag-ui/client";
 import { HttpAgent as HttpAgent0059 } from "client-0059";
+import { saveCapture } from "./capture.mjs";
 
 const BASE = process.env.AGUI_BASE;
 const CAPTURE_DIR = process.env.CAPTURE_DIR || "";
@@ -67,10 +67,7 @@ class Session {
         const response = await fetch(url, init);
         const text = await response.text();
         this.bodies.push(text);
-        if (CAPTURE_DIR) {
-          mkdirSync(CAPTURE_DIR, { recursive: true });
-          writeFileSync(path.join(CAPTURE_DIR, `mcp-apps-${this.name}-${this.bodies.length}.sse`), text);
-        }
+        saveCapture(CAPTURE_DIR, `mcp-apps-${this.name}-${this.bodies.length}`, text, init?.body);
         return new Response(text, { status: response.status, headers: response.headers });
       },
     });
