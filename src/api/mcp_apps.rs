@@ -15,6 +15,7 @@ use super::threads::path_thread;
 use crate::agent::StartError;
 use crate::auth::Principal;
 use crate::genui::mcp_apps::{self, Answer, AppCall, AppRequest};
+use crate::protocol::events::RecordedEvent;
 use crate::protocol::version;
 use crate::protocol::{Event, RunInput, ThreadId, input, sse};
 use crate::store::ThreadActivity;
@@ -109,7 +110,11 @@ impl App {
                 result: Some(result),
             },
         ]
-        .map(|event| sse::encode_event(&event, now));
+        .into_iter()
+        .zip(1..)
+        // Each with its place, as every run's events are (nothing is recorded to resume from).
+        .map(|(event, seq)| sse::encode_recorded(&RecordedEvent::new(seq, event, now)))
+        .collect::<Vec<_>>();
         Ok(sse_response(
             futures_util::stream::iter(frames),
             &thread_id,
