@@ -8,12 +8,14 @@ mod error;
 mod limits;
 mod messages;
 pub(crate) mod sampling;
+mod ui_action;
 
 pub(crate) use error::InputError;
 pub(crate) use error::deserialize_at;
 pub use limits::Limits;
 pub(crate) use limits::is_valid_tool_name;
 pub(crate) use messages::{WireFunction, WireMessage, WireToolCall, check_new_messages};
+pub use ui_action::UiAction;
 
 use super::ids::{IdError, MAX_ID_LEN, RunId, ThreadId};
 use super::interrupt::ResumeEntry;
@@ -115,6 +117,11 @@ pub struct ForwardedProps {
     pub busy_thread_policy: Option<BusyThreadPolicy>,
     /// `forwardedProps.temperature`, `top_p`, `max_tokens`, `stop`, `seed`.
     pub sampling: sampling::Sampling,
+    /// `forwardedProps.a2uiCatalogAvailable`: the client paints A2UI surfaces (CopilotKit with
+    /// a catalog).
+    pub a2ui_catalog_available: bool,
+    /// `forwardedProps.a2uiAction`: a click on a surface.
+    pub a2ui_action: Option<UiAction>,
 }
 
 #[cfg(any(test, feature = "test-utils"))]
@@ -394,6 +401,12 @@ fn parse_forwarded_props(props: Option<Value>) -> Result<ForwardedProps, InputEr
         device_timezone,
         busy_thread_policy,
         sampling: sampling::Sampling::from_fields(props.as_ref(), "forwardedProps")?,
+        a2ui_catalog_available: props
+            .as_ref()
+            .and_then(|props| props.get("a2uiCatalogAvailable"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        a2ui_action: ui_action::parse(props.as_ref())?,
     })
 }
 

@@ -1,0 +1,18 @@
+//! A2UI v0.9 surfaces over AG-UI: the catalogs a client paints and what the model is told of
+//! them, the validator, the operations each renderer reads (CopilotKit's spec form, assistant-ui's
+//! own), the `a2ui-surface` lifecycle, and what a thread keeps so surfaces come back on reload.
+//! Pure: the run loop offers the tool and streams what this builds.
+
+pub(crate) mod action;
+pub(crate) mod catalog;
+pub(crate) mod client;
+pub(crate) mod describe;
+pub(crate) mod emit;
+pub(crate) mod history;
+pub(crate) mod render;
+pub(crate) mod surface;
+pub(crate) mod validate;
+
+pub use client::Mode;
+#[cfg(test)]
+pub(crate) mod spec_schema;
