@@ -583,4 +583,4 @@ fn basic_catalog() -> Catalog {
 
 #[cfg(test)]
 #[path = "catalog_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -160,4 +160,4 @@ fn catalog_id_in(text: &str) -> Option<String> {
 
 #[cfg(test)]
 #[path = "client_tests.rs"]
-mod tests;
+pub(crate) mod tests;

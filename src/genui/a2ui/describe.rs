@@ -11,14 +11,14 @@ use std::fmt::Write;
 pub(crate) const TOOL_NAME: &str = "render_a2ui";
 
 /// The most values of one choice the description lists.
-const MAX_LISTED_VALUES: usize = 8;
+const MAX_LISTED_VALUES: usize = 64;
 
 const RULES: &str = "Show the user an interactive UI surface (A2UI v0.9): a form, a card, a list, \
 choices, buttons. Prefer it to describing a UI in words. Arguments: surfaceId names the surface; \
 call again with the same surfaceId to change it (components with the same id are replaced, the \
 others kept; data keys are replaced). components: a JSON array of flat components \
 {\"id\",\"component\",...props}; one has id \"root\" (a Column, Row or Card); children are named \
-by id, never nested. data: a JSON object, the surface's data model: a prop bound with \
+by id, never nested; a Button shows its child (a Text with its label). data: a JSON object, the surface's data model: a prop bound with \
 {\"path\":\"/key\"} shows it and an input writes to it; give every bound path an initial value. \
 A Button's action event comes back to you as a user message naming the event, with its context's \
 bindings resolved to what the user entered. If the call answers with errors, fix them all and call \

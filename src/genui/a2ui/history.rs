@@ -1,10 +1,10 @@
 //! What a thread keeps of its surfaces. Clients never send activity messages back, so each
 //! answer to a render call carries a record in its metadata (never shown to a model): the
 //! attempt, and for a painted surface the surface itself. From those records come the attempt a
-//! new call continues, the surface an update builds on, and the activity messages a reloaded
-//! thread shows again.
+//! new call continues and the surface an update builds on. (What a reloaded thread shows is the
+//! activity kept beside the record, `protocol::activity`.)
 
-use super::emit::{self, ACTIVITY_TYPE, Attempt, Renderer};
+use super::emit::{Attempt, Renderer};
 use super::surface::Surface;
 use super::validate::ValidationError;
 use crate::protocol::Message;
@@ -134,60 +134,6 @@ pub(crate) fn latest_surface(messages: &[Message], surface_id: &str) -> Option<S
                 .surface
                 .filter(|surface| surface.surface_id == surface_id)
         })
-}
-
-/// An AG-UI activity message (`role: "activity"`) showing a surface as it was left.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct ActivityMessage {
-    pub(crate) id: String,
-    pub(crate) role: &'static str,
-    pub(crate) activity_type: &'static str,
-    pub(crate) content: Value,
-}
-
-/// The activity message a tool message's record shows again on reload: the surface painted, or
-/// its failure; `None` for any other message.
-pub(crate) fn activity_after(message: &Message, earlier: &[Message]) -> Option<ActivityMessage> {
-    let record = Record::of(message)?;
-    let content = match record.status {
-        Status::Rendered => {
-            let surface = record.surface.as_ref()?;
-            emit::painted(emit::operations(surface, &record.renderer))
-        }
-        Status::Failed => {
-            let mut attempts: Vec<Attempt> = earlier
-                .iter()
-                .filter_map(Record::of)
-                .filter(|earlier| {
-                    earlier.activity_id == record.activity_id && earlier.status == Status::Invalid
-                })
-                .map(|earlier| earlier.attempt_report())
-                .collect();
-            attempts.push(record.attempt_report());
-            emit::failed(&attempts)
-        }
-        Status::Invalid => return None,
-    };
-    Some(ActivityMessage {
-        id: record.activity_id,
-        role: "activity",
-        activity_type: ACTIVITY_TYPE,
-        content,
-    })
-}
-
-/// `messages` as a client reads them back: each surface's activity message right after the
-/// answer that painted (or failed) it, where the live stream put it.
-pub(crate) fn with_surfaces(messages: &[Message]) -> Vec<Value> {
-    let mut out = Vec::with_capacity(messages.len());
-    for (position, message) in messages.iter().enumerate() {
-        out.push(serde_json::to_value(message).unwrap_or(Value::Null));
-        if let Some(activity) = activity_after(message, &messages[..position]) {
-            out.push(serde_json::to_value(activity).unwrap_or(Value::Null));
-        }
-    }
-    out
 }
 
 #[cfg(test)]

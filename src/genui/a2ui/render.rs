@@ -192,4 +192,4 @@ pub(crate) fn abandoned(messages: &[Message]) -> Option<(String, Value)> {
 
 #[cfg(test)]
 #[path = "render_tests.rs"]
-mod tests;
+pub(crate) mod tests;

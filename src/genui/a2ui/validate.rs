@@ -661,4 +661,4 @@ pub(crate) fn format_errors(errors: &[ValidationError]) -> String {
 
 #[cfg(test)]
 #[path = "validate_tests.rs"]
-mod tests;
+pub(crate) mod tests;
