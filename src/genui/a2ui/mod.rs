@@ -13,6 +13,7 @@ pub(crate) mod render;
 pub(crate) mod surface;
 pub(crate) mod validate;
 
-pub use client::Mode;
+pub(crate) use client::Mode;
+pub(crate) use render::DEFAULT_MAX_ATTEMPTS;
 #[cfg(test)]
 pub(crate) mod spec_schema;

@@ -15,7 +15,7 @@ pub(crate) use error::deserialize_at;
 pub use limits::Limits;
 pub(crate) use limits::is_valid_tool_name;
 pub(crate) use messages::{WireFunction, WireMessage, WireToolCall, check_new_messages};
-pub use ui_action::UiAction;
+pub(crate) use ui_action::UiAction;
 
 use super::ids::{IdError, MAX_ID_LEN, RunId, ThreadId};
 use super::interrupt::ResumeEntry;
