@@ -61,7 +61,7 @@ impl Component {
 
 /// The components a renderer paints, under the id its surfaces are created with.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Catalog {
+pub struct Catalog {
     pub(crate) id: String,
     pub(crate) components: Vec<Component>,
 }
@@ -77,7 +77,7 @@ impl Catalog {
     }
 
     /// The built-in basic catalog (v0.9: 18 components), under CopilotKit's id.
-    pub(crate) fn basic() -> Arc<Catalog> {
+    pub fn basic() -> Arc<Catalog> {
         BASIC.clone()
     }
 
@@ -98,7 +98,7 @@ impl Catalog {
     /// schema `{"allOf": [common, {"properties", "required"}]}` (CopilotKit, the toolkit's
     /// inline catalogs) or `{"properties", "required"}`. A basic component keeps the built-in
     /// kinds of the props it shares with the basic catalog. `None` when it holds no component.
-    pub(crate) fn from_client_schema(schema: &Value) -> Option<Catalog> {
+    pub fn from_client_schema(schema: &Value) -> Option<Catalog> {
         let id = schema
             .get("catalogId")
             .and_then(Value::as_str)

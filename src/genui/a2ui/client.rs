@@ -7,7 +7,7 @@ use super::catalog::{BASIC_CATALOG_ID, Catalog};
 use super::emit::{ASSISTANT_UI_CATALOG_ID, Renderer};
 use crate::protocol::ContextEntry;
 use std::str::FromStr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// When a profile offers the render tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -70,7 +70,7 @@ pub(crate) fn is_a2ui_entry(entry: &ContextEntry) -> bool {
 }
 
 /// The context a model is given: every entry but the A2UI ones.
-pub(crate) fn model_context(context: &[ContextEntry]) -> Vec<ContextEntry> {
+pub fn model_context(context: &[ContextEntry]) -> Vec<ContextEntry> {
     context
         .iter()
         .filter(|entry| !is_a2ui_entry(entry))
@@ -81,17 +81,13 @@ pub(crate) fn model_context(context: &[ContextEntry]) -> Vec<ContextEntry> {
 /// What a run offers: the form its surfaces are painted in, and the catalog the model is told
 /// about and held to.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Offer {
-    pub(crate) renderer: Renderer,
-    pub(crate) catalog: Arc<Catalog>,
+pub struct Offer {
+    pub renderer: Renderer,
+    pub catalog: Arc<Catalog>,
 }
 
 /// The offer for a run: `None` when the render tool is not offered (it then costs nothing).
-pub(crate) fn offer(
-    mode: Mode,
-    context: &[ContextEntry],
-    catalog_available: bool,
-) -> Option<Offer> {
+pub fn offer(mode: Mode, context: &[ContextEntry], catalog_available: bool) -> Option<Offer> {
     if mode == Mode::Off {
         return None;
     }
@@ -125,11 +121,10 @@ pub(crate) fn offer(
 fn declared(context: &[ContextEntry], catalog_available: bool) -> Option<Arc<Catalog>> {
     let schema = context
         .iter()
-        .filter(|entry| entry.description.starts_with(SCHEMA_ENTRY))
-        .find_map(|entry| serde_json::from_str(&entry.value).ok())
-        .and_then(|schema| Catalog::from_client_schema(&schema));
+        .find(|entry| entry.description.starts_with(SCHEMA_ENTRY))
+        .and_then(|entry| client_catalog(&entry.value));
     if let Some(catalog) = schema {
-        return Some(Arc::new(catalog));
+        return Some(catalog);
     }
     let capabilities = context
         .iter()
@@ -146,6 +141,25 @@ fn declared(context: &[ContextEntry], catalog_available: bool) -> Option<Arc<Cat
         }
         _ => Some(Catalog::basic()),
     }
+}
+
+/// The catalog of a client's schema entry. CopilotKit sends the same 50 KB on every run: the
+/// last one read is kept with its text instead of being parsed again.
+fn client_catalog(schema: &str) -> Option<Arc<Catalog>> {
+    static LAST: Mutex<Option<(String, Arc<Catalog>)>> = Mutex::new(None);
+    let mut last = LAST
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((known, catalog)) = last.as_ref()
+        && known == schema
+    {
+        return Some(catalog.clone());
+    }
+    let catalog = Arc::new(Catalog::from_client_schema(
+        &serde_json::from_str(schema).ok()?,
+    )?);
+    *last = Some((schema.to_owned(), catalog.clone()));
+    Some(catalog)
 }
 
 /// The first catalog id of CopilotKit's capabilities text (`- <id> (basic catalog)` or

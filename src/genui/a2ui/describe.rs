@@ -36,7 +36,7 @@ pub(crate) fn tool(catalog: &Catalog) -> (&'static str, String, Value) {
 }
 
 /// The rules, then a line per component.
-pub(crate) fn description(catalog: &Catalog) -> String {
+pub fn description(catalog: &Catalog) -> String {
     let mut text = String::with_capacity(2048);
     text.push_str(RULES);
     text.push('\n');
@@ -126,7 +126,7 @@ pub(crate) fn parameters() -> Value {
 }
 
 /// About four characters a token, the estimate the run loop's window planning uses too.
-pub(crate) fn estimated_tokens(text: &str) -> u64 {
+pub fn estimated_tokens(text: &str) -> u64 {
     u64::try_from(text.chars().count().div_ceil(4)).unwrap_or(u64::MAX)
 }
 

@@ -28,7 +28,7 @@ pub(crate) const PAINT_KEY: &str = "_surface";
     rename_all = "kebab-case",
     rename_all_fields = "camelCase"
 )]
-pub(crate) enum Renderer {
+pub enum Renderer {
     /// The v0.9 spec, surfaces created under `catalog_id` (CopilotKit, the dev page).
     Spec { catalog_id: String },
     /// `@assistant-ui/react-ag-ui`'s renderer: Button `label` and `action.name`, Card

@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 /// What kind of mistake a [`ValidationError`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum Code {
+pub enum Code {
     EmptyComponents,
     MissingId,
     MissingComponentType,
@@ -28,7 +28,7 @@ pub(crate) enum Code {
 
 /// One mistake, located by a path such as `components[2].component`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct ValidationError {
+pub struct ValidationError {
     pub(crate) code: Code,
     pub(crate) path: String,
     pub(crate) message: String,
@@ -47,14 +47,14 @@ impl ValidationError {
 /// A component list checked: the components as they may be painted (props the catalog does not
 /// know left out), what was left out, and the mistakes. Paintable only when `errors` is empty.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Checked {
-    pub(crate) components: Vec<Value>,
-    pub(crate) ignored: Vec<String>,
-    pub(crate) errors: Vec<ValidationError>,
+pub struct Checked {
+    pub components: Vec<Value>,
+    pub ignored: Vec<String>,
+    pub errors: Vec<ValidationError>,
 }
 
 /// Checks `components` against `catalog`, their absolute bindings against `data`.
-pub(crate) fn check(components: &[Value], data: &Value, catalog: &Catalog) -> Checked {
+pub fn check(components: &[Value], data: &Value, catalog: &Catalog) -> Checked {
     if components.is_empty() {
         return Checked {
             components: Vec::new(),
@@ -190,7 +190,7 @@ fn check_one<'c>(
             )),
             None => {}
             Some(value) => {
-                let at = format!("components[{index}].{}", prop.name);
+                let at = || format!("components[{index}].{}", prop.name);
                 check_value(&at, name, prop, value, errors);
             }
         }
@@ -243,8 +243,11 @@ pub(crate) fn is_binding(value: &Value) -> bool {
         .is_some_and(|fields| fields.len() == 1 && fields.get("path").is_some_and(Value::is_string))
 }
 
+/// Where a value is, as a path such as `components[2].variant`: made only for a mistake.
+type At<'a> = &'a dyn Fn() -> String;
+
 fn check_value(
-    at: &str,
+    at: At<'_>,
     component: &str,
     prop: &Prop,
     value: &Value,
@@ -287,40 +290,41 @@ fn check_value(
         _ => None,
     };
     if let Some(expected) = expected {
-        errors.push(invalid(at, component, &expected));
+        errors.push(invalid(&at(), component, &expected));
     }
 }
 
 fn check_items(
-    at: &str,
+    at: At<'_>,
     component: &str,
     props: &[Prop],
     value: &Value,
     errors: &mut Vec<ValidationError>,
 ) {
     let Some(items) = value.as_array().filter(|items| !items.is_empty()) else {
-        errors.push(invalid(at, component, "a non-empty array of objects"));
+        errors.push(invalid(&at(), component, "a non-empty array of objects"));
         return;
     };
     for (index, item) in items.iter().enumerate() {
-        let item_at = format!("{at}[{index}]");
+        let item_at = || format!("{}[{index}]", at());
         let Some(fields) = item.as_object() else {
-            errors.push(invalid(&item_at, component, "an object"));
+            errors.push(invalid(&item_at(), component, "an object"));
             continue;
         };
         for prop in props {
             match fields.get(&prop.name) {
                 None if prop.required => errors.push(ValidationError::new(
                     Code::MissingRequiredProp,
-                    format!("{item_at}.{}", prop.name),
+                    format!("{}.{}", item_at(), prop.name),
                     format!(
-                        "In component '{component}', {item_at} is missing required prop '{}'",
+                        "In component '{component}', {} is missing required prop '{}'",
+                        item_at(),
                         prop.name
                     ),
                 )),
                 None => {}
                 Some(value) => check_value(
-                    &format!("{item_at}.{}", prop.name),
+                    &|| format!("{}.{}", item_at(), prop.name),
                     component,
                     prop,
                     value,
@@ -493,9 +497,13 @@ fn absolute_bindings(value: &Value, paths: &mut Vec<String>) {
 pub(crate) fn resolves(path: &str, data: &Value) -> bool {
     let mut cursor = data;
     for segment in path.split('/').filter(|segment| !segment.is_empty()) {
-        let segment = segment.replace("~1", "/").replace("~0", "~");
+        let segment: std::borrow::Cow<'_, str> = if segment.contains('~') {
+            segment.replace("~1", "/").replace("~0", "~").into()
+        } else {
+            segment.into()
+        };
         cursor = match cursor {
-            Value::Object(fields) => match fields.get(&segment) {
+            Value::Object(fields) => match fields.get(segment.as_ref()) {
                 Some(next) => next,
                 None => return false,
             },
@@ -528,7 +536,7 @@ fn clean(
         if allowed {
             kept.insert(
                 key.clone(),
-                clean_items(known.prop(key), value, &format!("{at}.{key}"), ignored),
+                clean_items(known.prop(key), value, &|| format!("{at}.{key}"), ignored),
             );
         } else {
             ignored.push(format!("{at}.{key}"));
@@ -538,7 +546,7 @@ fn clean(
 }
 
 /// Item props of an array-of-objects prop the catalog does not know, left out likewise.
-fn clean_items(prop: Option<&Prop>, value: &Value, at: &str, ignored: &mut Vec<String>) -> Value {
+fn clean_items(prop: Option<&Prop>, value: &Value, at: At<'_>, ignored: &mut Vec<String>) -> Value {
     let (
         Some(Prop {
             kind: Kind::Items(props),
@@ -559,7 +567,7 @@ fn clean_items(prop: Option<&Prop>, value: &Value, at: &str, ignored: &mut Vec<S
                     .filter(|(key, _)| {
                         let known = props.iter().any(|p| &p.name == *key);
                         if !known {
-                            ignored.push(format!("{at}[{index}].{key}"));
+                            ignored.push(format!("{}[{index}].{key}", at()));
                         }
                         known
                     })
