@@ -3,30 +3,12 @@
 
 use super::vars::Vars;
 use super::{ConfigError, Section};
-use crate::genui::a2ui::{DEFAULT_MAX_ATTEMPTS, Mode};
-
-/// `A2UI` and `A2UI_MAX_ATTEMPTS`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct A2uiConfig {
-    /// When the default agent (and every profile without its own `a2ui`) offers the tool.
-    pub mode: Mode,
-    /// The attempts one surface gets before it is shown `failed`.
-    pub max_attempts: u32,
-}
-
-impl Default for A2uiConfig {
-    fn default() -> Self {
-        Self {
-            mode: Mode::Auto,
-            max_attempts: DEFAULT_MAX_ATTEMPTS,
-        }
-    }
-}
+use crate::genui::a2ui::{A2uiSettings, DEFAULT_MAX_ATTEMPTS, Mode};
 
 /// What `A2UI` (and a profile's `a2ui`) accepts.
 pub(crate) const MODES: &str = "auto, off, on or assistant-ui";
 
-impl Section for A2uiConfig {
+impl Section for A2uiSettings {
     const SETTINGS: &'static [&'static str] = &["A2UI", "A2UI_MAX_ATTEMPTS"];
 
     fn from_vars(vars: &Vars) -> Result<Self, ConfigError> {
@@ -53,7 +35,7 @@ mod tests {
     #[test]
     fn a2ui_is_offered_to_clients_that_paint_it_with_three_attempts_by_default() {
         let unset = config(&[]).unwrap();
-        assert_eq!(unset.a2ui, A2uiConfig::default());
+        assert_eq!(unset.a2ui, A2uiSettings::default());
         assert_eq!((unset.a2ui.mode, unset.a2ui.max_attempts), (Mode::Auto, 3));
         let set = config(&[("A2UI", "assistant-ui"), ("A2UI_MAX_ATTEMPTS", "5")]).unwrap();
         assert_eq!(

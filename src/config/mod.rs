@@ -26,7 +26,6 @@ use profiles::Profiles;
 use std::collections::{BTreeMap, HashMap};
 use vars::Vars;
 
-pub(crate) use a2ui::A2uiConfig;
 pub(crate) use auth::{AuthConfig, JwksSource};
 pub(crate) use context::ContextConfig;
 pub use context::PromptCache;
@@ -77,7 +76,7 @@ pub struct Config {
     /// How sub-agents are shown and bounded, and the profile the AG-UI routes serve.
     pub subagents: SubagentsConfig,
     /// When the A2UI render tool is offered (`A2UI`).
-    pub a2ui: A2uiConfig,
+    pub a2ui: crate::genui::a2ui::A2uiSettings,
 }
 
 /// A setting the function cannot start with; the message names the variable.
@@ -151,7 +150,7 @@ pub(crate) const SETTINGS: &[&[&str]] = &[
     ContextConfig::SETTINGS,
     crate::agent::memory::MemorySettings::SETTINGS,
     SubagentsConfig::SETTINGS,
-    A2uiConfig::SETTINGS,
+    crate::genui::a2ui::A2uiSettings::SETTINGS,
     SET_BY_LAMBDA,
 ];
 
@@ -185,7 +184,7 @@ impl Config {
             context: ContextConfig::from_vars(vars)?,
             memory: crate::agent::memory::MemorySettings::from_vars(vars)?,
             subagents: SubagentsConfig::from_vars(vars)?,
-            a2ui: A2uiConfig::from_vars(vars)?,
+            a2ui: crate::genui::a2ui::A2uiSettings::from_vars(vars)?,
         };
         if let Some(profile) = &config.subagents.default_profile
             && !config.profiles.contains_key(profile)

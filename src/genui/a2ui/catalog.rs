@@ -2,6 +2,7 @@
 //! v0.9 is built in; a client that sends its own (CopilotKit's schema context entry) is read from
 //! that entry, its basic components keeping what the built-in table knows of them.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::sync::{Arc, LazyLock};
 
@@ -10,7 +11,8 @@ use std::sync::{Arc, LazyLock};
 pub(crate) const BASIC_CATALOG_ID: &str = "https://a2ui.org/specification/v0_9/basic_catalog.json";
 
 /// What a prop takes, as far as validation and the model's description need to know.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) enum Kind {
     /// A string, or `{"path"}` bound to the data model.
     Text,
@@ -24,8 +26,8 @@ pub(crate) enum Kind {
     Strings,
     /// One of these strings; `bindable` when a binding is allowed too.
     Choice { values: Vec<String>, bindable: bool },
-    /// A literal of this JSON type (`string`, `number`, `boolean`), never bound.
-    Literal(&'static str),
+    /// A literal of this JSON type, never bound.
+    Literal(Scalar),
     /// One component's id.
     Child,
     /// Component ids, or a template `{"componentId", "path"}` repeated per item of a list.
@@ -38,8 +40,35 @@ pub(crate) enum Kind {
     Any,
 }
 
+/// A JSON scalar type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Scalar {
+    String,
+    Number,
+    Boolean,
+}
+
+impl Scalar {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Scalar::String => "string",
+            Scalar::Number => "number",
+            Scalar::Boolean => "boolean",
+        }
+    }
+
+    pub(crate) fn holds(self, value: &Value) -> bool {
+        match self {
+            Scalar::String => value.is_string(),
+            Scalar::Number => value.is_number(),
+            Scalar::Boolean => value.is_boolean(),
+        }
+    }
+}
+
 /// One prop of a component.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Prop {
     pub(crate) name: String,
     pub(crate) required: bool,
@@ -47,7 +76,7 @@ pub(crate) struct Prop {
 }
 
 /// One component type of a catalog.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Component {
     pub(crate) name: String,
     pub(crate) props: Vec<Prop>,
@@ -60,7 +89,7 @@ impl Component {
 }
 
 /// The components a renderer paints, under the id its surfaces are created with.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Catalog {
     pub(crate) id: String,
     pub(crate) components: Vec<Component>,
@@ -205,9 +234,9 @@ fn kind_of(schema: &Value, root: &Value, depth: usize) -> Kind {
         };
     }
     match schema.get("type").and_then(Value::as_str) {
-        Some("string") => Kind::Literal("string"),
-        Some("number" | "integer") => Kind::Literal("number"),
-        Some("boolean") => Kind::Literal("boolean"),
+        Some("string") => Kind::Literal(Scalar::String),
+        Some("number" | "integer") => Kind::Literal(Scalar::Number),
+        Some("boolean") => Kind::Literal(Scalar::Boolean),
         Some("array") => match schema.get("items") {
             Some(items) if items.get("properties").is_some() => {
                 Kind::Items(item_props(items, root, depth + 1))
@@ -281,9 +310,9 @@ fn kind_of_variants(variants: &[Value], root: &Value, depth: usize) -> Kind {
         }
     });
     match (literal, bindable) {
-        (Some(Kind::Text), false) => Kind::Literal("string"),
-        (Some(Kind::Number), false) => Kind::Literal("number"),
-        (Some(Kind::Bool), false) => Kind::Literal("boolean"),
+        (Some(Kind::Text), false) => Kind::Literal(Scalar::String),
+        (Some(Kind::Number), false) => Kind::Literal(Scalar::Number),
+        (Some(Kind::Bool), false) => Kind::Literal(Scalar::Boolean),
         (Some(kind), _) => kind,
         (None, _) => match resolved.first() {
             Some(first) if resolved.len() == 1 => kind_of(first, root, depth + 1),
@@ -525,7 +554,7 @@ fn basic_catalog() -> Catalog {
                     false,
                     choice(&["longText", "number", "shortText", "obscured"]),
                 ),
-                prop("validationRegexp", false, Literal("string")),
+                prop("validationRegexp", false, Literal(Scalar::String)),
             ],
         ),
         component(
@@ -546,20 +575,20 @@ fn basic_catalog() -> Catalog {
                     true,
                     Kind::Items(vec![
                         prop("label", true, Text),
-                        prop("value", true, Literal("string")),
+                        prop("value", true, Literal(Scalar::String)),
                     ]),
                 ),
                 prop("value", true, Strings),
                 prop("displayStyle", false, choice(&["checkbox", "chips"])),
-                prop("filterable", false, Literal("boolean")),
+                prop("filterable", false, Literal(Scalar::Boolean)),
             ],
         ),
         component(
             "Slider",
             vec![
                 prop("label", false, Text),
-                prop("min", false, Literal("number")),
-                prop("max", true, Literal("number")),
+                prop("min", false, Literal(Scalar::Number)),
+                prop("max", true, Literal(Scalar::Number)),
                 prop("value", true, Number),
             ],
         ),
@@ -567,8 +596,8 @@ fn basic_catalog() -> Catalog {
             "DateTimeInput",
             vec![
                 prop("value", true, Text),
-                prop("enableDate", false, Literal("boolean")),
-                prop("enableTime", false, Literal("boolean")),
+                prop("enableDate", false, Literal(Scalar::Boolean)),
+                prop("enableTime", false, Literal(Scalar::Boolean)),
                 prop("min", false, Kind::Moment),
                 prop("max", false, Kind::Moment),
                 prop("label", false, Text),

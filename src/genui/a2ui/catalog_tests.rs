@@ -111,7 +111,7 @@ fn check_kind_against_spec(component: &str, kind: &Kind, schema: &Value) {
         Kind::Child => assert!(reference.ends_with("ComponentId"), "{at}"),
         Kind::Children => assert!(reference.ends_with("ChildList"), "{at}"),
         Kind::Action => assert!(reference.ends_with("Action"), "{at}"),
-        Kind::Literal(kind) => assert_eq!(schema["type"], json!(kind), "{at}"),
+        Kind::Literal(kind) => assert_eq!(schema["type"], json!(kind.name()), "{at}"),
         Kind::Choice { values, bindable } => {
             let listed = if *bindable {
                 &schema["oneOf"][0]["enum"]
@@ -151,7 +151,10 @@ fn copilotkits_catalog_is_read_from_the_schema_its_page_sends() {
     assert_eq!(catalog.components.len(), 18);
     let slider = catalog.component("Slider").unwrap();
     // CopilotKit's Slider has a `step` the spec's lacks; read from its own schema.
-    assert_eq!(slider.prop("step").unwrap().kind, Kind::Literal("number"));
+    assert_eq!(
+        slider.prop("step").unwrap().kind,
+        Kind::Literal(Scalar::Number)
+    );
     assert!(slider.prop("max").unwrap().required);
     let list = catalog.component("List").unwrap();
     assert!(
@@ -194,7 +197,10 @@ fn a_custom_components_props_are_typed_from_their_shape() {
     let metric = catalog.component("Metric").unwrap();
     assert_eq!(metric.prop("label").unwrap().kind, Kind::Text);
     assert!(metric.prop("label").unwrap().required);
-    assert_eq!(metric.prop("value").unwrap().kind, Kind::Literal("number"));
+    assert_eq!(
+        metric.prop("value").unwrap().kind,
+        Kind::Literal(Scalar::Number)
+    );
     assert_eq!(
         metric.prop("trend").unwrap().kind,
         Kind::Choice {
@@ -208,7 +214,7 @@ fn a_custom_components_props_are_typed_from_their_shape() {
         Kind::Items(vec![Prop {
             name: "x".to_owned(),
             required: true,
-            kind: Kind::Literal("number")
+            kind: Kind::Literal(Scalar::Number)
         }])
     );
 }

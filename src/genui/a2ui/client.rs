@@ -79,11 +79,32 @@ pub fn model_context(context: &[ContextEntry]) -> Vec<ContextEntry> {
 }
 
 /// What a run offers: the form its surfaces are painted in, and the catalog the model is told
-/// about and held to.
-#[derive(Debug, Clone, PartialEq)]
+/// about and held to. Kept in the run's record, so a runner that takes the run over offers the
+/// same.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Offer {
     pub renderer: Renderer,
+    #[serde(with = "shared")]
     pub catalog: Arc<Catalog>,
+}
+
+/// An `Arc<Catalog>` as its catalog.
+mod shared {
+    use super::{Arc, Catalog};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(
+        catalog: &Arc<Catalog>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        catalog.as_ref().serialize(serializer)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Arc<Catalog>, D::Error> {
+        Catalog::deserialize(deserializer).map(Arc::new)
+    }
 }
 
 /// The offer for a run: `None` when the render tool is not offered (it then costs nothing).

@@ -71,7 +71,7 @@ fn describe_prop(text: &mut String, prop: &Prop) {
         Kind::Number => "number".to_owned(),
         Kind::Bool => "bool".to_owned(),
         Kind::Strings => "strings".to_owned(),
-        Kind::Literal(kind) => (*kind).to_owned(),
+        Kind::Literal(kind) => kind.name().to_owned(),
         Kind::Child => "id".to_owned(),
         Kind::Children => "ids".to_owned(),
         Kind::Action => "event".to_owned(),

@@ -4,7 +4,7 @@
 //! new call continues and the surface an update builds on. (What a reloaded thread shows is the
 //! activity kept beside the record, `protocol::activity`.)
 
-use super::emit::{Attempt, Renderer};
+use super::emit::{self, ACTIVITY_TYPE, Attempt, Renderer};
 use super::surface::Surface;
 use super::validate::ValidationError;
 use crate::protocol::Message;
@@ -44,10 +44,24 @@ pub(crate) struct Record {
     pub(crate) renderer: Renderer,
 }
 
+/// Where in this server's metadata an activity kept for a reload lives, and its shape
+/// (`{messageId, activityType, content}`): every `MESSAGES_SNAPSHOT` shows it again as an AG-UI
+/// `activity` message right after its tool message.
+const KEPT_ACTIVITY_KEY: &str = "activity";
+
 impl Record {
-    /// The tool message metadata holding this record.
-    pub(crate) fn metadata(&self) -> Value {
-        json!({METADATA_KEY: {"a2ui": self}})
+    /// The tool message metadata holding this record, and for a surface painted or failed the
+    /// activity a reload shows (`content`).
+    pub(crate) fn metadata(&self, content: &Value) -> Value {
+        let mut ours = json!({"a2ui": self});
+        if self.status != Status::Invalid {
+            ours[KEPT_ACTIVITY_KEY] = json!({
+                "messageId": self.activity_id,
+                "activityType": ACTIVITY_TYPE,
+                "content": content,
+            });
+        }
+        json!({METADATA_KEY: ours})
     }
 
     /// The record a tool message carries, if it answers a render call.
@@ -69,6 +83,26 @@ impl Record {
             errors: self.errors.clone(),
         }
     }
+}
+
+/// What a tool message's answer shows live, just before its result: the surface painted or
+/// failed (the activity kept for a reload), or `retrying` after an invalid attempt. `None` for
+/// an answer that is not a render call's.
+pub(crate) fn shown_with(message: &Message) -> Option<(String, Value)> {
+    let record = Record::of(message)?;
+    if record.status == Status::Invalid {
+        let content = emit::retrying(record.attempt + 1, record.max_attempts, &record.errors);
+        return Some((record.activity_id, content));
+    }
+    let Message::Tool {
+        metadata: Some(metadata),
+        ..
+    } = message
+    else {
+        return None;
+    };
+    let kept = metadata.get(METADATA_KEY)?.get(KEPT_ACTIVITY_KEY)?;
+    Some((record.activity_id, kept.get("content")?.clone()))
 }
 
 /// Attempts at one surface still going: the last one was refused with attempts left.

@@ -13,7 +13,25 @@ pub(crate) mod render;
 pub(crate) mod surface;
 pub(crate) mod validate;
 
-pub(crate) use client::Mode;
+pub(crate) use client::{Mode, Offer};
+pub(crate) use emit::ACTIVITY_TYPE;
 pub(crate) use render::DEFAULT_MAX_ATTEMPTS;
+
+/// When an agent offers the render tool (`A2UI`, a profile's `a2ui`) and how many attempts a
+/// surface gets (`A2UI_MAX_ATTEMPTS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct A2uiSettings {
+    pub mode: Mode,
+    pub max_attempts: u32,
+}
+
+impl Default for A2uiSettings {
+    fn default() -> Self {
+        Self {
+            mode: Mode::Auto,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+        }
+    }
+}
 #[cfg(test)]
 pub(crate) mod spec_schema;

@@ -110,7 +110,7 @@ pub(crate) fn complete(
         components: Surface::reachable(checked.components, &offer.catalog),
         data,
     };
-    let operations = emit::operations(&surface, &offer.renderer);
+    let content = emit::painted(emit::operations(&surface, &offer.renderer));
     let record = Record {
         activity_id: activity_id.clone(),
         attempt,
@@ -122,10 +122,10 @@ pub(crate) fn complete(
     };
     Outcome {
         activity_id,
-        content: emit::painted(operations),
+        metadata: record.metadata(&content),
+        content,
         result: emit::rendered_result(&call.surface_id, &checked.ignored),
         error: None,
-        metadata: record.metadata(),
         status: Status::Rendered,
     }
 }
@@ -175,10 +175,10 @@ fn refused(
     };
     Outcome {
         activity_id,
+        metadata: record.metadata(&content),
         content,
         result,
         error: Some(error),
-        metadata: record.metadata(),
         status,
     }
 }

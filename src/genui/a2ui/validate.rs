@@ -276,7 +276,7 @@ fn check_value(
                 || (*bindable && is_binding(value));
             (!fine).then(|| format!("one of {}", values.join(", ")))
         }
-        Kind::Literal(kind) if !literal_is(kind, value) => Some(format!("a {kind}")),
+        Kind::Literal(kind) if !kind.holds(value) => Some(format!("a {}", kind.name())),
         Kind::Child if !value.as_str().is_some_and(|id| !id.is_empty()) => {
             Some("a component id".to_owned())
         }
@@ -340,15 +340,6 @@ fn is_moment(text: &str) -> bool {
     chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").is_ok()
         || chrono::DateTime::parse_from_rfc3339(text).is_ok()
         || chrono::DateTime::parse_from_rfc3339(&format!("2000-01-01T{text}")).is_ok()
-}
-
-fn literal_is(kind: &str, value: &Value) -> bool {
-    match kind {
-        "string" => value.is_string(),
-        "number" => value.is_number(),
-        "boolean" => value.is_boolean(),
-        _ => true,
-    }
 }
 
 fn is_strings(value: &Value) -> bool {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::genui::a2ui::catalog::Scalar;
 use crate::genui::a2ui::emit::{self, Renderer};
 use crate::genui::a2ui::spec_schema::operation_validator;
 use crate::genui::a2ui::surface::Surface;
@@ -325,8 +326,8 @@ fn value_of(kind: &Kind, refs: &BoxedStrategy<String>) -> BoxedStrategy<Value> {
                 pick.boxed()
             }
         }
-        Kind::Literal("number") => Just(json!(10)).boxed(),
-        Kind::Literal("boolean") => Just(json!(false)).boxed(),
+        Kind::Literal(Scalar::Number) => Just(json!(10)).boxed(),
+        Kind::Literal(Scalar::Boolean) => Just(json!(false)).boxed(),
         Kind::Literal(_) => Just(json!("^a+$")).boxed(),
         Kind::Child => refs.clone().prop_map(Value::String).boxed(),
         Kind::Children => prop_oneof![
