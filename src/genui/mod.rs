@@ -2,6 +2,4 @@
 //! Generative UI patch stream and the MCP Apps activity. Pure: no I/O, no run loop; the agent
 //! decides when a client can paint and offers the tools, the stream carries what this builds.
 
-// Used by the run loop once it offers the render tool.
-#[allow(dead_code)]
 pub(crate) mod a2ui;

@@ -95,16 +95,6 @@ impl RenderCall {
             Err(errors)
         }
     }
-
-    /// The surface id alone, for a lifecycle that must name it before the whole call parses.
-    pub(crate) fn surface_id_of(arguments: &str) -> Option<String> {
-        serde_json::from_str::<Value>(arguments)
-            .ok()?
-            .get("surfaceId")?
-            .as_str()
-            .filter(|id| valid_surface_id(id))
-            .map(str::to_owned)
-    }
 }
 
 fn too_large(message: String) -> ValidationError {

@@ -277,7 +277,7 @@ fn check_value(
             (!fine).then(|| format!("one of {}", values.join(", ")))
         }
         Kind::Literal(kind) if !kind.holds(value) => Some(format!("a {}", kind.name())),
-        Kind::Child if !value.as_str().is_some_and(|id| !id.is_empty()) => {
+        Kind::Child if value.as_str().is_none_or(str::is_empty) => {
             Some("a component id".to_owned())
         }
         Kind::Children if !(is_strings(value) || is_template(value)) => {
