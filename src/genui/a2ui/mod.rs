@@ -34,4 +34,6 @@ impl Default for A2uiSettings {
     }
 }
 #[cfg(test)]
+mod property_tests;
+#[cfg(test)]
 pub(crate) mod spec_schema;
