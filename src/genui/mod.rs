@@ -2,5 +2,6 @@
 //! Generative UI patch stream and the MCP Apps activity. Pure: no I/O, no run loop; the agent
 //! decides when a client can paint and offers the tools, the stream carries what this builds.
 
+pub(crate) mod a2ui;
 pub(crate) mod mcp_apps;
 pub(crate) mod ogui;
