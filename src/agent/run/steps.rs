@@ -2,7 +2,7 @@
 //! each followed by its tool calls, until the model answers without calling a server tool, the
 //! calls wait for the client or a person, or the steps run out.
 
-use super::fit::{Fitted, Pressure};
+use super::fit::Fitted;
 use super::gate::{Ask, Gated};
 use super::outcome::{RunEnd, RunFailure};
 use super::record::{Phase, ToolPlan};
@@ -473,7 +473,7 @@ impl PreparedRun {
                 }
                 Err(RunFailure::Overflow(refusal)) if pressure.is_none() => {
                     tracing::warn!(%refusal, estimated, "the model refused the request as too long: compacting harder");
-                    pressure = Some(Pressure::after(&refusal, estimated.max(1), self.reserve()));
+                    pressure = Some(self.refused(&refusal, estimated.max(1)));
                 }
                 Err(RunFailure::Overflow(refusal)) => {
                     tracing::warn!(%refusal, estimated, "the model refused the compacted request as too long");
