@@ -8,12 +8,15 @@ mod incoming;
 use super::approval::{InterruptRecord, Resolution};
 use super::context::ContextStrategy;
 use super::run::{ContextState, PreparedRun, RunProgress, RunRequest, RunTelemetry};
+use super::subagents::FoldedStep;
 use super::thread::{self, Merged};
 use super::{Agent, StartError, lease_expiry, spans};
 use crate::auth::Principal;
 use crate::protocol::input::{BusyThreadPolicy, check_new_messages};
 use crate::protocol::{ContextEntry, Message, RunId, RunInput, ThreadId, UserContent};
-use crate::store::{Lease, Reservation, RunStart, StoreError, StoredThread, ThreadActivity};
+use crate::store::{
+    Lease, Reservation, RunStart, StoreError, StoredThread, ThreadActivity, ThreadLink,
+};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +30,8 @@ pub(crate) struct ChildStart {
     pub(crate) parent: Option<crate::store::ThreadLink>,
     /// How deep the run is (the client's run is 0).
     pub(crate) depth: u32,
+    /// The delegating run's step, stored in the same write as the new thread.
+    pub(crate) step: Option<super::subagents::FoldedStep>,
 }
 
 /// What one attempt at the start read and decided before it writes.
@@ -151,11 +156,18 @@ impl Agent {
         deadline: Instant,
         mut reservation: Option<Reservation>,
         telemetry: RunTelemetry,
-        child: Option<ChildStart>,
+        mut child: Option<ChildStart>,
     ) -> Result<PreparedRun, StartError> {
+        let mut step = child.as_mut().and_then(|child| child.step.take());
         let link = child.as_ref().and_then(|child| child.parent.as_ref());
         let taken = self
-            .take_thread(&owner, &input, &thread_id, &mut reservation, link)
+            .take_thread(
+                &owner,
+                &input,
+                &thread_id,
+                &mut reservation,
+                (link, &mut step),
+            )
             .await;
         let taken = match taken {
             Ok(taken) => taken,
@@ -180,14 +192,15 @@ impl Agent {
     /// The start's retry loop: each attempt loads, forks, merges, reserves and begins; one that
     /// lost the thread to another run between its read and its write tries again, until the
     /// interrupt wait is over. `reservation` holds the quota taken, for the caller to give back
-    /// on failure.
+    /// on failure. A sub-agent's thread is linked to its parent (and may carry its parent's
+    /// step).
     async fn take_thread(
         &self,
         owner: &Principal,
         input: &RunInput,
         thread_id: &ThreadId,
         reservation: &mut Option<Reservation>,
-        link: Option<&crate::store::ThreadLink>,
+        (link, step): (Option<&ThreadLink>, &mut Option<FoldedStep>),
     ) -> Result<Taken, StartError> {
         self.check_client_tools(&input.tools)?;
         let policy = input
@@ -213,7 +226,10 @@ impl Agent {
             if reservation.is_none() {
                 *reservation = Some(self.reserve(owner).await?);
             }
-            match self.begin(owner, thread_id, input, &attempt, link).await {
+            match self
+                .begin(owner, thread_id, input, &attempt, (link, &mut *step))
+                .await
+            {
                 Ok(lease) => {
                     let base = attempt.loaded.or(attempt.forked);
                     let context = attempt.loaded.map_or_else(ContextState::default, |thread| {
@@ -413,7 +429,7 @@ impl Agent {
         thread_id: &ThreadId,
         input: &RunInput,
         attempt: &Attempt<'_>,
-        link: Option<&crate::store::ThreadLink>,
+        (link, step): (Option<&ThreadLink>, &mut Option<FoldedStep>),
     ) -> Result<Lease, StoreError> {
         let Attempt { loaded, forked, .. } = *attempt;
         let merged = &attempt.merged;
@@ -450,9 +466,40 @@ impl Agent {
             copied_at_ms: forked.map_or(&[], |parent| &parent.message_at_ms[..]),
         };
         match link {
-            Some(parent) => self.store.begin_linked_run(start, parent).await,
+            Some(parent) => self.begin_child(start, parent, step).await,
             None => self.store.begin_run(start).await,
         }
+    }
+
+    /// A sub-agent's new thread begun, linked to its parent; with the parent's step, both in
+    /// one write. A step that write could not store goes back to its run, which stores it
+    /// alone; the child begins after it.
+    async fn begin_child(
+        &self,
+        start: RunStart<'_>,
+        parent: &ThreadLink,
+        step: &mut Option<FoldedStep>,
+    ) -> Result<Lease, StoreError> {
+        if let Some(folded) = step.take() {
+            let linked = self
+                .store
+                .begin_linked_run(start.clone(), parent, Some(folded.as_store()))
+                .await;
+            match linked {
+                Ok(linked) => {
+                    if let Some(version) = linked.parent_version {
+                        folded.stored(version);
+                    }
+                    return Ok(linked.lease);
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "the delegating run's step was not stored with its child's start: it is stored alone first");
+                    folded.not_stored().await;
+                }
+            }
+        }
+        let linked = self.store.begin_linked_run(start, parent, None).await?;
+        Ok(linked.lease)
     }
 
     /// The started run: its request as the start checked it, its loop's starting point, and
