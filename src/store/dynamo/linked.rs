@@ -18,6 +18,8 @@ use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 
 /// DynamoDB's limit on the items of one transaction.
 const ITEMS_PER_TRANSACTION: usize = 100;
+/// The most event bytes a write of the log carries on its own (as the recorder's do).
+const EVENT_BATCH_BYTES: usize = 300_000;
 
 impl DynamoStore {
     /// [`crate::store::RunLeases::begin_linked_run`] with the parent's step.
@@ -44,10 +46,20 @@ impl DynamoStore {
         {
             return Ok(linked);
         }
-        // Too large for one transaction: the events first (nothing refers to them yet).
-        if !step.events.is_empty() {
-            self.append_events(step.lease, step.events_from, step.events)
+        // Too large for one transaction: the events first (nothing refers to them yet), in
+        // batches the size the recorder writes.
+        let mut first = 0;
+        while first < step.events.len() {
+            let mut end = first + 1;
+            let mut bytes = step.events[first].len();
+            while end < step.events.len() && bytes + step.events[end].len() <= EVENT_BATCH_BYTES {
+                bytes += step.events[end].len();
+                end += 1;
+            }
+            let from = step.events_from + first as u64;
+            self.append_events(step.lease, from, &step.events[first..end])
                 .await?;
+            first = end;
         }
         if let Some(linked) = self
             .begin_in_one(&start, parent, &step, Vec::new(), 0)
