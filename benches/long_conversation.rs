@@ -274,7 +274,8 @@ async fn untold_window() {
         let recalled = facts_conversation(&base, TURNS).await;
         let seen = model.seen();
         let (summaries, main): (Vec<_>, Vec<_>) = seen.iter().partition(|seen| seen.is_summary());
-        let tokens = |seen: &[&window_model::Seen]| seen.iter().map(|seen| seen.tokens).sum::<u64>();
+        let tokens =
+            |seen: &[&window_model::Seen]| seen.iter().map(|seen| seen.tokens).sum::<u64>();
         println!(
             "  {}: {recalled} of {TURNS} facts recalled; {} refused; {} summary calls ({} to condense), {} prompt tokens; {} model calls, {} prompt tokens",
             if told {

@@ -180,7 +180,9 @@ async fn measure(name: &str, store: Arc<dyn ThreadStore>) {
             |e: &Value| e["type"] == "TEXT_MESSAGE_CONTENT" && e.get("subagentRunId").is_some();
         let started = at(&events, |e| e["type"] == "SUBAGENT_STARTED");
         let call_ended = at(&events, |e| {
-            e["type"] == "TOOL_CALL_END" && e["toolCallId"] == "c1" && e.get("subagentRunId").is_none()
+            e["type"] == "TOOL_CALL_END"
+                && e["toolCallId"] == "c1"
+                && e.get("subagentRunId").is_none()
         });
         delegated.push(at(&events, child) - started);
         from_call.push(at(&events, child) - call_ended);

@@ -3,7 +3,10 @@
 //! `parentRunId` run, merge the input and its answers to interrupts, reserve the quota, begin
 //! the run. Nothing is stored unless the run begins.
 
+mod child;
 mod incoming;
+
+pub(crate) use child::ChildStart;
 
 use super::approval::{InterruptRecord, Resolution};
 use super::context::ContextStrategy;
@@ -24,17 +27,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 use tracing::Instrument;
-
-/// A sub-agent's run, as its delegation starts it.
-pub(crate) struct ChildStart {
-    /// `Some` for a new thread, linked to the delegating one in the same write (and never read
-    /// first: it cannot exist yet); `None` to continue the child's thread.
-    pub(crate) parent: Option<crate::store::ThreadLink>,
-    /// How deep the run is (the client's run is 0).
-    pub(crate) depth: u32,
-    /// The delegating run's step, stored in the same write as the new thread.
-    pub(crate) step: Option<super::subagents::FoldedStep>,
-}
 
 /// What one attempt at the start read and decided before it writes.
 struct Attempt<'a> {
@@ -85,25 +77,6 @@ impl Agent {
         reservation: Option<Reservation>,
     ) -> Result<PreparedRun, StartError> {
         self.start_with(owner, input, deadline, reservation, None)
-            .await
-    }
-
-    /// A sub-agent's run: no quota reservation of its own (its tokens are settled when it
-    /// ends, its delegating run's quota admitted it), and a new thread is created linked to its
-    /// parent without being read first.
-    pub(crate) async fn start_child(
-        &self,
-        owner: Principal,
-        input: RunInput,
-        deadline: Instant,
-        child: ChildStart,
-    ) -> Result<PreparedRun, StartError> {
-        let unreserved = Reservation {
-            owner: owner.clone(),
-            day: crate::store::usage_day(chrono::Utc::now()),
-            reserved_tokens: 0,
-        };
-        self.start_with(owner, input, deadline, Some(unreserved), Some(child))
             .await
     }
 
@@ -481,37 +454,6 @@ impl Agent {
             Some(parent) => self.begin_child(start, parent, step).await,
             None => self.store.begin_run(start).await,
         }
-    }
-
-    /// A sub-agent's new thread begun, linked to its parent; with the parent's step, both in
-    /// one write. A step that write could not store goes back to its run, which stores it
-    /// alone; the child begins after it.
-    async fn begin_child(
-        &self,
-        start: RunStart<'_>,
-        parent: &ThreadLink,
-        step: &mut Option<FoldedStep>,
-    ) -> Result<Lease, StoreError> {
-        if let Some(folded) = step.take() {
-            let linked = self
-                .store
-                .begin_linked_run(start.clone(), parent, Some(folded.as_store()))
-                .await;
-            match linked {
-                Ok(linked) => {
-                    if let Some(version) = linked.parent_version {
-                        folded.stored(version);
-                    }
-                    return Ok(linked.lease);
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "the delegating run's step was not stored with its child's start: it is stored alone first");
-                    folded.not_stored().await;
-                }
-            }
-        }
-        let linked = self.store.begin_linked_run(start, parent, None).await?;
-        Ok(linked.lease)
     }
 
     /// The started run: its request as the start checked it, its loop's starting point, and

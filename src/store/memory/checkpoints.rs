@@ -1,8 +1,7 @@
 //! The in-memory store's run checkpoints: a run's progress appended under its lease with its
 //! record, and one claim at a time taking a run over.
 
-use super::runs::leased;
-use super::{LiveRecord, MemoryStore, Record, now_ms};
+use super::{LiveRecord, MemoryStore, Record, leased, now_ms};
 use crate::protocol::ThreadId;
 use crate::store::{
     Claim, ClaimedRun, Lease, RunCheckpoint, RunCheckpoints, RunClaim, StoreError, check_sizes,

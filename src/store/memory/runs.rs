@@ -1,7 +1,7 @@
 //! The in-memory store's run leases: taking a thread for a run with its input, letting it go
 //! with the output, renewing the lease, and cancel requests.
 
-use super::{HeldLease, MemoryStore, Record, now_ms, owned_mut};
+use super::{HeldLease, MemoryStore, Record, leased, now_ms, owned_mut};
 use crate::auth::Principal;
 use crate::protocol::{RunId, ThreadId};
 use crate::store::{
@@ -143,23 +143,6 @@ impl RunLeases for MemoryStore {
             Err(StoreError::NotFound)
         }
     }
-}
-
-/// Whether `lease` still holds `record`: its runner, at the version it last wrote.
-fn holds(record: &Record, lease: &Lease) -> bool {
-    record.version == lease.version
-        && matches!(&record.lease, Some(held) if held.run_id == lease.run_id && held.epoch == lease.epoch)
-}
-
-/// The thread `lease` is held on, while it is held.
-pub(super) fn leased<'a>(
-    threads: &'a mut HashMap<ThreadId, Record>,
-    lease: &Lease,
-) -> Result<&'a mut Record, StoreError> {
-    threads
-        .get_mut(&lease.thread_id)
-        .filter(|record| holds(record, lease))
-        .ok_or(StoreError::LeaseLost)
 }
 
 /// `begin_run` on the locked threads.
