@@ -130,7 +130,7 @@ cargo build --locked --example calculator --example strict_messages
 
 step "end to end under cargo lambda watch with @ag-ui/client 1.0.0 and 0.0.59"
 AIMOCK_PORT=$(free_port)
-setsid tests/node/node_modules/.bin/llmock -p "$AIMOCK_PORT" -h 127.0.0.1 -f tests/fixtures/aimock-openai.json \
+setsid tests/node/node_modules/.bin/llmock -p "$AIMOCK_PORT" -h 127.0.0.1 -f tests/fixtures/aimock-openai.json -f tests/fixtures/aimock-a2ui.json \
   </dev/null >"$ARTIFACTS/aimock.log" 2>&1 &
 PIDS+=($!)
 wait_for "http://127.0.0.1:$AIMOCK_PORT/health" aimock "${PIDS[-1]}"
@@ -226,6 +226,16 @@ PIDS+=($!)
 wait_for_function "http://127.0.0.1:$COMPACT_PORT" "the local server (a 1,000-token window)" "${PIDS[-1]}"
 (cd tests/node && AGUI_BASE="http://127.0.0.1:$COMPACT_PORT" CAPTURE_DIR="$ARTIFACTS/captures" node --test compaction.test.mjs) 2>&1 | tee "$SUITES/compaction.log" \
   || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/compaction.log"; exit 1; }
+# A2UI surfaces through both real clients: a server that paints for every client
+# (A2UI=assistant-ui) and the local server above (A2UI left to `auto`).
+A2UI_PORT=$(free_port)
+PORT="$A2UI_PORT" OPENAI_BASE_URL="http://127.0.0.1:$AIMOCK_PORT/v1" OPENAI_API_KEY=e2e-test-key AGENT_MODEL=test-model \
+  A2UI=assistant-ui MODEL_MAX_RETRIES=1 RUST_LOG=info setsid target/debug/agui-lambda </dev/null >"$ARTIFACTS/a2ui.log" 2>&1 &
+PIDS+=($!)
+wait_for_function "http://127.0.0.1:$A2UI_PORT" "the local server (A2UI=assistant-ui)" "${PIDS[-1]}"
+(cd tests/node && AGUI_A2UI_BASE="http://127.0.0.1:$A2UI_PORT" AGUI_PLAIN_BASE="http://127.0.0.1:$LOCAL_PORT" \
+  CAPTURE_DIR="$ARTIFACTS/captures" node --test a2ui.test.mjs) 2>&1 | tee "$SUITES/a2ui.log" \
+  || { echo "--- A2UI server log"; tail -n 50 "$ARTIFACTS/a2ui.log"; exit 1; }
 # The example agent's own binary (examples/calculator): its `calculate` tool, called by aimock.
 EXAMPLE_PORT=$(free_port)
 PORT="$EXAMPLE_PORT" OPENAI_BASE_URL="http://127.0.0.1:$AIMOCK_PORT/v1" OPENAI_API_KEY=e2e-test-key AGENT_MODEL=test-model \
@@ -401,6 +411,8 @@ for capture in "${captures[@]}"; do
   ag-ui-validate --no-color "${cut[@]}" "$capture" >"$capture.report" 2>&1 || { cat "$capture.report"; echo "ag-ui-validate rejected $capture"; exit 1; }
 done
 echo "ag-ui-validate: ${#captures[@]} streams, no violation"
+# Every A2UI operation in them against the A2UI v0.9 JSON Schema.
+python scripts/check_a2ui_captures.py "${captures[@]}" | tee "$SUITES/a2ui-schema.log"
 echo "ag-ui-validate: ${#captures[@]} passed, 0 failed" >"$SUITES/ag-ui-validate.log"
 # Quiet by default: cargo-lambda's own warnings and lambda_runtime's start-up warning about
 # AWS_LAMBDA_MAX_CONCURRENCY / `concurrency-tokio` fail the run (the function's warnings about the

@@ -38,6 +38,16 @@ pub mod dialects {
     pub use crate::dialects::{AguiEncoder, Encoder};
 }
 
+pub mod genui {
+    pub mod a2ui {
+        pub use crate::genui::a2ui::catalog::Catalog;
+        pub use crate::genui::a2ui::client::Mode;
+        pub use crate::genui::a2ui::client::{Offer, model_context, offer};
+        pub use crate::genui::a2ui::describe::{description, estimated_tokens};
+        pub use crate::genui::a2ui::validate::{Checked, Code, ValidationError, check};
+    }
+}
+
 pub mod model {
     pub use crate::model::demo::DemoModel;
     pub use crate::model::refusal::Refusal;
@@ -94,7 +104,7 @@ pub mod protocol {
 
     pub mod input {
         pub use crate::protocol::input::content::SkippedPart;
-        pub use crate::protocol::input::{ForwardedProps, RunInput};
+        pub use crate::protocol::input::{ContextEntry, ForwardedProps, RunInput};
     }
 
     pub mod sse {

@@ -91,6 +91,8 @@ pub struct AgentSettings {
     pub step_estimate: Duration,
     /// How delegations are shown and bounded (`SUBAGENT_*`).
     pub subagents: subagents::SubagentSettings,
+    /// When the A2UI render tool is offered (`A2UI`) and its attempts.
+    pub a2ui: crate::genui::a2ui::A2uiSettings,
 }
 
 impl Default for AgentSettings {
@@ -114,6 +116,7 @@ impl Default for AgentSettings {
             memory: memory::MemorySettings::default(),
             step_estimate: Duration::from_secs(60),
             subagents: subagents::SubagentSettings::default(),
+            a2ui: crate::genui::a2ui::A2uiSettings::default(),
         }
     }
 }
@@ -507,12 +510,28 @@ impl Agent {
         })
     }
 
-    fn tool_specs(&self, client_tools: &[ClientTool]) -> Vec<ToolSpec> {
+    /// The tools a run's model is offered: the server tools, the sub-agents, the render tool
+    /// when the client can paint A2UI surfaces, and the client's own.
+    fn tool_specs(
+        &self,
+        client_tools: &[ClientTool],
+        a2ui: Option<&crate::genui::a2ui::Offer>,
+    ) -> Vec<ToolSpec> {
+        let render = a2ui.map(|offer| {
+            let (name, description, parameters) =
+                crate::genui::a2ui::describe::tool(&offer.catalog);
+            ToolSpec {
+                name: name.to_owned(),
+                description,
+                parameters,
+            }
+        });
         self.tools
             .specs()
             .filter(|spec| self.offers(&spec.name))
             .cloned()
             .chain(self.subagents.iter().map(subagents::Subagent::spec))
+            .chain(render)
             .chain(client_tools.iter().map(|tool| ToolSpec {
                 name: tool.name.clone(),
                 description: tool.description.clone(),

@@ -42,6 +42,8 @@ pub(crate) struct AgentProfile {
     pub subagents: Vec<super::subagents::Subagent>,
     /// How its runs show their sub-agents' work, instead of `SUBAGENT_VISIBILITY`.
     pub subagent_visibility: Option<super::subagents::Visibility>,
+    /// When its runs offer the A2UI render tool, instead of `A2UI`.
+    pub a2ui: Option<crate::genui::a2ui::Mode>,
 }
 
 /// Why the profiles could not be set up; stops start-up.
@@ -157,6 +159,7 @@ impl Agent {
                 && profile.context_tokens.is_none()
                 && profile.memory.is_none()
                 && profile.subagent_visibility.is_none()
+                && profile.a2ui.is_none()
             {
                 self.settings.clone()
             } else {
@@ -172,6 +175,9 @@ impl Agent {
                 }
                 if let Some(visibility) = profile.subagent_visibility {
                     settings.subagents.visibility = visibility;
+                }
+                if let Some(mode) = profile.a2ui {
+                    settings.a2ui.mode = mode;
                 }
                 Arc::new(settings)
             };
@@ -307,6 +313,7 @@ mod tests {
             memory: None,
             subagents: Vec::new(),
             subagent_visibility: None,
+            a2ui: None,
         }
     }
 
@@ -529,7 +536,7 @@ mod tests {
         .unwrap();
         let offered = |agent: &Agent| -> Vec<String> {
             agent
-                .tool_specs(&[])
+                .tool_specs(&[], None)
                 .into_iter()
                 .map(|spec| spec.name)
                 .collect()

@@ -3,6 +3,7 @@
 //! `parentRunId` run, merge the input and its answers to interrupts, reserve the quota, begin
 //! the run. Nothing is stored unless the run begins.
 
+mod a2ui;
 mod child;
 mod incoming;
 
@@ -135,6 +136,7 @@ impl Agent {
     ) -> Result<PreparedRun, StartError> {
         let mut step = child.as_mut().and_then(|child| child.step.take());
         let link = child.as_ref().and_then(|child| child.parent.as_ref());
+        let (input, said) = a2ui::with_action(input);
         let taken = self
             .take_thread(
                 &owner,
@@ -157,9 +159,12 @@ impl Agent {
         let depth = child.as_ref().map_or(0, |child| child.depth);
         let mut prepared = self.prepare(input, taken, reservation, deadline, telemetry);
         prepared.request.depth = depth;
+        prepared.request.said = said;
         if child.is_some() {
             // A child's events go to its parent, which shows them as its own client wants.
             prepared.request.visibility = super::subagents::FOR_A_PARENT;
+            // Surfaces are painted for the client that asked, by the agent it talks to.
+            prepared.request.a2ui = None;
         }
         Ok(prepared)
     }
@@ -477,10 +482,13 @@ impl Agent {
         } = taken;
         let speaks_v1 = input.speaks_v1();
         let encrypted_value_types = input.speaks_at_least(1, 1);
+        let a2ui = self.a2ui_offer(&input);
         let skipped_parts = self.skipped_parts(&input, &merged.new_messages);
         let request = RunRequest {
             parent_run_id: input.parent_run_id,
-            system: self.system_prompt(&input.context),
+            system: self.system_prompt(&a2ui::model_context(&input.context)),
+            a2ui,
+            said: None,
             device_timezone: input.forwarded_props.device_timezone,
             deadline,
             ends_at_ms: chrono::Utc::now().timestamp_millis()

@@ -2,6 +2,7 @@
 //! each with the variables it reads and its own parser. Every variable, its default and meaning
 //! is listed in docs/configuration.md; a test holds that table to `SETTINGS`.
 
+mod a2ui;
 mod agent;
 mod auth;
 mod context;
@@ -74,6 +75,8 @@ pub struct Config {
     pub memory: crate::agent::memory::MemorySettings,
     /// How sub-agents are shown and bounded, and the profile the AG-UI routes serve.
     pub subagents: SubagentsConfig,
+    /// When the A2UI render tool is offered (`A2UI`).
+    pub a2ui: crate::genui::a2ui::A2uiSettings,
 }
 
 /// A setting the function cannot start with; the message names the variable.
@@ -147,6 +150,7 @@ pub(crate) const SETTINGS: &[&[&str]] = &[
     ContextConfig::SETTINGS,
     crate::agent::memory::MemorySettings::SETTINGS,
     SubagentsConfig::SETTINGS,
+    crate::genui::a2ui::A2uiSettings::SETTINGS,
     SET_BY_LAMBDA,
 ];
 
@@ -180,6 +184,7 @@ impl Config {
             context: ContextConfig::from_vars(vars)?,
             memory: crate::agent::memory::MemorySettings::from_vars(vars)?,
             subagents: SubagentsConfig::from_vars(vars)?,
+            a2ui: crate::genui::a2ui::A2uiSettings::from_vars(vars)?,
         };
         if let Some(profile) = &config.subagents.default_profile
             && !config.profiles.contains_key(profile)

@@ -181,6 +181,7 @@ fn assemble(
             context: config.context.settings(),
             memory: config.memory,
             subagents: config.subagents.settings,
+            a2ui: config.a2ui,
             ..config.agent.clone()
         },
     )
@@ -250,6 +251,7 @@ fn agent_profiles(
                 memory: profile.memory,
                 subagents: subagents::subagents_of(config, profile, (&http, &a2a))?,
                 subagent_visibility: profile.subagent_visibility,
+                a2ui: profile.a2ui,
             };
             Ok((name.clone(), agent_profile))
         })

@@ -104,7 +104,9 @@ impl PreparedRun {
     ) -> Result<Fitted, RunFailure> {
         let mut request = ModelRequest {
             system: self.request.system.clone(),
-            tools: self.agent.tool_specs(&self.request.client_tools),
+            tools: self
+                .agent
+                .tool_specs(&self.request.client_tools, self.request.a2ui.as_ref()),
             sampling: self.request.sampling.clone(),
             cache_key: Some(self.lease.thread_id.to_string()),
             ..ModelRequest::default()

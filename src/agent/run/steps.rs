@@ -180,6 +180,9 @@ impl PreparedRun {
                 self.progress.history.clone()
             };
             out.emit(Event::MessagesSnapshot { messages });
+        } else if let Some(said) = &self.request.said {
+            // A click on a surface: what the server made of it, where the client shows it.
+            super::surfaces::say(out, said);
         }
         Ok(())
     }
@@ -549,6 +552,7 @@ impl PreparedRun {
             }
         };
         let mut events = Vec::new();
+        let mut surfaces = super::surfaces::SurfaceWatch::new(self.request.a2ui.is_some());
         loop {
             let next = tokio::select! {
                 biased;
@@ -572,6 +576,7 @@ impl PreparedRun {
             }
             chat.observe(&delta);
             turn.push(delta, used_call_ids, &mut events);
+            surfaces.watch(&mut events, &self.progress.history);
             out.emit_all(&mut events);
         }
         Ok(TurnEnd::Done(turn))
