@@ -12,6 +12,7 @@
 mod both_stores;
 mod create_table;
 mod dynamo_local;
+mod dynamo_proxy;
 mod dynamo_runs;
 mod fixture_model;
 mod helpers;
@@ -62,8 +63,10 @@ mod run_input_cases;
 mod store_checkpoints;
 mod store_context;
 mod store_contract;
+mod store_delegation;
 mod store_history;
 mod store_threads;
 mod subagents;
+mod subagents_first_write;
 mod threads;
 mod v1_agent;

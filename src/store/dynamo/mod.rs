@@ -17,6 +17,7 @@ mod deletion;
 mod events;
 mod history;
 mod items;
+mod linked;
 mod memories;
 mod reads;
 mod runs;
