@@ -89,6 +89,29 @@ pub enum ConfigError {
         /// What it was set to.
         value: String,
     },
+    /// A number outside the variable's bounds.
+    #[error(
+        "{name}={value} is out of range: it takes a whole number from {min} to {max} \
+         (docs/configuration.md)"
+    )]
+    OutOfRange {
+        /// The variable.
+        name: &'static str,
+        /// What it was set to.
+        value: String,
+        /// The least it takes.
+        min: String,
+        /// The most it takes.
+        max: String,
+    },
+    /// A model provider chosen without its key.
+    #[error("MODEL_PROVIDER={provider} needs {needs}")]
+    NeedsKey {
+        /// The provider's name.
+        provider: &'static str,
+        /// The settings that would configure it.
+        needs: &'static str,
+    },
     /// An auth mode without the settings it needs.
     #[error("AUTH_MODE={mode} needs {needs}")]
     Missing {
@@ -226,6 +249,16 @@ pub(crate) mod tests {
         assert!(err.to_string().starts_with("AGENT_MAX_STEPS must be"));
         assert!(config(&[("MODEL_PROVIDER", "gemini")]).is_err());
         assert!(config(&[("AGENT_EMIT_STEPS", "maybe")]).is_err());
+    }
+
+    #[test]
+    fn a_number_out_of_range_says_the_range_in_words() {
+        let err = config(&[("RUN_MAX_SECS", "0")]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "RUN_MAX_SECS=0 is out of range: it takes a whole number from 1 to 86400 \
+             (docs/configuration.md)"
+        );
     }
 
     #[test]

@@ -634,10 +634,17 @@ async function loadMemories() {
     if (!response.ok) {
       const line = document.createElement("li");
       line.className = "dim";
-      line.textContent = await refusal(response);
+      const why = await refusal(response);
+      const off = response.status === 404 && why.includes("memory_disabled");
+      // With memory off there is nothing to list or forget: say how to turn it on instead.
+      line.textContent = off
+        ? "Memory is off on this server: nothing is kept about you. Start it with MEMORY=on (or give a profile \"memory\": true) to keep facts across threads."
+        : why;
+      $("forget-all").hidden = off;
       $("memory-list").replaceChildren(line);
       return;
     }
+    $("forget-all").hidden = false;
     const page = await response.json();
     memories.push(...page.memories);
     cursor = page.next ?? null;
