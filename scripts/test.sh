@@ -379,6 +379,16 @@ step "SAM template: offline transform, then cfn-lint on source and result"
 python scripts/sam_transform.py template.yaml >"$ARTIFACTS/template.transformed.json"
 cfn-lint template.yaml "$ARTIFACTS/template.transformed.json"
 echo "cfn-lint: clean"
+# Deployed with a coordinator whose remote sub-agent's credentials are in a secret (the example
+# of docs/deploy-and-hosting.md): linted with those values, and the role may read that secret
+# and no other; with the defaults it may read none.
+SUBAGENT_SECRET=arn:aws:secretsmanager:us-east-1:123456789012:secret:agui/weather-agent-AbCdEf
+SUBAGENT_PARAMETERS=("AgentProfiles={\"coordinator\":{\"subagents\":[\"researcher\",{\"name\":\"weather\",\"url\":\"https://weather.example.com/agent\",\"headersSecretId\":\"$SUBAGENT_SECRET\"}]},\"researcher\":{\"description\":\"Finds facts.\"}}"
+  AgentDefaultProfile=coordinator "SubagentSecretArns=$SUBAGENT_SECRET")
+cfn-lint template.yaml --parameters "${SUBAGENT_PARAMETERS[@]}"
+python3 tests/check_template_secrets.py "$ARTIFACTS/template.transformed.json" 2>&1 | tee "$SUITES/template-secrets.log"
+python3 tests/check_template_secrets.py "$ARTIFACTS/template.transformed.json" "${SUBAGENT_PARAMETERS[@]}" 2>&1 | tee -a "$SUITES/template-secrets.log"
+echo "template-secrets: 2 passed, 0 failed" >>"$SUITES/template-secrets.log"
 
 step "supply chain: cargo deny"
 bash scripts/deny.sh
