@@ -114,6 +114,7 @@ test("a new thread suggests what to try, and the demo model turns the page green
   const { page, problems, close } = await openPage(DEMO_BASE);
   const hints = page.locator("#hints");
   assert.ok(await hints.isVisible(), "the empty state shows its suggestions");
+  await page.waitForSelector("#hints[data-ready]");
   assert.deepEqual(await page.locator("#hints .hint").allTextContents(), [
     "What time is it?",
     "Change background color to green",
