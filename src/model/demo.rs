@@ -47,7 +47,10 @@ impl DemoModel {
             .find_map(|tool| words_after(&text, &tool.name).map(|rest| (tool, rest)));
         if let Some((tool, rest)) = named {
             let words = if rest.is_empty() { text.trim() } else { rest };
-            return Self::call(&tool.name, &arguments(&tool.parameters, &lower, words).to_string());
+            return Self::call(
+                &tool.name,
+                &arguments(&tool.parameters, &lower, words).to_string(),
+            );
         }
         let has_clock = request
             .tools
@@ -185,7 +188,10 @@ fn words_after<'a>(text: &'a str, tool: &str) -> Option<&'a str> {
         .find(|(said_end, _)| *said_end == start + name.len())
         .map_or(text.len(), |(_, text_end)| *text_end);
     let rest = text.get(end..).unwrap_or_default();
-    Some(rest.trim_start_matches(|c: char| !c.is_alphanumeric() && c != '"' && c != '\'').trim_end())
+    Some(
+        rest.trim_start_matches(|c: char| !c.is_alphanumeric() && c != '"' && c != '\'')
+            .trim_end(),
+    )
 }
 
 #[async_trait]
@@ -383,30 +389,49 @@ mod tests {
     fn the_demo_delegates_with_the_users_words_after_the_name_as_the_task() {
         for (message, task) in [
             ("Ask the researcher: what is AG-UI?", "what is AG-UI?"),
-            ("researcher, find three facts about Lyon", "find three facts about Lyon"),
+            (
+                "researcher, find three facts about Lyon",
+                "find three facts about Lyon",
+            ),
             ("Please ask the researcher", "Please ask the researcher"),
         ] {
             let mut request = request(user(message), &[]);
             request.tools.push(words_tool("researcher", "task"));
             let deltas = DemoModel::answer(&request);
             assert_eq!(called(&deltas), Some("researcher"), "{message}");
-            assert_eq!(arguments_of(&deltas), Some(json!({"task": task})), "{message}");
+            assert_eq!(
+                arguments_of(&deltas),
+                Some(json!({"task": task})),
+                "{message}"
+            );
         }
     }
 
     #[test]
     fn the_demo_fills_a_server_tools_required_text_from_the_message() {
-        let mut request = request(user("Save memory: Sam is vegetarian"), &["get_current_time"]);
+        let mut request = request(
+            user("Save memory: Sam is vegetarian"),
+            &["get_current_time"],
+        );
         request.tools.push(words_tool("save_memory", "text"));
-        request.tools.push(words_tool("everything__echo", "message"));
+        request
+            .tools
+            .push(words_tool("everything__echo", "message"));
         let deltas = DemoModel::answer(&request);
         assert_eq!(called(&deltas), Some("save_memory"));
-        assert_eq!(arguments_of(&deltas), Some(json!({"text": "Sam is vegetarian"})));
+        assert_eq!(
+            arguments_of(&deltas),
+            Some(json!({"text": "Sam is vegetarian"}))
+        );
         let mut echo = request.clone();
-        echo.messages = serde_json::from_value(user("everything echo: hello from the demo")).unwrap();
+        echo.messages =
+            serde_json::from_value(user("everything echo: hello from the demo")).unwrap();
         let deltas = DemoModel::answer(&echo);
         assert_eq!(called(&deltas), Some("everything__echo"));
-        assert_eq!(arguments_of(&deltas), Some(json!({"message": "hello from the demo"})));
+        assert_eq!(
+            arguments_of(&deltas),
+            Some(json!({"message": "hello from the demo"}))
+        );
     }
 
     #[test]

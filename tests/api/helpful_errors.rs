@@ -140,3 +140,19 @@ async fn memory_asked_of_a_server_without_it_says_how_to_turn_it_on() {
 fn tools() -> agui_lambda::testing::agent::ToolRegistry {
     agui_lambda::testing::agent::ToolRegistry::with_builtins().unwrap()
 }
+
+#[tokio::test]
+async fn a_table_without_aws_settings_names_them_and_the_local_way() {
+    // No AWS settings at all; the metadata service off, so no machine's own role can stand in.
+    let output = start_with(&[
+        ("THREADS_TABLE", "threads"),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
+    ])
+    .await;
+    assert_eq!(
+        error_line(&output),
+        "Error: THREADS_TABLE=threads needs an AWS region: set AWS_REGION (or AWS_PROFILE with a \
+         region). For a local table set AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000 instead \
+         (bash scripts/dynamodb-local.sh starts DynamoDB Local there)"
+    );
+}

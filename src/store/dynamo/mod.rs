@@ -27,7 +27,7 @@ mod threads;
 mod usage;
 mod writes;
 
-pub(crate) use client::{AwsEnvironment, ClientError, connect};
+pub(crate) use client::{AwsEnvironment, connect};
 pub(crate) use table::TableError;
 pub use table::TableSetup;
 
