@@ -139,6 +139,12 @@ pub async fn serve(config: Config, tools: ToolRegistry) -> Result<(), ServeError
             "no OPENAI_API_KEY or OPENAI_BASE_URL: answering with the scripted demo model"
         );
     }
+    if config.subagents.demo_team {
+        tracing::info!(
+            "nothing configured: the demo team serves, `assistant` delegating to `researcher` \
+             (\"Ask the researcher: …\"); AGENT_PROFILES sets your own"
+        );
+    }
     match app.auth_mode() {
         "none" => tracing::warn!(
             "AUTH_MODE=none: every caller is `anonymous` and can read and continue every thread; \

@@ -184,8 +184,9 @@ fn assemble(
     )
     .with_summarizer(models.summarizer)
     .with_profiles(profiles)?
+    .serving_any_agent_type(config.subagents.demo_team)
     .serving(config.subagents.default_profile.as_deref())?;
-    if !config.profiles.is_empty() {
+    if !config.profiles.is_empty() && !config.subagents.demo_team {
         tracing::info!(
             profiles = ?agent.profile_names(),
             "AGENT_PROFILES: forwardedProps.agent_type must name one of these"
