@@ -93,6 +93,7 @@ pub mod protocol {
     }
 
     pub mod input {
+        pub use crate::protocol::input::content::SkippedPart;
         pub use crate::protocol::input::{ForwardedProps, RunInput};
     }
 
