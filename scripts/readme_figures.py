@@ -84,9 +84,11 @@ def table(figures: dict) -> str:
         f"installed, only what changed rebuilds (not timed) | {gigabytes(test['disk_bytes'])} "
         f"(`target/`, `node_modules`, `.venv`) |",
         "",
-        f"Measured by `python3 scripts/readme_figures.py` on {run['date']} at {run['commit']} "
-        f"(`cargo run`) and {test['date']} at {test['commit']} (the tests); each suite's time is "
-        "in [testing](docs/testing.md#what-the-commands-cost).",
+        "After `git clone`, on a 2-core x86_64 Linux machine with Rust, Node, Python and Java "
+        "installed and the crates already downloaded; measured by `python3 "
+        f"scripts/readme_figures.py` on {run['date']} at {run['commit']} (`cargo run`) and "
+        f"{test['date']} at {test['commit']} (the tests); each suite's time is in "
+        "[testing](docs/testing.md#what-the-commands-cost).",
     ])
 
 
