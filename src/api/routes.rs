@@ -174,6 +174,7 @@ impl Route {
             return Err(ApiError::NotFound(path));
         }
         let dev_page_off = path == "/" && method == Method::GET && !optional.dev_ui;
+        let allowed: Vec<Method> = routes.iter().map(|(allowed, _)| allowed.clone()).collect();
         routes
             .into_iter()
             .find(|(allowed, _)| allowed == method)
@@ -181,7 +182,11 @@ impl Route {
             .ok_or(if dev_page_off {
                 ApiError::DevPageOff
             } else {
-                ApiError::MethodNotAllowed
+                ApiError::MethodNotAllowed {
+                    method: method.clone(),
+                    path,
+                    allowed,
+                }
             })
     }
 
@@ -271,7 +276,7 @@ mod tests {
         // GET /agent stays what it was, on or off.
         assert!(matches!(
             get("/agent", true),
-            Err(ApiError::MethodNotAllowed)
+            Err(ApiError::MethodNotAllowed { .. })
         ));
         assert!(matches!(get("/", false), Err(ApiError::DevPageOff)));
         assert!(matches!(
@@ -301,7 +306,7 @@ mod tests {
         );
         assert!(matches!(
             parse(Method::GET, "/invocations", agentcore),
-            Err(ApiError::MethodNotAllowed)
+            Err(ApiError::MethodNotAllowed { .. })
         ));
         assert!(matches!(
             parse(Method::GET, "/ping", Optional::default()),

@@ -43,6 +43,7 @@ mod dev_page;
 mod example_agent;
 mod full_history;
 mod gemini;
+mod helpful_errors;
 mod incremental_clients;
 mod input_errors;
 mod interrupts;

@@ -13,6 +13,7 @@ use std::time::Duration;
 mod a2a_tasks;
 mod calls;
 mod checkpoints;
+mod client;
 mod deletion;
 mod events;
 mod history;
@@ -27,6 +28,7 @@ mod threads;
 mod usage;
 mod writes;
 
+pub(crate) use client::{AwsEnvironment, connect};
 pub(crate) use table::TableError;
 pub use table::TableSetup;
 
