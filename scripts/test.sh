@@ -141,8 +141,12 @@ setsid python tests/otlp_receiver.py --port "$OTLP_PORT" </dev/null >"$ARTIFACTS
 PIDS+=($!)
 wait_for "http://127.0.0.1:$OTLP_PORT/health" "the OTLP receiver" "${PIDS[-1]}"
 WATCH_PORT=$(free_port)
-setsid cargo lambda watch --ignore-changes -A 127.0.0.1 -P "$WATCH_PORT" \
-  --env-var "OPENAI_BASE_URL=http://127.0.0.1:$AIMOCK_PORT/v1,OPENAI_API_KEY=e2e-test-key,AGENT_MODEL=test-model,MODEL_MAX_RETRIES=1,RUST_LOG=info,SELF_INVOKE_ENDPOINT=http://127.0.0.1:$WATCH_PORT,AWS_REGION=us-east-1,AWS_ACCESS_KEY_ID=e2e,AWS_SECRET_ACCESS_KEY=e2e,OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$OTLP_PORT,OTEL_BSP_SCHEDULE_DELAY=600000,OTEL_BSP_MAX_QUEUE_SIZE=8192,OTEL_BSP_MAX_EXPORT_BATCH_SIZE=8192,EMF_METRICS=true" \
+# As a newcomer runs it: no AWS account, no AWS variable at all (the detached run below invokes
+# the function through cargo-lambda's own Invoke API, which the function finds by itself).
+setsid env -u AWS_REGION -u AWS_DEFAULT_REGION -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY \
+  -u AWS_SESSION_TOKEN -u AWS_PROFILE -u AWS_EC2_METADATA_DISABLED -u AWS_ENDPOINT_URL -u AWS_ENDPOINT_URL_LAMBDA \
+  cargo lambda watch --ignore-changes -A 127.0.0.1 -P "$WATCH_PORT" \
+  --env-var "OPENAI_BASE_URL=http://127.0.0.1:$AIMOCK_PORT/v1,OPENAI_API_KEY=e2e-test-key,AGENT_MODEL=test-model,MODEL_MAX_RETRIES=1,RUST_LOG=info,OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$OTLP_PORT,OTEL_BSP_SCHEDULE_DELAY=600000,OTEL_BSP_MAX_QUEUE_SIZE=8192,OTEL_BSP_MAX_EXPORT_BATCH_SIZE=8192,EMF_METRICS=true" \
   </dev/null >"$ARTIFACTS/watch.log" 2>&1 &
 PIDS+=($!)
 WATCH_URL="http://127.0.0.1:$WATCH_PORT/lambda-url/agui-lambda"
@@ -156,7 +160,8 @@ done
 # cargo lambda watch serves one request at a time: the double-texting tests run in the next step.
 (cd tests/node && E2E_SEQUENTIAL=1 AGUI_URL="$WATCH_URL/agent" CAPTURE_DIR="$ARTIFACTS/captures" node --test --test-concurrency=1 e2e.test.mjs) 2>&1 | tee "$SUITES/e2e-watch.log" \
   || { echo "--- cargo lambda watch log"; tail -n 50 "$ARTIFACTS/watch.log"; exit 1; }
-# The v1 agent API's detached run: the function invokes itself through the emulator's Invoke API.
+# The v1 agent API's detached run, started and followed to its end: the function invokes itself
+# through the emulator's Invoke API, with no AWS variable set.
 (cd tests/node && AGUI_BASE="$WATCH_URL" CAPTURE_DIR="$ARTIFACTS/captures" node --test v1-agent.test.mjs) 2>&1 | tee "$SUITES/v1-agent-watch.log" \
   || { echo "--- cargo lambda watch log"; tail -n 50 "$ARTIFACTS/watch.log"; exit 1; }
 # An API Gateway REST (1.0 proxy) event through `cargo lambda invoke`: the same function streams
@@ -436,6 +441,10 @@ echo "ag-ui-validate: ${#captures[@]} passed, 0 failed" >"$SUITES/ag-ui-validate
 if grep -E '^\s*WARN |concurrency-tokio|AWS_LAMBDA_MAX_CONCURRENCY' "$ARTIFACTS/watch.log" >"$ARTIFACTS/watch.warnings"; then
   cat "$ARTIFACTS/watch.warnings"; echo "warnings in .ci/artifacts/watch.log (cargo lambda watch)"; exit 1
 fi
+# Nothing asked for AWS, so nothing may have asked the instance metadata service (IMDS) either.
+if grep -iE 'IMDS|instance metadata|no AWS credentials' "$ARTIFACTS/watch.log" >"$ARTIFACTS/watch.aws"; then
+  cat "$ARTIFACTS/watch.aws"; echo "AWS settings were looked for under cargo lambda watch with nothing asking for AWS"; exit 1
+fi
 cleanup
 PIDS=()
 
@@ -449,6 +458,16 @@ step "SAM template: offline transform, then cfn-lint on source and result"
 python scripts/sam_transform.py template.yaml >"$ARTIFACTS/template.transformed.json"
 cfn-lint template.yaml "$ARTIFACTS/template.transformed.json"
 echo "cfn-lint: clean"
+# Deployed with a coordinator whose remote sub-agent's credentials are in a secret (the example
+# of docs/deploy-and-hosting.md): linted with those values, and the role may read that secret
+# and no other; with the defaults it may read none.
+SUBAGENT_SECRET=arn:aws:secretsmanager:us-east-1:123456789012:secret:agui/weather-agent-AbCdEf
+SUBAGENT_PARAMETERS=("AgentProfiles={\"coordinator\":{\"subagents\":[\"researcher\",{\"name\":\"weather\",\"url\":\"https://weather.example.com/agent\",\"headersSecretId\":\"$SUBAGENT_SECRET\"}]},\"researcher\":{\"description\":\"Finds facts.\"}}"
+  AgentDefaultProfile=coordinator "SubagentSecretArns=$SUBAGENT_SECRET")
+cfn-lint template.yaml --parameters "${SUBAGENT_PARAMETERS[@]}"
+python3 tests/check_template_secrets.py "$ARTIFACTS/template.transformed.json" 2>&1 | tee "$SUITES/template-secrets.log"
+python3 tests/check_template_secrets.py "$ARTIFACTS/template.transformed.json" "${SUBAGENT_PARAMETERS[@]}" 2>&1 | tee -a "$SUITES/template-secrets.log"
+echo "template-secrets: 2 passed, 0 failed" >>"$SUITES/template-secrets.log"
 
 step "supply chain: cargo deny"
 bash scripts/deny.sh

@@ -144,6 +144,8 @@ pub struct Agent {
     continuations: Option<Arc<dyn continuation::Continuations>>,
     /// The agents this one may delegate to, each a tool its model sees.
     subagents: Arc<Vec<subagents::Subagent>>,
+    /// The models' windows as their refusals showed them, for every run of the process.
+    windows: Arc<context::LearnedWindows>,
 }
 
 /// Why a run could not start. Nothing was stored.
@@ -275,6 +277,7 @@ impl Agent {
             summarizer: None,
             continuations: None,
             subagents: Arc::default(),
+            windows: Arc::default(),
         }
     }
 

@@ -92,6 +92,9 @@ struct Resolved {
 #[derive(Clone, Default)]
 pub(super) struct Profiles {
     by_name: BTreeMap<String, Resolved>,
+    /// An `agent_type` that names no profile gets the agent asked (the demo team's: nothing was
+    /// configured, so every `agent_type` is served as without profiles).
+    any_agent_type: bool,
 }
 
 impl Profiles {
@@ -192,8 +195,22 @@ impl Agent {
                 },
             );
         }
-        self.profiles = Arc::new(Profiles { by_name });
+        self.profiles = Arc::new(Profiles {
+            by_name,
+            any_agent_type: false,
+        });
         Ok(self)
+    }
+
+    /// With `any`, an `agent_type` that names no profile is served by the agent asked instead
+    /// of refused: the demo team's rule, since nothing was configured.
+    pub(crate) fn serving_any_agent_type(mut self, any: bool) -> Self {
+        if any {
+            let mut profiles = (*self.profiles).clone();
+            profiles.any_agent_type = true;
+            self.profiles = Arc::new(profiles);
+        }
+        self
     }
 
     /// The agent that serves a request whose `forwardedProps.agent_type` is `agent_type`: a
@@ -212,6 +229,9 @@ impl Agent {
             return Ok(self.clone());
         }
         let Some(profile) = self.profiles.by_name.get(agent_type) else {
+            if self.profiles.any_agent_type {
+                return Ok(self.clone());
+            }
             return Err(ProfileError::Unknown(
                 agent_type.chars().take(ECHOED_CHARS).collect(),
             ));
@@ -368,6 +388,30 @@ mod tests {
         }
         assert_eq!(agent.profile("memory").err(), Some(ProfileError::Internal));
         assert!(!agent.describe().contains("agent profiles"));
+    }
+
+    #[test]
+    fn the_demo_team_serves_every_agent_type_as_its_coordinator() {
+        let agent = agent(&ScriptedModel::default())
+            .with_profiles([
+                ("assistant".to_owned(), profile(None, None)),
+                (
+                    "researcher".to_owned(),
+                    profile(Some("Research."), Some(&[])),
+                ),
+            ])
+            .unwrap()
+            .serving_any_agent_type(true)
+            .serving(Some("assistant"))
+            .unwrap();
+        let chosen = agent.profile("worker").unwrap();
+        assert_eq!(chosen.name.as_deref(), Some("assistant"));
+        let researcher = agent.profile("researcher").unwrap();
+        assert_eq!(
+            researcher.settings.system_prompt.as_deref(),
+            Some("Research.")
+        );
+        assert_eq!(agent.profile("memory").err(), Some(ProfileError::Internal));
     }
 
     #[test]

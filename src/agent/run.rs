@@ -7,6 +7,7 @@
 mod delegate;
 mod drive;
 mod fit;
+mod fold;
 mod gate;
 mod handoff;
 mod outcome;

@@ -141,6 +141,36 @@ pub enum ProfilesConfigError {
 /// The profiles by name; empty when `AGENT_PROFILES` is unset.
 pub(crate) type Profiles = BTreeMap<String, ProfileConfig>;
 
+/// The demo team's coordinator, which the AG-UI routes serve.
+pub(crate) const DEMO_COORDINATOR: &str = "assistant";
+
+/// What `cargo run` serves with nothing configured: `assistant` (the default agent's prompt,
+/// tools and model) may delegate to `researcher`, a run of its own with no tools.
+pub(crate) fn demo_team() -> Profiles {
+    let researcher = ProfileConfig {
+        system_prompt: Some("You look into one question and answer it briefly.".to_owned()),
+        tools: Some(Vec::new()),
+        description: Some(
+            "Looks into one question and answers briefly: give it the question in words."
+                .to_owned(),
+        ),
+        ..ProfileConfig::default()
+    };
+    let assistant = ProfileConfig {
+        subagents: vec![SubagentConfig {
+            name: "researcher".to_owned(),
+            description: None,
+            target: SubagentTargetConfig::Profile("researcher".to_owned()),
+            timeout: None,
+        }],
+        ..ProfileConfig::default()
+    };
+    BTreeMap::from([
+        (DEMO_COORDINATOR.to_owned(), assistant),
+        ("researcher".to_owned(), researcher),
+    ])
+}
+
 impl Section for Profiles {
     const SETTINGS: &'static [&'static str] = &["AGENT_PROFILES"];
 

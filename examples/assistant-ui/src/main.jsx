@@ -134,7 +134,7 @@ function App() {
       <div className="app">
         <header>
           <h1>Coordinator, with a researcher</h1>
-          <span className="hint">try “[subagents] go deep”</span>
+          <span className="hint">try “Ask the researcher: what is AG-UI?”</span>
         </header>
         <ThreadPrimitive.Root className="thread">
           <ThreadPrimitive.Viewport className="viewport">

@@ -664,10 +664,17 @@ async function loadMemories() {
     if (!response.ok) {
       const line = document.createElement("li");
       line.className = "dim";
-      line.textContent = await refusal(response);
+      const why = await refusal(response);
+      const off = response.status === 404 && why.includes("memory_disabled");
+      // With memory off there is nothing to list or forget: say how to turn it on instead.
+      line.textContent = off
+        ? "Memory is off on this server: nothing is kept about you. Start it with MEMORY=on (or give a profile \"memory\": true) to keep facts across threads."
+        : why;
+      $("forget-all").hidden = off;
       $("memory-list").replaceChildren(line);
       return;
     }
+    $("forget-all").hidden = false;
     const page = await response.json();
     memories.push(...page.memories);
     cursor = page.next ?? null;
@@ -703,6 +710,31 @@ async function forgetMemory(path) {
   await loadMemories();
 }
 
+// The suggestions this agent can take: a delegation when it has sub-agents (GET capabilities),
+// and whether the clock asks first. `#hints[data-ready]` once settled, whatever the answer.
+async function suggest() {
+  const hints = $("hints");
+  try {
+    const response = await fetch(api("capabilities"), { headers: headers() });
+    if (!response.ok) return;
+    const capabilities = await response.json();
+    const first = capabilities.multiAgent?.subagents?.[0];
+    if (first?.name) {
+      const hint = element("button", "hint", `Ask the ${first.name.replaceAll("_", " ")}: what is AG-UI?`);
+      hint.type = "button";
+      hints.querySelector(".hint:last-of-type").after(hint);
+      $("hints-about").append(` "Ask the ${first.name.replaceAll("_", " ")}" delegates to the sub-agent ${first.name}, whose work shows under its call.`);
+    }
+    if (capabilities.humanInTheLoop?.approvals) {
+      $("hints-about").append(" Tools that need approval (APPROVAL_REQUIRED_TOOLS) ask you before they run.");
+    }
+  } catch (error) {
+    console.warn("no capabilities", error);
+  } finally {
+    hints.dataset.ready = "true";
+  }
+}
+
 function main() {
   const known = new URLSearchParams(location.hash.slice(1)).get("thread") || localStorage.getItem(THREAD_KEY);
   useThread(known || uuid());
@@ -727,13 +759,13 @@ function main() {
   });
   $("stop").addEventListener("click", stop);
   // The empty state's suggestions: a click sends the suggestion as if typed.
-  for (const hint of document.querySelectorAll("#hints .hint")) {
-    hint.addEventListener("click", () => {
-      if (state.running) return;
-      input.value = hint.textContent;
-      $("composer").requestSubmit();
-    });
-  }
+  $("hints").addEventListener("click", (event) => {
+    const hint = event.target.closest(".hint");
+    if (!hint || state.running) return;
+    input.value = hint.textContent;
+    $("composer").requestSubmit();
+  });
+  suggest();
   $("new-thread").addEventListener("click", () => {
     if (state.running) return;
     useThread(uuid());

@@ -125,7 +125,9 @@ pub(crate) fn parameters() -> Value {
     })
 }
 
-/// About four characters a token, the estimate the run loop's window planning uses too.
+/// About four characters a token, the estimate the run loop's window planning uses too. For
+/// the tests and the bench, which print the render tool's prompt sizes.
+#[cfg(any(test, feature = "test-utils"))]
 pub fn estimated_tokens(text: &str) -> u64 {
     u64::try_from(text.chars().count().div_ceil(4)).unwrap_or(u64::MAX)
 }
