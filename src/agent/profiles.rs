@@ -395,7 +395,10 @@ mod tests {
         let agent = agent(&ScriptedModel::default())
             .with_profiles([
                 ("assistant".to_owned(), profile(None, None)),
-                ("researcher".to_owned(), profile(Some("Research."), Some(&[]))),
+                (
+                    "researcher".to_owned(),
+                    profile(Some("Research."), Some(&[])),
+                ),
             ])
             .unwrap()
             .serving_any_agent_type(true)
@@ -404,7 +407,10 @@ mod tests {
         let chosen = agent.profile("worker").unwrap();
         assert_eq!(chosen.name.as_deref(), Some("assistant"));
         let researcher = agent.profile("researcher").unwrap();
-        assert_eq!(researcher.settings.system_prompt.as_deref(), Some("Research."));
+        assert_eq!(
+            researcher.settings.system_prompt.as_deref(),
+            Some("Research.")
+        );
         assert_eq!(agent.profile("memory").err(), Some(ProfileError::Internal));
     }
 
