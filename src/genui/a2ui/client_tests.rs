@@ -110,6 +110,10 @@ fn modes_read_as_written() {
     assert_eq!("assistant-ui".parse(), Ok(Mode::AssistantUi));
     assert_eq!("On".parse::<Mode>(), Err(()));
     for mode in [Mode::Auto, Mode::Off, Mode::On, Mode::AssistantUi] {
-        assert_eq!(mode.name().parse(), Ok(mode), "{mode:?} reads back as it is named");
+        assert_eq!(
+            mode.name().parse(),
+            Ok(mode),
+            "{mode:?} reads back as it is named"
+        );
     }
 }

@@ -1,0 +1,258 @@
+//! A2UI surfaces over HTTP on DynamoDB Local: a scripted model builds a form, a new process on
+//! the same table gives a new client the surface back in its last state, and a later run updates
+//! that surface (same `surfaceId`) from what the thread kept.
+
+use agui_lambda::testing::model::{
+    DeltaStream, FinishReason, ModelDelta, ModelError, ModelProvider, ModelRequest, Usage,
+};
+use agui_lambda::testing::protocol::{Message, UserContent};
+use agui_lambda::testing::store::{DynamoStore, ThreadStore};
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+use crate::dynamo_local;
+use crate::helpers::*;
+
+/// Builds the form for "[form]", adds an e-mail field to it for "[email]" (naming only the new
+/// components and the column that lists them), and says so after the render tool answers.
+struct FormModel;
+
+fn form_call() -> Value {
+    let components = json!([
+        {"id": "root", "component": "Card", "child": "body"},
+        {"id": "body", "component": "Column", "children": ["title", "name", "send"]},
+        {"id": "title", "component": "Text", "text": "Sign up"},
+        {"id": "name", "component": "TextField", "label": "Your name", "value": {"path": "/name"}},
+        {"id": "send", "component": "Button", "child": "send-label",
+         "action": {"event": {"name": "submit", "context": {"name": {"path": "/name"}}}}},
+        {"id": "send-label", "component": "Text", "text": "Send"}
+    ]);
+    json!({"surfaceId": "signup", "components": components.to_string(),
+           "data": json!({"name": ""}).to_string()})
+}
+
+fn email_call() -> Value {
+    let components = json!([
+        {"id": "body", "component": "Column", "children": ["title", "name", "email", "send"]},
+        {"id": "email", "component": "TextField", "label": "E-mail", "value": {"path": "/email"}}
+    ]);
+    json!({"surfaceId": "signup", "components": components.to_string(),
+           "data": json!({"email": ""}).to_string()})
+}
+
+fn last_user_text(request: &ModelRequest) -> String {
+    request
+        .messages
+        .iter()
+        .rev()
+        .find_map(|message| match message {
+            Message::User { content, .. } => Some(match content {
+                UserContent::Text(text) => text.clone(),
+                parts @ UserContent::Parts(_) => parts.text(),
+            }),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+#[async_trait]
+impl ModelProvider for FormModel {
+    fn identity(&self) -> agui_lambda::testing::model::ModelIdentity {
+        agui_lambda::testing::model::ModelIdentity {
+            provider: "openai".to_owned(),
+            model: "scripted-forms".to_owned(),
+        }
+    }
+
+    fn describe(&self) -> String {
+        "scripted forms".to_owned()
+    }
+
+    async fn stream(&self, request: &ModelRequest) -> Result<DeltaStream, ModelError> {
+        let offered = request.tools.iter().any(|tool| tool.name == "render_a2ui");
+        let said = last_user_text(request);
+        let call = match request.messages.last() {
+            Some(Message::Tool { .. }) => None,
+            _ if offered && said.contains("[form]") => Some(form_call()),
+            _ if offered && said.contains("[email]") => Some(email_call()),
+            _ => None,
+        };
+        let mut deltas = match call {
+            Some(arguments) => vec![
+                ModelDelta::ToolCallStart {
+                    index: 0,
+                    id: None,
+                    name: "render_a2ui".to_owned(),
+                },
+                ModelDelta::ToolCallArgs {
+                    index: 0,
+                    delta: arguments.to_string(),
+                },
+                ModelDelta::Finish(FinishReason::ToolCalls),
+            ],
+            None => vec![
+                ModelDelta::Text(format!("offered: {offered}; done.")),
+                ModelDelta::Finish(FinishReason::Stop),
+            ],
+        };
+        deltas.push(ModelDelta::Usage(Usage::default()));
+        Ok(Box::pin(futures_util::stream::iter(
+            deltas.into_iter().map(Ok),
+        )))
+    }
+}
+
+async fn app_on(client: &aws_sdk_dynamodb::Client, table: &str) -> TestApp {
+    let store: Arc<dyn ThreadStore> =
+        Arc::new(DynamoStore::new(client.clone(), table.to_owned(), 0));
+    spawn_app_on_scripted(Arc::new(FormModel), &[], store).await
+}
+
+fn painting(thread: &str, run: &str, text: &str) -> Value {
+    let mut body = run_input(
+        thread,
+        run,
+        json!([{"id": format!("u-{run}"), "role": "user", "content": text}]),
+    );
+    body["forwardedProps"] = json!({"a2uiCatalogAvailable": true});
+    body
+}
+
+/// The operations of the run's painted `a2ui-surface` activities, in order.
+fn painted(events: &[Value]) -> Vec<(String, Vec<Value>)> {
+    of_type(events, "ACTIVITY_SNAPSHOT")
+        .into_iter()
+        .filter(|event| event["activityType"] == "a2ui-surface")
+        .filter_map(|event| {
+            let operations = event["content"]["a2ui_operations"].as_array()?;
+            Some((event["messageId"].as_str()?.to_owned(), operations.clone()))
+        })
+        .collect()
+}
+
+/// The ids of the components an operation list paints, and its data model.
+fn components_and_data(operations: &[Value]) -> (Vec<String>, Value) {
+    let mut ids = Vec::new();
+    let mut data = Value::Null;
+    for operation in operations {
+        assert_eq!(operation["version"], "v0.9", "{operation}");
+        if let Some(update) = operation.get("updateComponents") {
+            assert_eq!(update["surfaceId"], "signup");
+            ids.extend(
+                update["components"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c["id"].as_str().unwrap().to_owned()),
+            );
+        }
+        if let Some(update) = operation.get("updateDataModel") {
+            assert_eq!(update["surfaceId"], "signup");
+            data = update["value"].clone();
+        }
+    }
+    ids.sort();
+    (ids, data)
+}
+
+/// The surfaces a thread keeps for a reload, oldest first: each render answer's activity.
+async fn kept_surfaces(app: &TestApp, thread: &str) -> Vec<Value> {
+    let page = app
+        .get(&format!("/threads/{thread}?limit=500"))
+        .await
+        .json();
+    page["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|message| message["metadata"]["agui-lambda"]["activity"].as_object())
+        .filter(|activity| activity["activityType"] == "a2ui-surface")
+        .map(|activity| Value::Object(activity.clone()))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_surface_comes_back_after_a_reload_and_a_later_run_updates_it() {
+    let (client, table) = dynamo_local::new_table().await;
+    let first = app_on(&client, &table).await;
+    let thread = new_thread();
+
+    let events = first
+        .run(&painting(&thread, "r1", "[form] sign me up"))
+        .await
+        .events();
+    let surfaces = painted(&events);
+    assert_eq!(surfaces.len(), 1, "one surface painted: {events:?}");
+    let (built_id, operations) = &surfaces[0];
+    assert!(
+        operations[0]["createSurface"]["surfaceId"] == "signup",
+        "{operations:?}"
+    );
+    let built = components_and_data(operations);
+    assert_eq!(
+        built.0,
+        ["body", "name", "root", "send", "send-label", "title"]
+    );
+    let result = &of_type(&events, "TOOL_CALL_RESULT")[0]["content"];
+    assert!(
+        result.as_str().unwrap().contains("\"status\":\"rendered\""),
+        "{result}"
+    );
+
+    // A new process on the same table, as a reloaded page or another Lambda instance meets it:
+    // the thread gives the surface back as it was painted.
+    let second = app_on(&client, &table).await;
+    let kept = kept_surfaces(&second, &thread).await;
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(kept[0]["messageId"], built_id.as_str());
+    assert_eq!(
+        components_and_data(kept[0]["content"]["a2ui_operations"].as_array().unwrap()),
+        built
+    );
+
+    // A later run on the new process updates the same surface: its call names only what
+    // changes, the operations carry the whole surface with the earlier components kept.
+    let events = second
+        .run(&painting(&thread, "r2", "[email] add my e-mail"))
+        .await
+        .events();
+    let surfaces = painted(&events);
+    assert_eq!(surfaces.len(), 1, "the update painted: {events:?}");
+    let (updated_id, operations) = &surfaces[0];
+    assert_ne!(updated_id, built_id, "an update is an activity of its own");
+    let (ids, data) = components_and_data(operations);
+    assert_eq!(
+        ids,
+        [
+            "body",
+            "email",
+            "name",
+            "root",
+            "send",
+            "send-label",
+            "title"
+        ]
+    );
+    // Both fields' initial values (and the key that lets CopilotKit paint empty fields at once).
+    assert_eq!(data, json!({"name": "", "email": "", "_surface": "signup"}));
+    let column = operations
+        .iter()
+        .filter_map(|op| op["updateComponents"]["components"].as_array())
+        .flatten()
+        .find(|c| c["id"] == "body")
+        .unwrap();
+    assert_eq!(
+        column["children"],
+        json!(["title", "name", "email", "send"])
+    );
+
+    // The first process, reloading again, shows the surface in its last state.
+    let kept = kept_surfaces(&first, &thread).await;
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    assert_eq!(kept[1]["messageId"], updated_id.as_str());
+    assert_eq!(
+        components_and_data(kept[1]["content"]["a2ui_operations"].as_array().unwrap()),
+        (ids, data)
+    );
+}
