@@ -1,18 +1,22 @@
 //! A2UI surfaces over HTTP on DynamoDB Local: a scripted model builds a form, a new process on
 //! the same table gives a new client the surface back in its last state, and a later run updates
-//! that surface (same `surfaceId`) from what the thread kept.
+//! that surface (same `surfaceId`) from what the thread kept; a click answered by the strict
+//! Anthropic stand-in.
 
 use agui_lambda::testing::model::{
-    DeltaStream, FinishReason, ModelDelta, ModelError, ModelProvider, ModelRequest, Usage,
+    DeltaStream, DemoModel, FinishReason, ModelDelta, ModelError, ModelProvider, ModelRequest,
+    Usage,
 };
 use agui_lambda::testing::protocol::{Message, UserContent};
-use agui_lambda::testing::store::{DynamoStore, ThreadStore};
+use agui_lambda::testing::store::{DynamoStore, MemoryStore, ThreadStore};
+use agui_lambda::tools::ToolRegistry;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
 use crate::dynamo_local;
 use crate::helpers::*;
+use crate::strict_messages::StrictMessages;
 
 /// Builds the form for "[form]", adds an e-mail field to it for "[email]" (naming only the new
 /// components and the column that lists them), and says so after the render tool answers.
@@ -254,5 +258,125 @@ async fn a_surface_comes_back_after_a_reload_and_a_later_run_updates_it() {
     assert_eq!(
         components_and_data(kept[1]["content"]["a2ui_operations"].as_array().unwrap()),
         (ids, data)
+    );
+}
+
+/// A click on a surface against the strict Anthropic stand-in (thinking on, so the replayed tool
+/// loop must keep its signed thinking): the click reaches the model as the user's turn, with the
+/// value typed, after the render call and its answer, and the run finishes.
+#[tokio::test]
+async fn a_click_reaches_a_strict_provider_as_the_users_turn_and_the_run_finishes() {
+    const KEY: &str = "sk-ant-test-key";
+    let strict = StrictMessages::start(KEY).await;
+    let vars = [
+        ("MODEL_PROVIDER", "anthropic"),
+        ("ANTHROPIC_BASE_URL", strict.url.as_str()),
+        ("ANTHROPIC_API_KEY", KEY),
+        ("AGENT_MODEL", "claude-sonnet-4-5"),
+        ("ANTHROPIC_THINKING_BUDGET_TOKENS", "1024"),
+    ];
+    let app = spawn_app_on_model_url(
+        &strict.url,
+        &vars,
+        Arc::new(MemoryStore::new()),
+        ToolRegistry::with_builtins().unwrap(),
+        None,
+    )
+    .await;
+    let thread = new_thread();
+    let events = app
+        .run(&painting(&thread, "r1", "[form] please"))
+        .await
+        .events();
+    assert_eq!(painted(&events).len(), 1, "{events:?}");
+
+    let mut click = run_input(&thread, "r2", json!([]));
+    click["forwardedProps"] = json!({"a2uiCatalogAvailable": true, "a2uiAction": {"userAction": {
+        "name": "submit", "surfaceId": "signup", "sourceComponentId": "send",
+        "context": {"name": "Ada Lovelace"}, "timestamp": "2026-11-28T10:00:00Z"}}});
+    let events = app.run(&click).await.events();
+    let said = of_type(&events, "TEXT_MESSAGE_START")
+        .into_iter()
+        .find(|start| start["role"] == "user")
+        .expect("the click shown as the user's message");
+    let shown: String = of_type(&events, "TEXT_MESSAGE_CONTENT")
+        .into_iter()
+        .filter(|content| content["messageId"] == said["messageId"])
+        .map(|content| content["delta"].as_str().unwrap())
+        .collect();
+    assert!(shown.contains("\"name\":\"Ada Lovelace\""), "{shown}");
+    assert!(
+        text_of(&events).contains("Hello from the strict model."),
+        "{events:?}"
+    );
+
+    let seen = strict.requests_about("Ada Lovelace");
+    assert_eq!(seen.len(), 1, "one model call for the click");
+    assert_eq!(seen[0].status, 200, "{:?}", seen[0].refusal);
+    let messages = seen[0].body["messages"].as_array().unwrap();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant", "user"]);
+    let history = serde_json::to_string(messages).unwrap();
+    assert!(
+        history.contains("\"name\":\"render_a2ui\""),
+        "the render call replayed: {history}"
+    );
+    let last = messages.last().unwrap().to_string();
+    assert!(
+        last.contains("User performed action \\\"submit\\\" on surface \\\"signup\\\""),
+        "{last}"
+    );
+}
+
+/// The demo model (`cargo run` with no key) builds its form through the same render tool, which
+/// validates and paints it, and answers a click on it with the value typed.
+#[tokio::test]
+async fn the_demo_models_form_is_painted_and_its_click_answered_with_the_value_typed() {
+    let app = spawn_app_on_scripted(
+        Arc::new(DemoModel::default()),
+        &[],
+        Arc::new(MemoryStore::new()),
+    )
+    .await;
+    let thread = new_thread();
+    let events = app
+        .run(&painting(&thread, "r1", "Show me a form"))
+        .await
+        .events();
+    let statuses: Vec<&Value> = of_type(&events, "ACTIVITY_SNAPSHOT")
+        .into_iter()
+        .filter_map(|event| event["content"].get("status"))
+        .collect();
+    assert!(
+        statuses.iter().all(|status| *status == "building"),
+        "{statuses:?}"
+    );
+    let surfaces = painted(&events);
+    assert_eq!(surfaces.len(), 1, "{events:?}");
+    let operations = &surfaces[0].1;
+    assert_eq!(operations[0]["createSurface"]["surfaceId"], "demo-form");
+    let components = operations[1]["updateComponents"]["components"]
+        .as_array()
+        .unwrap();
+    assert!(
+        components
+            .iter()
+            .any(|c| c["component"] == "TextField" && c["value"] == json!({"path": "/name"}))
+    );
+
+    let mut click = run_input(&thread, "r2", json!([]));
+    click["forwardedProps"] = json!({"a2uiCatalogAvailable": true, "a2uiAction": {"userAction": {
+        "name": "submit", "surfaceId": "demo-form", "sourceComponentId": "send",
+        "context": {"name": "Grace Hopper"}, "timestamp": "2026-11-28T10:00:00Z"}}});
+    let events = app.run(&click).await.events();
+    assert!(
+        text_of(&events).ends_with(
+            "You pressed \"submit\" on the surface \"demo-form\" with name: Grace Hopper."
+        ),
+        "{}",
+        text_of(&events)
     );
 }
