@@ -380,3 +380,19 @@ async fn the_demo_models_form_is_painted_and_its_click_answered_with_the_value_t
         text_of(&events)
     );
 }
+
+/// `GET /capabilities` says when surfaces are painted (the dev page offers its form suggestion
+/// from it): `auto` with nothing configured, else the `A2UI` setting.
+#[tokio::test]
+async fn capabilities_report_the_a2ui_mode() {
+    let plain = spawn_app().await.get("/capabilities").await.json();
+    assert_eq!(
+        plain["custom"]["a2ui"],
+        json!({"mode": "auto", "version": "v0.9", "maxAttempts": 3})
+    );
+    let off = spawn_app_with(&[("A2UI", "off")]).await;
+    assert_eq!(
+        off.get("/capabilities").await.json()["custom"]["a2ui"]["mode"],
+        "off"
+    );
+}
