@@ -115,13 +115,13 @@ pub mod startup {
 
 pub mod store {
     pub use crate::store::{
-        Blobs, CancelState, Checkpoint, Claim, ClaimedRun, ContextMark, ContextUpdate, Deletion,
-        EventLog, History, HistoryQuery, Lease, Memories, Memory, MemoryEdit, MemoryId, MemorySet,
-        MemoryStore, NewMemory, NewThread, QuotaExceeded, QuotaLimits, RunCheckpoint,
+        Archived, Blobs, CancelState, Checkpoint, Claim, ClaimedRun, ContextMark, ContextUpdate,
+        Deletion, EventLog, History, HistoryQuery, Lease, Memories, Memory, MemoryEdit, MemoryId,
+        MemorySet, MemoryStore, NewMemory, NewThread, QuotaExceeded, QuotaLimits, RunCheckpoint,
         RunCheckpoints, RunClaim, RunFinish, RunLeases, RunStart, RunTokens, Runner, Settlement,
-        StoreError, StoredBlob, TaskFailure, TaskRecord, TaskRecords, TaskState, ThreadActivity,
-        ThreadLink, ThreadStore, Threads, TimedMessage, TimedPage, TimedQuery, Upload, UsageLedger,
-        usage_day,
+        ShelfPage, ShelfQuery, ShelvedThread, StoreError, StoredBlob, TaskFailure, TaskRecord,
+        TaskRecords, TaskState, ThreadActivity, ThreadLink, ThreadShelf, ThreadStore, Threads,
+        TimedMessage, TimedPage, TimedQuery, Upload, UsageLedger, usage_day,
     };
     #[cfg(feature = "aws")]
     pub use crate::store::{DynamoStore, StoreUsage};

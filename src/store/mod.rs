@@ -1,4 +1,4 @@
-//! Thread persistence, one trait per capability: [`Threads`], [`History`], [`RunLeases`],
+//! Thread persistence, one trait per capability: [`Threads`], [`ThreadShelf`], [`History`], [`RunLeases`],
 //! [`RunCheckpoints`], [`EventLog`], [`UsageLedger`], [`TaskRecords`], [`A2aTasks`] and [`Memories`], gathered by [`ThreadStore`] and implemented
 //! by [`MemoryStore`] and `DynamoStore`. Shared here: who owns a thread, the errors, the limits.
 
@@ -49,8 +49,11 @@ pub use runs::{ContextUpdate, Lease, RunFinish, RunLeases, RunStart};
 pub(crate) use runs::{Pulse, RunRef};
 pub(crate) use tasks::task_message;
 pub use tasks::{TaskFailure, TaskRecord, TaskRecords, TaskState};
+pub use threads::{
+    Archived, Deletion, NewThread, ShelfPage, ShelfQuery, ShelvedThread, ThreadActivity,
+    ThreadLink, ThreadShelf, Threads,
+};
 pub use threads::{Checkpoint, ContextMark};
-pub use threads::{Deletion, NewThread, ThreadActivity, ThreadLink, Threads};
 pub(crate) use threads::{RunEnd, StoredThread, ThreadList, ThreadSummary};
 pub(crate) use usage::{DayUsage, ModelUsage, Reservation, secs_to_next_day, secs_to_next_minute};
 pub use usage::{QuotaExceeded, QuotaLimits, RunTokens, Settlement, UsageLedger, usage_day};
@@ -59,6 +62,7 @@ pub use usage::{QuotaExceeded, QuotaLimits, RunTokens, Settlement, UsageLedger, 
 /// any type with all of them is one.
 pub trait ThreadStore:
     Threads
+    + ThreadShelf
     + History
     + RunLeases
     + RunCheckpoints
@@ -72,6 +76,7 @@ pub trait ThreadStore:
 
 impl<T> ThreadStore for T where
     T: Threads
+        + ThreadShelf
         + History
         + RunLeases
         + RunCheckpoints

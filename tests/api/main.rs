@@ -61,6 +61,7 @@ mod store_checkpoints;
 mod store_context;
 mod store_contract;
 mod store_history;
+mod store_shelf;
 mod store_threads;
 mod subagents;
 mod threads;

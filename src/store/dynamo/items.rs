@@ -2,7 +2,8 @@
 //! cancelled transaction says. Everything here mirrors `template.yaml`'s table.
 //!
 //! One partition per thread: a `META` item (owner, version, state, lease, title, message count,
-//! TTL) and one item per message, sorted by sequence number. A run reads the partition with one
+//! TTL), one item per message, sorted by sequence number, and `ARCHIVED#<createdAt>` while its
+//! owner has archived it. A run reads the partition with one
 //! consistent Query and writes with two transactions; each write is conditional on the version
 //! it read, so concurrent runs can never interleave their messages.
 //!

@@ -20,6 +20,7 @@ mod items;
 mod memories;
 mod reads;
 mod runs;
+mod shelf;
 mod table;
 mod tasks;
 mod threads;
