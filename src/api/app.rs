@@ -42,6 +42,8 @@ pub struct App {
     this: std::sync::OnceLock<std::sync::Weak<App>>,
     /// `A2A_PUBLIC_URL`: where A2A clients reach this deployment, for the agent card.
     pub(super) a2a_public_url: Option<String>,
+    /// What CopilotKit's routes announce and serve beyond the agent.
+    pub(super) copilotkit: super::copilotkit::CopilotKitSettings,
 }
 
 /// Settings of the HTTP layer.
@@ -85,7 +87,17 @@ impl App {
             blobs: None,
             this: std::sync::OnceLock::new(),
             a2a_public_url: settings.a2a_public_url,
+            copilotkit: super::copilotkit::CopilotKitSettings::default(),
         }
+    }
+
+    /// CopilotKit's routes with these descriptions and features.
+    pub(crate) fn with_copilotkit(
+        mut self,
+        settings: super::copilotkit::CopilotKitSettings,
+    ) -> Self {
+        self.copilotkit = settings;
+        self
     }
 
     /// Detached runs go through `dispatcher` (the self-invocation on Lambda), and runs go on in
@@ -124,6 +136,10 @@ impl App {
     pub(crate) fn body_limit(&self, method: &Method, path: &str) -> (usize, InputError) {
         match Route::parse(method, path, self.routes) {
             Ok(Route::Run(Dialect::AgUi | Dialect::SniffAgKit) | Route::Invocations) => {
+                let limit = self.limits.agui_max_payload_bytes;
+                (limit, InputError::HistoryTooLarge { limit })
+            }
+            Ok(Route::CopilotKit(route)) if route.carries_history() => {
                 let limit = self.limits.agui_max_payload_bytes;
                 (limit, InputError::HistoryTooLarge { limit })
             }
@@ -403,6 +419,10 @@ impl App {
             }
             Route::CreateUpload => {
                 self.create_upload(&principal, request.headers(), request.body())
+                    .await
+            }
+            Route::CopilotKit(route) => {
+                self.copilotkit(principal, route, request, invocation_deadline)
                     .await
             }
         }

@@ -7,6 +7,7 @@ mod a2a;
 mod agentcore;
 mod app;
 mod body;
+pub(crate) mod copilotkit;
 mod dev_page;
 pub(crate) mod dispatch;
 mod error;

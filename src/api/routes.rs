@@ -2,6 +2,7 @@
 //! with no route is 404, a method its path does not take 405.
 
 use super::a2a::{self, A2aRoute};
+use super::copilotkit::CopilotKitRoute;
 use super::dev_page;
 use super::error::ApiError;
 use crate::dialects::agkit;
@@ -93,6 +94,8 @@ pub(super) enum Route {
     DeleteMemory(String),
     /// A2A 1.0: the agent card, the JSON-RPC endpoint, the HTTP+JSON paths.
     A2a(A2aRoute),
+    /// CopilotKit's runtime protocol under `/copilotkit`.
+    CopilotKit(CopilotKitRoute),
 }
 
 /// The routes that are there only when a setting turns them on.
@@ -155,6 +158,10 @@ impl Route {
                     run: owned(run),
                 },
             )],
+            ["copilotkit", rest @ ..] => CopilotKitRoute::routes(rest)
+                .into_iter()
+                .map(|(method, route)| (method, Route::CopilotKit(route)))
+                .collect(),
             ["invocations"] if optional.agentcore => vec![(Method::POST, Route::Invocations)],
             ["ping"] if optional.agentcore => vec![(Method::GET, Route::Ping)],
             _ => a2a::routes(&segments)
@@ -194,6 +201,7 @@ impl Route {
         match self {
             Route::Run(_) | Route::Invocations | Route::AcceptRun => true,
             Route::A2a(route) => route.may_start_a_run(),
+            Route::CopilotKit(route) => route.starts_a_run(),
             _ => false,
         }
     }
