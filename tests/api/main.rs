@@ -38,6 +38,7 @@ mod anthropic;
 mod attachments_store;
 mod auth;
 mod bedrock;
+mod copilotkit;
 mod copilotkit_runs;
 mod dev_page;
 mod example_agent;
