@@ -36,6 +36,9 @@ pub struct ModelRequest {
     pub summary: Option<String>,
     /// What the provider's prompt cache may route this thread's requests by (its thread id).
     pub cache_key: Option<String>,
+    /// The tool the model must call this turn (one of `tools`); `None` leaves it to the model.
+    /// Claude cannot be forced while it thinks: that call goes without extended thinking.
+    pub tool_choice: Option<String>,
 }
 
 pub(crate) use crate::protocol::input::sampling::Sampling;
