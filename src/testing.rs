@@ -46,6 +46,12 @@ pub mod model {
         ModelProvider, ModelRequest, RetryHint, Served, ToolCallAccumulator, Usage,
     };
 
+    pub mod transcription {
+        pub use crate::model::transcription::{
+            Audio, Transcriber, TranscriptionError, TranscriptionSettings,
+        };
+    }
+
     #[cfg(feature = "bedrock")]
     pub mod bedrock {
         pub use crate::model::bedrock::{

@@ -14,6 +14,7 @@ pub(crate) mod refusal;
 pub(crate) mod resilient;
 #[cfg(any(test, feature = "test-utils"))]
 pub(crate) mod scripted;
+pub(crate) mod transcription;
 
 use crate::protocol::{Message, UserPart};
 use async_trait::async_trait;

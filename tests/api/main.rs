@@ -26,6 +26,7 @@ mod sse_follow;
 mod step_model;
 mod strict_messages;
 mod strict_models;
+mod strict_transcriptions;
 mod window_model;
 
 mod a2a_client;
@@ -67,4 +68,5 @@ mod store_shelf;
 mod store_threads;
 mod subagents;
 mod threads;
+mod transcription;
 mod v1_agent;
