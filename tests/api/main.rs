@@ -40,6 +40,7 @@ mod attachments_store;
 mod auth;
 mod bedrock;
 mod copilotkit;
+mod copilotkit_dynamo;
 mod copilotkit_runs;
 mod dev_page;
 mod example_agent;
