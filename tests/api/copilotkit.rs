@@ -419,3 +419,151 @@ async fn the_single_route_envelope_answers_as_the_rest_routes() {
     .await;
     assert_eq!(elsewhere.status, 404, "{}", elsewhere.body);
 }
+
+/// `GET /copilotkit/threads…` as `key`: the page's ids and archived flags, and its next cursor.
+async fn shelf(app: &TestApp, key: &str, query: &str) -> (Vec<(String, bool)>, Value) {
+    let answer = call(
+        app,
+        key,
+        "GET",
+        &format!("/copilotkit/threads?{query}"),
+        None,
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let page = answer.json();
+    let threads = page["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|record| {
+            assert_eq!(record["agentId"], "default");
+            assert_eq!(record["organizationId"], "");
+            (
+                record["id"].as_str().unwrap().to_owned(),
+                record["archived"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    (threads, page["nextCursor"].clone())
+}
+
+#[tokio::test]
+async fn the_thread_list_pages_newest_first_and_hides_archived_threads() {
+    let app = spawn_app_with(&[("AUTH_MODE", "api-key"), ("API_KEYS", &keys())]).await;
+    let mut made = Vec::new();
+    for index in 0..5 {
+        made.push(thread_of(&app, ALICE, &format!("{POEM} number {index}")).await);
+        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+    }
+    let bobs = thread_of(&app, BOB, POEM).await;
+    made.reverse();
+
+    // Two at a time, newest first, each with its title.
+    let (first, cursor) = shelf(&app, ALICE, "agentId=default&limit=2").await;
+    assert_eq!(first, [(made[0].clone(), false), (made[1].clone(), false)]);
+    let cursor = cursor.as_str().unwrap().to_owned();
+    let (second, _) = shelf(
+        &app,
+        ALICE,
+        &format!("agentId=default&limit=2&cursor={}", urlencode(&cursor)),
+    )
+    .await;
+    assert_eq!(second, [(made[2].clone(), false), (made[3].clone(), false)]);
+    let record = call(
+        &app,
+        ALICE,
+        "GET",
+        "/copilotkit/threads?agentId=default&limit=1",
+        None,
+    )
+    .await
+    .json();
+    assert_eq!(record["threads"][0]["name"], format!("{POEM} number 4"));
+    let (all, next) = shelf(&app, ALICE, "agentId=default").await;
+    assert_eq!(all.len(), 5, "Bob's thread is not Alice's");
+    assert_eq!(next, Value::Null);
+    assert!(!all.iter().any(|(id, _)| *id == bobs));
+
+    // Archived: hidden, unless asked for; unarchived: back in its place.
+    let archived = call(
+        &app,
+        ALICE,
+        "POST",
+        &format!("/copilotkit/threads/{}/archive", made[1]),
+        Some(json!({"agentId": "default"})),
+    )
+    .await;
+    assert_eq!(archived.status, 200, "{}", archived.body);
+    let (visible, _) = shelf(&app, ALICE, "agentId=default").await;
+    assert!(!visible.iter().any(|(id, _)| *id == made[1]));
+    assert_eq!(visible.len(), 4);
+    let (with_archived, _) = shelf(&app, ALICE, "agentId=default&includeArchived=true").await;
+    assert_eq!(
+        with_archived[1],
+        (made[1].clone(), true),
+        "archiving moves nothing"
+    );
+    let back = call(
+        &app,
+        ALICE,
+        "PATCH",
+        &format!("/copilotkit/threads/{}", made[1]),
+        Some(json!({"agentId": "default", "archived": false})),
+    )
+    .await;
+    assert_eq!(back.status, 200, "{}", back.body);
+    assert_eq!(
+        shelf(&app, ALICE, "agentId=default").await.0[1],
+        (made[1].clone(), false)
+    );
+    // Bob archives nothing of Alice's.
+    let refused = call(
+        &app,
+        BOB,
+        "POST",
+        &format!("/copilotkit/threads/{}/archive", made[1]),
+        None,
+    )
+    .await;
+    assert_eq!(refused.status, 404);
+
+    // Renamed and deleted as CopilotKit asks.
+    let renamed = call(
+        &app,
+        ALICE,
+        "PATCH",
+        &format!("/copilotkit/threads/{}", made[0]),
+        Some(json!({"agentId": "default", "name": "Poems, renamed"})),
+    )
+    .await;
+    assert_eq!(renamed.status, 200);
+    let deleted = call(
+        &app,
+        ALICE,
+        "DELETE",
+        &format!("/copilotkit/threads/{}", made[2]),
+        Some(json!({"agentId": "default"})),
+    )
+    .await;
+    assert_eq!(deleted.status, 204, "{}", deleted.body);
+    let page = call(
+        &app,
+        ALICE,
+        "GET",
+        "/copilotkit/threads?agentId=default",
+        None,
+    )
+    .await
+    .json();
+    assert_eq!(page["threads"][0]["name"], "Poems, renamed");
+    assert_eq!(page["threads"].as_array().unwrap().len(), 4);
+    // Our own list keeps its shape: every thread, archived or not, with `title`.
+    let ours = call(&app, ALICE, "GET", "/threads", None).await.json();
+    assert_eq!(ours["threads"][0]["title"], "Poems, renamed");
+    assert!(ours["threads"][0].get("archived").is_none());
+}
+
+fn urlencode(text: &str) -> String {
+    form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}
