@@ -143,6 +143,10 @@ impl App {
                 let limit = self.limits.agui_max_payload_bytes;
                 (limit, InputError::HistoryTooLarge { limit })
             }
+            Ok(Route::CopilotKit(route)) if route.body_limit(&self.copilotkit).is_some() => {
+                let limit = route.body_limit(&self.copilotkit).unwrap_or_default();
+                (limit, InputError::TooLarge { limit })
+            }
             _ => {
                 let limit = self.limits.max_payload_bytes;
                 (limit, InputError::TooLarge { limit })
@@ -223,6 +227,7 @@ impl App {
         // AG-UI one.
         let parsed = Route::parse(request.method(), request.uri().path(), self.routes);
         let agentscope_route = parsed.as_ref().is_ok_and(Route::is_agentscope);
+        let transcription_route = parsed.as_ref().is_ok_and(Route::is_transcription);
         let a2a_binding = parsed.ok().and_then(|route| route.a2a_binding());
         let mut response = if request.method() == Method::OPTIONS {
             preflight(origin.is_some())
@@ -239,7 +244,9 @@ impl App {
                             "request refused"
                         );
                     }
-                    if let Some(binding) = a2a_binding {
+                    if transcription_route {
+                        super::copilotkit::transcription_refusal(&error)
+                    } else if let Some(binding) = a2a_binding {
                         let body = super::a2a::refusal_body(&error, binding);
                         let mut response =
                             json_response(error.status(), Bytes::from(body.to_string()));
@@ -289,7 +296,13 @@ impl App {
             code = error.code(),
             "request refused"
         );
-        let mut response = error_response(error);
+        let transcription = Route::parse(&Method::POST, path, self.routes)
+            .is_ok_and(|route| route.is_transcription());
+        let mut response = if transcription {
+            super::copilotkit::transcription_refusal(error)
+        } else {
+            error_response(error)
+        };
         add_cors(&mut response, self.allowed_origin(headers));
         response
     }

@@ -196,6 +196,11 @@ impl Route {
         matches!(self, Route::Run(Dialect::AgentScope))
     }
 
+    /// CopilotKit's voice input, whose refusals take CopilotKit's transcription shape.
+    pub(super) fn is_transcription(&self) -> bool {
+        matches!(self, Route::CopilotKit(route) if route.is_transcription())
+    }
+
     /// Starts a run: refused while the server is stopping.
     pub(super) fn starts_a_run(&self) -> bool {
         match self {

@@ -11,6 +11,8 @@ mod envelope;
 mod threads;
 mod transcribe;
 
+pub(crate) use transcribe::transcription_refusal;
+
 use super::app::App;
 use super::body::ResponseBody;
 use super::error::ApiError;
@@ -115,6 +117,15 @@ impl CopilotKitRoute {
     /// Refused in CopilotKit's transcription shape, which its chat reads.
     pub(crate) fn is_transcription(&self) -> bool {
         matches!(self, Self::Transcribe)
+    }
+
+    /// The largest body the route takes when it is not the history's: a recording, as base64
+    /// JSON at most (a third larger than its bytes) with room for the form around it.
+    pub(crate) fn body_limit(&self, settings: &CopilotKitSettings) -> Option<usize> {
+        match (self, settings.transcription_max_bytes) {
+            (Self::Transcribe, Some(max)) => Some(max / 3 * 4 + 64 * 1024),
+            _ => None,
+        }
     }
 }
 
@@ -229,8 +240,9 @@ pub(crate) struct CopilotKitSettings {
     pub default_description: Option<String>,
     /// `POST /agent/{agentId}/suggest` is answered.
     pub suggestions: bool,
-    /// `POST /transcribe` is answered (a transcription model is configured).
-    pub transcription: bool,
+    /// `POST /transcribe` is answered, taking recordings up to this many bytes (a transcription
+    /// model is configured).
+    pub transcription_max_bytes: Option<usize>,
     pub generative_ui: dialect::GenerativeUi,
 }
 
@@ -252,7 +264,7 @@ impl CopilotKitSettings {
     fn features(&self) -> Features {
         Features {
             suggestions: self.suggestions,
-            transcription: self.transcription,
+            transcription: self.transcription_max_bytes.is_some(),
             generative_ui: self.generative_ui.clone(),
         }
     }
