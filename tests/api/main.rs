@@ -41,6 +41,7 @@ mod auth;
 mod bedrock;
 mod copilotkit;
 mod copilotkit_dynamo;
+mod copilotkit_extras;
 mod copilotkit_runs;
 mod dev_page;
 mod example_agent;
