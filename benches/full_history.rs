@@ -11,7 +11,6 @@
 //! full_history` runs it once, unoptimised, as a smoke test with 60 turns.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use agui_lambda::testing::agent::ToolRegistry;
 use agui_lambda::testing::config::Config;
 use agui_lambda::testing::model::{DemoModel, ModelProvider};
 use agui_lambda::testing::startup;
@@ -124,14 +123,12 @@ fn main() {
     runtime.block_on(async {
         let config = Config::from_map(&[("MODEL_PROVIDER".to_owned(), "demo".to_owned())].into()).unwrap();
         let model: Arc<dyn ModelProvider> = Arc::new(DemoModel { word_delay: Duration::ZERO });
-        let app = startup::build_app_with_models(
-            &config,
-            model.into(),
-            Arc::new(MemoryStore::new()),
-            startup::authenticator(&config.auth).await.unwrap(),
-            ToolRegistry::with_builtins().unwrap(),
-        )
-        .unwrap();
+        let app = startup::AppBuilder::new(&config)
+            .model(model)
+            .store(Arc::new(MemoryStore::new()))
+            .build()
+            .await
+            .unwrap();
         let thread = uuid::Uuid::new_v4().to_string();
         let mut history: Vec<Value> = Vec::new();
         for turn in 0..turns {

@@ -20,7 +20,6 @@ use agui_lambda::testing::model::{FinishReason, ModelDelta, ModelProvider};
 use agui_lambda::testing::protocol::verify::parse_sse;
 use agui_lambda::testing::startup;
 use agui_lambda::testing::store::{DynamoStore, MemoryStore, ThreadStore};
-use agui_lambda::tools::ToolRegistry;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -89,14 +88,12 @@ async fn app(profile: &str, store: Arc<dyn ThreadStore>, model: &ScriptedModel) 
     .collect();
     let config = Config::from_map(&vars).unwrap();
     let model: Arc<dyn ModelProvider> = Arc::new(Paced(model.clone()));
-    let app = startup::build_app_with_models(
-        &config,
-        model.into(),
-        store,
-        startup::authenticator(&config.auth).await.unwrap(),
-        ToolRegistry::with_builtins().unwrap(),
-    )
-    .unwrap();
+    let app = startup::AppBuilder::new(&config)
+        .model(model)
+        .store(store)
+        .build()
+        .await
+        .unwrap();
     let (addr, _server) =
         agui_lambda::testing::api::bind(Arc::new(app), "127.0.0.1:0".parse().unwrap())
             .await

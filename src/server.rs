@@ -113,7 +113,12 @@ pub async fn serve(config: Config, tools: ToolRegistry) -> Result<(), ServeError
     if !under_lambda {
         startup::check_threads_table(&config).await?;
     }
-    let app = Arc::new(startup::build_with_tools(&config, tools).await?);
+    let app = Arc::new(
+        startup::AppBuilder::new(&config)
+            .tools(tools)
+            .build()
+            .await?,
+    );
     tracing::info!(setup = %app.describe(), runtime = ?config.runtime, "agui-lambda ready to start");
     if matches!(config.model.provider, ModelChoice::Demo) {
         tracing::warn!(

@@ -113,8 +113,7 @@ pub mod protocol {
 
 pub mod startup {
     pub use crate::startup::{
-        Models, StartupError, add_mcp_tools, authenticator, build, build_app,
-        build_app_with_models, build_app_with_tools, model_from_config, models_from_config,
+        AppBuilder, Models, StartupError, authenticator, model_from_config, models_from_config,
         store_from_config, with_retry_policy,
     };
 }

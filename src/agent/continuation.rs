@@ -1,38 +1,20 @@
 //! Continued runs: a run whose runner let it go (its invocation ended) or stopped (a crash) is
 //! taken over by the next runner, at most one at a time: a claim fenced by the lease's epoch,
 //! then the run rebuilt from its checkpoint. How the next runner is started (an asynchronous
-//! invocation under Lambda) is the hosting side's, behind [`Continuations`].
+//! invocation under Lambda) is the hosting side's, behind [`Continuations`] (the run loop's, since
+//! its hand-off sends them). A client of the run loop: it names only what `run.rs` offers.
 
 use super::Agent;
 use super::live::LiveRun;
+pub(crate) use super::run::{Continuation, Continuations};
 use super::run::{PreparedRun, RunRecord, RunTelemetry, TakeOver};
 use crate::auth::Principal;
 use crate::protocol::{RunId, ThreadId};
 use crate::store::{Claim, ClaimedRun, EventCursor, RunClaim, RunRef};
-use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 use tracing::Instrument;
-
-/// What a new runner is asked to take over: sent by the runner that handed the run off
-/// (`handed_off_by` its epoch), or by whoever found the run stalled (`None`: it is taken only
-/// once its lease has expired).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Continuation {
-    pub principal: String,
-    pub thread_id: String,
-    pub run_id: String,
-    pub handed_off_by: Option<u64>,
-}
-
-/// Starts a run's next runner elsewhere (under Lambda, an asynchronous invocation of this
-/// function carrying the [`Continuation`]).
-#[async_trait::async_trait]
-pub(crate) trait Continuations: Send + Sync {
-    async fn send(&self, continuation: &Continuation) -> Result<(), String>;
-}
 
 /// How a continuation went.
 pub(crate) enum Continued {
@@ -253,3 +235,7 @@ impl Agent {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "continuation_tests.rs"]
+mod tests;

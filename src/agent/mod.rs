@@ -2,6 +2,13 @@
 //! lease before anything streams; [`PreparedRun::spawn`] then runs the model/tool loop on its
 //! own task, recording AG-UI events that any number of followers stream. Depends on
 //! `protocol`, `model` and `store`; knows nothing of HTTP.
+//!
+//! Read one way, in three layers (the layering test checks it): the parts the loop is built
+//! from (thread, turn, tools, context, memory, approvals, live, profiles, and `subagents/`:
+//! delegation is a step of the loop); the run loop (`run.rs`, `run/`); and the loop's clients
+//! (`start`, `continuation`, `profile_child`), which see the loop only through what `run.rs`
+//! offers. A file may name its own layer and those below, never one above; any may name this
+//! root's own items (the `Agent`, its settings).
 
 mod a2a_tasks;
 pub(crate) mod approval;
@@ -12,6 +19,7 @@ pub(crate) mod detached;
 pub(crate) mod history_day;
 pub(crate) mod live;
 pub(crate) mod memory;
+mod profile_child;
 mod profiles;
 mod run;
 mod spans;

@@ -1,6 +1,8 @@
 //! A prepared run and the task it runs on: what its request asked, the state its loop changes
 //! and how it is observed, each a struct of its own; `RUN_STARTED` first and exactly one terminal
 //! event last. The run lives on its own task: a client that goes away stops nothing.
+//! This file is the loop's face: its clients (start, continuation, a profile run as a child)
+//! name what it defines or re-exports, never a file under `run/`.
 
 mod delegate;
 mod drive;
@@ -14,9 +16,11 @@ mod steps;
 mod tool_calls;
 
 pub(crate) use fit::ContextState;
-pub(crate) use handoff::Segment;
+pub(crate) use handoff::{Continuation, Continuations, Segment};
 pub(crate) use outcome::RunSummary;
 pub(crate) use record::RunRecord;
+#[cfg(test)]
+pub(crate) use resume::CUT_OFF;
 pub(crate) use resume::TakeOver;
 
 use super::approval::{InterruptRecord, PendingApproval, Resolved};

@@ -1,12 +1,13 @@
 //! Every way a request is refused before streaming: one variant, one status, one code. Bodies
 //! are `{"error":{"code","message","field"?}}`; internal details go to the log, never the body.
+//! An A2A refusal ([`A2aRefusal`]) is kept in its binding's shape.
 
 use crate::agent::StartError;
 use crate::dialects::v1_agent::V1AgentError;
 use crate::protocol::InputError;
 use bytes::Bytes;
 use http::StatusCode;
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ApiError {
@@ -63,7 +64,7 @@ pub(crate) enum ApiError {
     AgentNotFound(String),
     /// An A2A operation's error, written in its binding's shape.
     #[error("{}", .0.error)]
-    A2a(Box<super::a2a::A2aRefusal>),
+    A2a(Box<A2aRefusal>),
 }
 
 impl From<StartError> for ApiError {
@@ -224,6 +225,40 @@ impl ApiError {
             error["retryAfter"] = json!(secs);
         }
         Bytes::from(json!({ "error": error }).to_string())
+    }
+}
+
+/// How a request speaks A2A.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Binding {
+    JsonRpc,
+    Rest,
+}
+
+/// An A2A error on its way out, with what its binding needs to write it.
+#[derive(Debug)]
+pub(crate) struct A2aRefusal {
+    pub error: crate::a2a::errors::A2aError,
+    pub binding: Binding,
+    /// The JSON-RPC request's id (`null` when it could not be read).
+    pub id: Value,
+}
+
+impl A2aRefusal {
+    pub(super) fn status(&self) -> http::StatusCode {
+        match self.binding {
+            // A JSON-RPC error is an answer: the HTTP exchange itself went well.
+            Binding::JsonRpc => http::StatusCode::OK,
+            Binding::Rest => http::StatusCode::from_u16(self.error.kind.http_status())
+                .unwrap_or(http::StatusCode::BAD_REQUEST),
+        }
+    }
+
+    pub(super) fn body(&self) -> Value {
+        match self.binding {
+            Binding::JsonRpc => self.error.jsonrpc_body(&self.id),
+            Binding::Rest => self.error.rest_body(),
+        }
     }
 }
 

@@ -353,7 +353,10 @@ async fn iam_callers_from_the_request_context() {
             .collect(),
     )
     .unwrap();
-    let app = agui_lambda::testing::startup::build(&config).await.unwrap();
+    let app = agui_lambda::testing::startup::AppBuilder::new(&config)
+        .build()
+        .await
+        .unwrap();
     let event = |caller: Option<&str>, method: &str, path: &str, body: Option<Value>| {
         let mut event: Value = serde_json::from_str(
             &std::fs::read_to_string(repo_path("events/plain-chat.json")).unwrap(),

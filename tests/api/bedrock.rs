@@ -231,13 +231,12 @@ async fn spawn_bedrock_app_with(
             },
         },
     ));
-    let app = startup::build_app(
-        &config,
-        startup::with_retry_policy(&config, model),
-        Arc::new(MemoryStore::new()),
-        startup::authenticator(&config.auth).await.unwrap(),
-    )
-    .unwrap();
+    let app = startup::AppBuilder::new(&config)
+        .model(startup::with_retry_policy(&config, model))
+        .store(Arc::new(MemoryStore::new()))
+        .build()
+        .await
+        .unwrap();
     let (addr, server) =
         agui_lambda::testing::api::bind(Arc::new(app), "127.0.0.1:0".parse().unwrap())
             .await

@@ -304,7 +304,7 @@ async fn spawn_full(
     overrides: &[(&str, &str)],
     store: Option<Arc<dyn ThreadStore>>,
     model: TestModel,
-    mut tools: ToolRegistry,
+    tools: ToolRegistry,
     blobs: Option<Arc<Blobs>>,
     metrics: Option<agui_lambda::testing::telemetry::emf::Emf>,
 ) -> TestApp {
@@ -338,17 +338,17 @@ async fn spawn_full(
         Some(store) => store,
         None => startup::store_from_config(&config).await.unwrap(),
     };
-    startup::add_mcp_tools(&config, &mut tools).await.unwrap();
-    let app = startup::build_app_with_models(
-        &config,
-        models,
-        store,
-        startup::authenticator(&config.auth).await.unwrap(),
-        tools,
-    )
-    .unwrap()
-    .with_blobs(blobs)
-    .with_metrics(metrics);
+    let mut app = startup::AppBuilder::new(&config)
+        .models(models)
+        .store(store)
+        .tools(tools);
+    if let Some(blobs) = blobs {
+        app = app.blobs(blobs);
+    }
+    if let Some(metrics) = metrics {
+        app = app.metrics(metrics);
+    }
+    let app = app.build().await.unwrap();
     let (addr, server) =
         agui_lambda::testing::api::bind(Arc::new(app), "127.0.0.1:0".parse().unwrap())
             .await

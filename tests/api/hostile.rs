@@ -112,7 +112,10 @@ async fn a_broken_base64_lambda_body_is_a_client_error() {
         .into(),
     )
     .unwrap();
-    let app = agui_lambda::testing::startup::build(&config).await.unwrap();
+    let app = agui_lambda::testing::startup::AppBuilder::new(&config)
+        .build()
+        .await
+        .unwrap();
     let mut event: Value = serde_json::from_str(
         &std::fs::read_to_string(repo_path("events/plain-chat.json")).unwrap(),
     )

@@ -28,7 +28,10 @@ async fn demo_app() -> agui_lambda::testing::api::App {
         "demo".to_owned(),
     )]))
     .unwrap();
-    agui_lambda::testing::startup::build(&config).await.unwrap()
+    agui_lambda::testing::startup::AppBuilder::new(&config)
+        .build()
+        .await
+        .unwrap()
 }
 
 fn json(file: &str, body: &str) -> Value {
@@ -241,17 +244,16 @@ async fn v1_agent_events_get_their_documented_status_and_a_detached_run_runs_onc
     .unwrap();
     let store = Arc::new(MemoryStore::new());
     let app = Arc::new(
-        agui_lambda::testing::startup::build_app(
-            &config,
-            agui_lambda::testing::startup::model_from_config(&config)
-                .await
-                .unwrap(),
-            store.clone(),
-            agui_lambda::testing::startup::authenticator(&config.auth)
-                .await
-                .unwrap(),
-        )
-        .unwrap(),
+        agui_lambda::testing::startup::AppBuilder::new(&config)
+            .model(
+                agui_lambda::testing::startup::model_from_config(&config)
+                    .await
+                    .unwrap(),
+            )
+            .store(store.clone())
+            .build()
+            .await
+            .unwrap(),
     );
     // What the servers do; under Lambda, detached runs then go by self-invocation instead.
     app.remember_self();
@@ -431,7 +433,10 @@ async fn rest_events_carry_the_iam_caller() {
         ("AUTH_MODE".to_owned(), "iam".to_owned()),
     ]))
     .unwrap();
-    let app = agui_lambda::testing::startup::build(&config).await.unwrap();
+    let app = agui_lambda::testing::startup::AppBuilder::new(&config)
+        .build()
+        .await
+        .unwrap();
     let (status, _) = answer(&app, "rest-plain-chat.json").await;
     assert_eq!(status, 401, "no caller");
 
@@ -469,7 +474,10 @@ async fn memory_events_get_their_documented_status() {
         ("MEMORY".to_owned(), "on".to_owned()),
     ]))
     .unwrap();
-    let app = agui_lambda::testing::startup::build(&config).await.unwrap();
+    let app = agui_lambda::testing::startup::AppBuilder::new(&config)
+        .build()
+        .await
+        .unwrap();
     let (status, body) = answer(&app, "memory-save.json").await;
     assert_eq!(status, 201, "{body}");
     assert_eq!(json("memory-save.json", &body)["pinned"], true, "{body}");

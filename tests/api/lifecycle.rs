@@ -36,13 +36,12 @@ async fn app(
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
     let config = Config::from_map(&vars).unwrap();
-    let built = startup::build_app(
-        &config,
-        model,
-        store,
-        startup::authenticator(&config.auth).await.unwrap(),
-    )
-    .unwrap();
+    let built = startup::AppBuilder::new(&config)
+        .model(model)
+        .store(store)
+        .build()
+        .await
+        .unwrap();
     let (addr, server) =
         agui_lambda::testing::api::bind(Arc::new(built), "127.0.0.1:0".parse().unwrap())
             .await

@@ -249,9 +249,14 @@ async fn wire_mcp_a_tool_name_another_tool_has_stops_start_up_with_a_clear_error
                 .handler(|_: Value, _: ToolContext| async { Ok(ToolOutput::text("")) }),
         )
         .unwrap();
-    let err = startup::add_mcp_tools(&config, &mut tools)
+    let model = startup::model_from_config(&config).await.unwrap();
+    let err = startup::AppBuilder::new(&config)
+        .model(model)
+        .tools(tools)
+        .build()
         .await
-        .unwrap_err();
+        .err()
+        .unwrap();
     assert!(matches!(err, StartupError::ToolNameTaken { .. }), "{err}");
     assert_eq!(
         err.to_string(),
@@ -315,12 +320,12 @@ async fn wire_mcp_an_approval_for_a_tool_a_listed_server_lacks_stops_start_up() 
         ),
     ]))
     .unwrap();
-    let mut tools = ToolRegistry::with_builtins().unwrap();
-    startup::add_mcp_tools(&config, &mut tools).await.unwrap();
-    let store = startup::store_from_config(&config).await.unwrap();
     let model = startup::model_from_config(&config).await.unwrap();
-    let auth = startup::authenticator(&config.auth).await.unwrap();
-    let err = startup::build_app_with_tools(&config, model, store, auth, tools)
+    let err = startup::AppBuilder::new(&config)
+        .model(model)
+        .tools(ToolRegistry::with_builtins().unwrap())
+        .build()
+        .await
         .err()
         .unwrap();
     assert_eq!(

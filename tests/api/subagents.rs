@@ -632,15 +632,12 @@ async fn a_sub_agent_named_like_one_of_its_profile_s_tools_stops_start_up() {
     let config = agui_lambda::testing::config::Config::from_map(&vars).unwrap();
     let model: Arc<dyn agui_lambda::testing::model::ModelProvider> =
         Arc::new(agui_lambda::testing::model::scripted::ScriptedModel::default());
-    let built = agui_lambda::testing::startup::build_app_with_tools(
-        &config,
-        model,
-        Arc::new(MemoryStore::new()),
-        agui_lambda::testing::startup::authenticator(&config.auth)
-            .await
-            .unwrap(),
-        agui_lambda::tools::ToolRegistry::with_builtins().unwrap(),
-    );
+    let built = agui_lambda::testing::startup::AppBuilder::new(&config)
+        .model(model)
+        .store(Arc::new(MemoryStore::new()))
+        .tools(agui_lambda::tools::ToolRegistry::with_builtins().unwrap())
+        .build()
+        .await;
     let error = built.err().unwrap().to_string();
     assert_eq!(
         error,

@@ -5,11 +5,11 @@
 //! Checkpoints as the run goes (a turn's calls about to start, their results) live here too.
 
 use super::{Emitter, PreparedRun};
-use crate::agent::continuation::Continuation;
 use crate::agent::live::LiveRun;
 use crate::agent::turn::TurnCall;
 use crate::protocol::events::RecordedEvent;
 use crate::store::{RunCheckpoint, StoreError};
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -267,6 +267,21 @@ pub(super) fn next_batch(pending: &[TurnCall], agent: &crate::agent::Agent) -> V
     pending.first().cloned().into_iter().collect()
 }
 
-#[cfg(test)]
-#[path = "handoff_tests.rs"]
-mod tests;
+/// What a new runner is asked to take over: sent by the runner that handed the run off
+/// (`handed_off_by` its epoch), or by whoever found the run stalled (`None`: it is taken only
+/// once its lease has expired).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Continuation {
+    pub principal: String,
+    pub thread_id: String,
+    pub run_id: String,
+    pub handed_off_by: Option<u64>,
+}
+
+/// Starts a run's next runner elsewhere (under Lambda, an asynchronous invocation of this
+/// function carrying the [`Continuation`]).
+#[async_trait::async_trait]
+pub(crate) trait Continuations: Send + Sync {
+    async fn send(&self, continuation: &Continuation) -> Result<(), String>;
+}

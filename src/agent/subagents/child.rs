@@ -112,3 +112,119 @@ pub(crate) trait ChildAgent: Send + Sync {
     /// Starts the call (or continues the child), returning its events.
     async fn run(&self, call: ChildCall) -> Result<ChildStream, ChildError>;
 }
+
+/// A profile of this deployment, run as a child: its run is started through the run loop's face
+/// (`agent/profile_child.rs`), which the loop reaches only as a [`ChildAgent`].
+pub(crate) struct ProfileChild {
+    /// The profile's agent.
+    pub(crate) agent: crate::agent::Agent,
+}
+
+/// An AG-UI event of a child's: its end when it is the run's terminal event, content otherwise
+/// (the re-tagger drops the run-level rest).
+pub(crate) fn child_event(event: Map<String, Value>) -> ChildEvent {
+    match event.get("type").and_then(Value::as_str) {
+        Some("RUN_FINISHED") => ChildEvent::End(finished(&event)),
+        Some("RUN_ERROR") => {
+            let text = |field: &str| event.get(field).and_then(Value::as_str).unwrap_or("");
+            let usage = usage_of(&event);
+            ChildEvent::End(if text("code") == "CANCELLED" {
+                ChildEnd::Cancelled { usage }
+            } else {
+                ChildEnd::Failed {
+                    code: Some(text("code"))
+                        .filter(|code| !code.is_empty())
+                        .unwrap_or("AGENT_ERROR")
+                        .to_owned(),
+                    message: text("message").to_owned(),
+                    usage,
+                }
+            })
+        }
+        _ => ChildEvent::Content(event),
+    }
+}
+
+/// How a `RUN_FINISHED` ended its run: AG-UI 1.0's outcome, success without one.
+fn finished(event: &Map<String, Value>) -> ChildEnd {
+    let usage = usage_of(event);
+    let outcome = event.get("outcome");
+    match outcome
+        .and_then(|outcome| outcome.get("type"))
+        .and_then(Value::as_str)
+    {
+        Some("interrupt") => {
+            let interrupts: Vec<Interrupt> = outcome
+                .and_then(|outcome| outcome.get("interrupts"))
+                .and_then(|interrupts| serde_json::from_value(interrupts.clone()).ok())
+                .unwrap_or_default();
+            if interrupts.is_empty() {
+                return ChildEnd::Failed {
+                    code: "AGENT_ERROR".to_owned(),
+                    message: "the agent paused on interrupts it did not name".to_owned(),
+                    usage,
+                };
+            }
+            ChildEnd::Suspended { interrupts, usage }
+        }
+        Some("cancelled") => ChildEnd::Cancelled { usage },
+        _ => ChildEnd::Finished { usage },
+    }
+}
+
+/// A terminal event's `usage`, what of it parses.
+fn usage_of(event: &Map<String, Value>) -> Vec<TokenUsage> {
+    event
+        .get("usage")
+        .and_then(Value::as_array)
+        .map(|entries| {
+            entries
+                .iter()
+                .filter_map(|entry| serde_json::from_value(entry.clone()).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn end(event: Value) -> ChildEnd {
+        match child_event(event.as_object().unwrap().clone()) {
+            ChildEvent::End(end) => end,
+            ChildEvent::Content(_) | ChildEvent::Remote(_) => panic!("not an end"),
+        }
+    }
+
+    #[test]
+    fn a_child_s_terminal_event_says_how_it_ended() {
+        let usage = json!([{"model": "m", "inputTokens": 3, "outputTokens": 4, "totalTokens": 7}]);
+        let done =
+            end(json!({"type": "RUN_FINISHED", "threadId": "t", "runId": "r", "usage": usage}));
+        assert!(matches!(&done, ChildEnd::Finished { usage } if usage[0].input_tokens == 3));
+        let asked = end(
+            json!({"type": "RUN_FINISHED", "threadId": "t", "runId": "r",
+            "outcome": {"type": "interrupt", "interrupts": [{"id": "i1", "reason": "tool_call"}]}}),
+        );
+        assert!(
+            matches!(asked, ChildEnd::Suspended { interrupts, .. } if interrupts[0].id == "i1")
+        );
+        let stopped = end(json!({"type": "RUN_ERROR", "message": "x", "code": "CANCELLED"}));
+        assert!(matches!(stopped, ChildEnd::Cancelled { .. }));
+        let failed = end(json!({"type": "RUN_ERROR", "message": "boom"}));
+        assert!(
+            matches!(failed, ChildEnd::Failed { code, message, .. } if code == "AGENT_ERROR" && message == "boom")
+        );
+        assert!(matches!(
+            child_event(
+                json!({"type": "TEXT_MESSAGE_START"})
+                    .as_object()
+                    .unwrap()
+                    .clone()
+            ),
+            ChildEvent::Content(_)
+        ));
+    }
+}

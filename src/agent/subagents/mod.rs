@@ -1,27 +1,26 @@
 //! Sub-agents: the agents a profile may delegate to (other profiles of ours, remote AG-UI
 //! agents, A2A agents), each offered to the model as a tool; a child run behind each call; and the one place
 //! that turns a child's events into its parent's (`subagentRunId`, namespaced ids, visibility).
-//! Knows nothing of HTTP routes; the run loop calls in through `run/delegate.rs`.
+//! Knows nothing of HTTP routes; beneath the run loop, which calls in through `run/delegate.rs`,
+//! and never names it: a profile of ours runs as a child through `agent/profile_child.rs`.
 
 mod a2a;
 mod child;
 mod delegation;
-mod local;
 mod record;
 mod remote;
 mod retag;
 
 pub(crate) use a2a::{A2aAgent, A2aAgentSettings, shared_client};
-pub(crate) use child::{ChildAgent, ChildCall};
+pub(crate) use child::{ChildAgent, ChildCall, ChildError, ChildStream, ProfileChild, child_event};
 pub(crate) use delegation::{
     Delegated, Delegation, DelegationEnd, FOR_A_PARENT, delegate, failed_result,
 };
-pub(crate) use local::ProfileChild;
+#[cfg(test)]
+use record::is_child_id;
 pub(crate) use record::{ResumedChild, SuspendedChild, child_messages, remote_contexts};
 pub(crate) use remote::{RemoteAgent, RemoteAgentSettings};
 pub(crate) use retag::Retagger;
-#[cfg(test)]
-use retag::is_child_id;
 
 use crate::model::ToolSpec;
 use std::sync::Arc;
@@ -197,7 +196,3 @@ mod tests {
         assert!(is_child_id(&format!("{id}:msg_1")));
     }
 }
-
-#[cfg(test)]
-#[path = "flow_tests.rs"]
-mod flow_tests;

@@ -2,12 +2,22 @@
 //! interrupt record), how the next input's answers reach that child in its own ids, and the
 //! child's messages a client sends back, which never become the parent's.
 
-use super::retag::is_child_id;
 use crate::protocol::interrupt::{Interrupt, ResumeEntry};
 use crate::protocol::{Message, MessageId, ThreadId, ToolCallId};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
+
+/// Whether `id` was made by namespacing a child's id: `sa-` and twelve hex digits, then `:`.
+pub(crate) fn is_child_id(id: &str) -> bool {
+    let bytes = id.as_bytes();
+    bytes.len() > 16
+        && id.starts_with("sa-")
+        && bytes.get(15) == Some(&b':')
+        && bytes
+            .get(3..15)
+            .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit))
+}
 
 /// A child that stopped to ask, and the parent's call it will answer once it is done.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

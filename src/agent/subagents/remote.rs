@@ -4,8 +4,9 @@
 //! defines, and posts its cancel URL when it has one (agui-lambda's own runs outlive their
 //! connection).
 
-use super::child::{ChildAgent, ChildCall, ChildEnd, ChildError, ChildEvent, ChildStream};
-use super::local::child_event;
+use super::child::{
+    ChildAgent, ChildCall, ChildEnd, ChildError, ChildEvent, ChildStream, child_event,
+};
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use secrecy::{ExposeSecret, SecretString};

@@ -40,17 +40,6 @@ const ID_FIELDS: [&str; 5] = [
 /// 128 characters a client may send back.
 const MAX_NAMESPACED: usize = 100;
 
-/// Whether `id` was made by namespacing a child's id: `sa-` and twelve hex digits, then `:`.
-pub(crate) fn is_child_id(id: &str) -> bool {
-    let bytes = id.as_bytes();
-    bytes.len() > 16
-        && id.starts_with("sa-")
-        && bytes.get(15) == Some(&b':')
-        && bytes
-            .get(3..15)
-            .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit))
-}
-
 /// One child's events, made its parent's.
 pub(crate) struct Retagger {
     /// The child's `subagentRunId`.

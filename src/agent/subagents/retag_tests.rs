@@ -1,4 +1,5 @@
 use super::*;
+use crate::agent::subagents::record::is_child_id;
 use crate::protocol::events::RecordedEvent;
 use crate::protocol::verify::verify_run;
 

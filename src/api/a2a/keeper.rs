@@ -1,10 +1,9 @@
 //! A task's bookkeeping beside its runs: the end hook that folds an ended run into its task,
 //! the settling of a task whose run vanished (from the run's stored log), a run's events as the
-//! task's frames, and the list's page tokens.
+//! task's frames, the list's page tokens, and a task record's body and next version.
 
 use super::super::app::App;
-use super::ops::{body_of, internal, next_version};
-use crate::a2a::errors::A2aError;
+use crate::a2a::errors::{A2aError, ErrorKind};
 use crate::a2a::task::{self, RunFrames, TaskBody};
 use crate::a2a::types::{StreamResponse, TaskState};
 use crate::agent::{Agent, RunSource};
@@ -182,6 +181,29 @@ pub(super) async fn fold_on_end(
             }
         }
     }
+}
+
+/// A store failure as an A2A error: `Internal`, the cause logged.
+pub(super) fn internal(error: StoreError) -> A2aError {
+    tracing::error!(%error, "A2A: the thread store failed");
+    A2aError::new(ErrorKind::Internal, "the task store is unavailable")
+}
+
+pub(super) fn body_of(record: &A2aTaskRecord) -> Result<TaskBody, A2aError> {
+    serde_json::from_value(record.body.clone()).map_err(|error| {
+        tracing::error!(%error, task = %record.task_id, "A2A: a stored task does not parse");
+        A2aError::new(ErrorKind::Internal, "the task's record could not be read")
+    })
+}
+
+/// A record with `body`, its state and time taken from it, one version on.
+pub(super) fn next_version(record: &A2aTaskRecord, body: &TaskBody) -> A2aTaskRecord {
+    let mut next = record.clone();
+    next.state = body.status.state.as_str().to_owned();
+    next.updated_at_ms = chrono::Utc::now().timestamp_millis();
+    next.version += 1;
+    next.body = serde_json::to_value(body).unwrap_or_default();
+    next
 }
 
 /// A list cursor as a page token: opaque to clients, checked when it comes back.

@@ -10,18 +10,12 @@ mod ops;
 mod stream;
 
 use super::error::ApiError;
+pub(crate) use super::error::{A2aRefusal, Binding};
 use crate::a2a::errors::{A2aError, ErrorKind};
 use serde_json::{Value, json};
 
 /// The path every A2A binding lives under; the JSON-RPC endpoint itself.
 pub(super) const BASE_PATH: &str = "/a2a";
-
-/// How a request speaks A2A.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Binding {
-    JsonRpc,
-    Rest,
-}
 
 /// An HTTP+JSON operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,33 +106,6 @@ pub(super) fn routes(segments: &[&str]) -> Option<Vec<(http::Method, A2aRoute)>>
             Some(routes)
         }
         _ => None,
-    }
-}
-
-/// An A2A error on its way out, with what its binding needs to write it.
-#[derive(Debug)]
-pub(crate) struct A2aRefusal {
-    pub error: A2aError,
-    pub binding: Binding,
-    /// The JSON-RPC request's id (`null` when it could not be read).
-    pub id: Value,
-}
-
-impl A2aRefusal {
-    pub(super) fn status(&self) -> http::StatusCode {
-        match self.binding {
-            // A JSON-RPC error is an answer: the HTTP exchange itself went well.
-            Binding::JsonRpc => http::StatusCode::OK,
-            Binding::Rest => http::StatusCode::from_u16(self.error.kind.http_status())
-                .unwrap_or(http::StatusCode::BAD_REQUEST),
-        }
-    }
-
-    pub(super) fn body(&self) -> Value {
-        match self.binding {
-            Binding::JsonRpc => self.error.jsonrpc_body(&self.id),
-            Binding::Rest => self.error.rest_body(),
-        }
     }
 }
 

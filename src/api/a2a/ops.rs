@@ -4,7 +4,9 @@
 //! task whose run vanished (its process stopped) is settled from the run's stored log.
 
 use super::super::app::App;
-use super::keeper::{fold_on_end, page_token, parse_page_token, run_frames};
+use super::keeper::{
+    body_of, fold_on_end, internal, next_version, page_token, parse_page_token, run_frames,
+};
 use crate::a2a::errors::{A2aError, ErrorKind};
 use crate::a2a::inbound::{self, Turn};
 use crate::a2a::task::{self, TaskBody};
@@ -29,19 +31,6 @@ pub(super) enum Sent {
     Stream(std::pin::Pin<Box<dyn Stream<Item = StreamResponse> + Send>>),
 }
 
-/// A store failure as an A2A error: `Internal`, the cause logged.
-pub(super) fn internal(error: StoreError) -> A2aError {
-    tracing::error!(%error, "A2A: the thread store failed");
-    A2aError::new(ErrorKind::Internal, "the task store is unavailable")
-}
-
-pub(super) fn body_of(record: &A2aTaskRecord) -> Result<TaskBody, A2aError> {
-    serde_json::from_value(record.body.clone()).map_err(|error| {
-        tracing::error!(%error, task = %record.task_id, "A2A: a stored task does not parse");
-        A2aError::new(ErrorKind::Internal, "the task's record could not be read")
-    })
-}
-
 fn view(record: &A2aTaskRecord, body: &TaskBody, history: Option<i32>, artifacts: bool) -> Task {
     task::view(
         &record.task_id,
@@ -50,16 +39,6 @@ fn view(record: &A2aTaskRecord, body: &TaskBody, history: Option<i32>, artifacts
         history,
         artifacts,
     )
-}
-
-/// A record with `body`, its state and time taken from it, one version on.
-pub(super) fn next_version(record: &A2aTaskRecord, body: &TaskBody) -> A2aTaskRecord {
-    let mut next = record.clone();
-    next.state = body.status.state.as_str().to_owned();
-    next.updated_at_ms = chrono::Utc::now().timestamp_millis();
-    next.version += 1;
-    next.body = serde_json::to_value(body).unwrap_or_default();
-    next
 }
 
 /// Why a run could not start, in A2A's terms.

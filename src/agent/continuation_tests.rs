@@ -3,7 +3,7 @@
 
 use crate::agent::continuation::{Continuation, Continuations, Continued};
 use crate::agent::live::LiveRun;
-use crate::agent::run::resume::CUT_OFF;
+use crate::agent::run::CUT_OFF;
 use crate::agent::tools::{ToolBuilder, ToolContext, ToolOutput};
 use crate::agent::{Agent, AgentSettings, ToolRegistry};
 use crate::auth::Principal;

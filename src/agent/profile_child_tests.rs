@@ -2,7 +2,7 @@
 //! profile, each on a scripted model of its own, on the in-memory store; the coordinator's
 //! stream checked against the clients' rules.
 
-use super::*;
+use crate::agent::subagents::*;
 use crate::agent::{Agent, AgentProfile, AgentSettings, ToolRegistry};
 use crate::auth::Principal;
 use crate::model::scripted::{ScriptedModel, ScriptedTurn};
@@ -17,6 +17,7 @@ use crate::protocol::{Message, MessageId, RunId, RunInput, ThreadId, UserContent
 use crate::store::{History, HistoryQuery, MemoryStore, Threads};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
+use std::sync::Arc;
 use tokio::time::Instant;
 
 /// A scripted model under a name of its own, so usage can be told apart by model.
