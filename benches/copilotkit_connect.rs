@@ -20,7 +20,6 @@ use agui_lambda::testing::model::{DemoModel, ModelProvider};
 use agui_lambda::testing::protocol::{Message, MessageId, ThreadId, UserContent};
 use agui_lambda::testing::startup;
 use agui_lambda::testing::store::{DynamoStore, MemoryStore, NewThread, ThreadStore};
-use agui_lambda::tools::ToolRegistry;
 use futures_util::StreamExt;
 use serde_json::json;
 use std::collections::HashMap;
@@ -140,15 +139,15 @@ async fn main() {
         if smoke { " (smoke run)" } else { "" }
     );
     let config = Config::from_map(&HashMap::new()).unwrap();
-    let model: Arc<dyn ModelProvider> = Arc::new(DemoModel::default());
-    let app = startup::build_app_with_models(
-        &config,
-        model.into(),
-        store.clone(),
-        startup::authenticator(&config.auth).await.unwrap(),
-        ToolRegistry::with_builtins().unwrap(),
-    )
-    .unwrap();
+    let model: Arc<dyn ModelProvider> = Arc::new(DemoModel {
+        word_delay: Duration::ZERO,
+    });
+    let app = startup::AppBuilder::new(&config)
+        .model(model)
+        .store(store.clone())
+        .build()
+        .await
+        .unwrap();
     let (addr, _server) =
         agui_lambda::testing::api::bind(Arc::new(app), "127.0.0.1:0".parse().unwrap())
             .await

@@ -12,7 +12,7 @@ use super::thread::{self, Merged};
 use super::{Agent, StartError, lease_expiry, spans};
 use crate::auth::Principal;
 use crate::protocol::input::{BusyThreadPolicy, check_new_messages};
-use crate::protocol::{ContextEntry, Message, RunId, RunInput, ThreadId, UserContent};
+use crate::protocol::{Message, RunId, RunInput, ThreadId, UserContent};
 use crate::store::{Lease, Reservation, RunStart, StoreError, StoredThread, ThreadActivity};
 use serde_json::Value;
 use std::sync::Arc;
@@ -545,21 +545,6 @@ impl Agent {
             }
         }
         Ok(())
-    }
-
-    /// The configured prompt with the client's `context` entries appended.
-    fn system_prompt(&self, context: &[ContextEntry]) -> Option<String> {
-        let mut prompt = self.settings.system_prompt.clone().unwrap_or_default();
-        if !context.is_empty() {
-            if !prompt.is_empty() {
-                prompt.push_str("\n\n");
-            }
-            prompt.push_str("Context provided by the application:");
-            for entry in context {
-                prompt.push_str(&format!("\n- {}: {}", entry.description, entry.value));
-            }
-        }
-        (!prompt.is_empty()).then_some(prompt)
     }
 }
 

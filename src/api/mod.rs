@@ -25,3 +25,4 @@ mod v1_agent;
 
 pub(crate) use app::ApiSettings;
 pub use app::App;
+pub(crate) use copilotkit::CopilotKitSettings;

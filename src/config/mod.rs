@@ -29,7 +29,7 @@ use vars::Vars;
 pub(crate) use auth::{AuthConfig, JwksSource};
 pub(crate) use context::ContextConfig;
 pub use context::PromptCache;
-pub(crate) use copilotkit::{CopilotKitConfig, TranscriptionConfig};
+pub(crate) use copilotkit::CopilotKitConfig;
 pub(crate) use hosting::{Hosting, HostingConfig};
 pub(crate) use http_server::HttpConfig;
 pub use model::ModelChoice;

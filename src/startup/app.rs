@@ -2,7 +2,7 @@
 //! caller does not supply (your tools, a test's scripted model or its own store), then the agent
 //! and the app around it.
 
-use super::models::{Models, models_from_config};
+use super::models::{Models, models_from_config, transcriber_from_config};
 use super::store::{blobs_from_config, store_from_config};
 use super::tools::{add_mcp_tools, mcp_server_offers_nothing};
 use super::{StartupError, authenticator, subagents};
@@ -109,7 +109,7 @@ impl<'a> AppBuilder<'a> {
             None => ToolRegistry::with_builtins()?,
         };
         // Each part's future on the heap: together they are too large for a test thread's stack.
-        let (models, store, auth, (), blobs, dispatcher, secrets) = tokio::try_join!(
+        let (models, store, auth, (), blobs, dispatcher, secrets, transcriber) = tokio::try_join!(
             supplied_or(self.models, Box::pin(models_from_config(config))),
             supplied_or(self.store, Box::pin(store_from_config(config))),
             supplied_or(self.auth, Box::pin(authenticator(&config.auth))),
@@ -117,12 +117,13 @@ impl<'a> AppBuilder<'a> {
             supplied_or(self.blobs.map(Some), Box::pin(blobs_from_config(config))),
             Box::pin(dispatcher_from_config(config)),
             Box::pin(subagents::subagent_secrets(config)),
+            Box::pin(transcriber_from_config(config)),
         )?;
         let mut config = config.clone();
         config.subagents.secret_headers = secrets.headers;
         config.subagents.a2a_secrets = secrets.a2a;
         let metrics = self.metrics.or_else(|| metrics_from_config(&config));
-        Ok(assemble(&config, models, store, auth, tools)?
+        Ok(assemble(&config, models, store, auth, tools, transcriber)?
             .with_blobs(blobs)
             .with_dispatcher(dispatcher)
             .with_metrics(metrics))
@@ -148,6 +149,7 @@ fn assemble(
     store: Arc<dyn ThreadStore>,
     auth: Authenticator,
     mut tools: ToolRegistry,
+    transcriber: Option<Arc<crate::agent::Transcriber>>,
 ) -> Result<App, StartupError> {
     for name in &config.agent.approval_required_tools {
         match tools.require_approval(name) {
@@ -185,6 +187,7 @@ fn assemble(
         },
     )
     .with_summarizer(models.summarizer)
+    .with_transcriber(transcriber)
     .with_profiles(profiles)?
     .serving(config.subagents.default_profile.as_deref())?;
     if !config.profiles.is_empty() {
@@ -207,7 +210,28 @@ fn assemble(
             agentcore: config.hosting.mode == crate::config::Hosting::AgentCore,
             a2a_public_url: config.http.a2a_public_url.clone(),
         },
-    ))
+    )
+    .with_copilotkit(copilotkit_settings(config)))
+}
+
+/// What CopilotKit's routes announce and serve beyond the agent: the profiles' descriptions,
+/// suggestions and voice input as configured; generative UI off until a feature turns it on.
+fn copilotkit_settings(config: &Config) -> crate::api::CopilotKitSettings {
+    crate::api::CopilotKitSettings {
+        descriptions: config
+            .profiles
+            .iter()
+            .filter_map(|(name, profile)| Some((name.clone(), profile.description.clone()?)))
+            .collect(),
+        default_description: None,
+        suggestions: config.copilotkit.suggestions,
+        transcription_max_bytes: config
+            .copilotkit
+            .transcription
+            .as_ref()
+            .map(|transcription| transcription.max_bytes),
+        generative_ui: Default::default(),
+    }
 }
 
 /// `AGENT_PROFILES` as the agent takes them. A tool of an MCP server that offers nothing at

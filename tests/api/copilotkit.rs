@@ -204,6 +204,10 @@ async fn a_browser_on_another_origin_passes_the_preflight_with_its_authorization
 }
 
 #[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario told top to bottom: each step's assertions sit beside the step"
+)]
 async fn refusals_are_json_with_a_status_and_change_nothing() {
     let app = spawn_app().await;
     let thread = thread_of(&app, "", POEM).await;
@@ -449,6 +453,10 @@ async fn shelf(app: &TestApp, key: &str, query: &str) -> (Vec<(String, bool)>, V
 }
 
 #[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario told top to bottom: each step's assertions sit beside the step"
+)]
 async fn the_thread_list_pages_newest_first_and_hides_archived_threads() {
     let app = spawn_app_with(&[("AUTH_MODE", "api-key"), ("API_KEYS", &keys())]).await;
     let mut made = Vec::new();

@@ -133,7 +133,7 @@ async fn voice_input_is_transcribed_by_the_configured_model_within_its_limits() 
     assert_eq!(heard.status, 200, "{}", heard.body);
     assert_eq!(
         heard.json(),
-        json!({"text": "I heard 27 bytes of webm audio.", "size": 27, "type": "audio/webm"})
+        json!({"text": "I heard 24 bytes of webm audio.", "size": 24, "type": "audio/webm"})
     );
     // The single route sends it as base64 JSON.
     let encoded = base64::engine::general_purpose::STANDARD.encode(&recording);
@@ -144,7 +144,7 @@ async fn voice_input_is_transcribed_by_the_configured_model_within_its_limits() 
     )
     .await;
     assert_eq!(single.status, 200, "{}", single.body);
-    assert_eq!(single.json()["text"], "I heard 27 bytes of m4a audio.");
+    assert_eq!(single.json()["text"], "I heard 24 bytes of m4a audio.");
 
     for (audio, mime, status, expected) in [
         (&recording[..], "text/plain", 400, "invalid_audio_format"),

@@ -5,7 +5,7 @@
 use agui_lambda::testing::auth::Principal;
 use agui_lambda::testing::protocol::{Message, MessageId, RunId, ThreadId, UserContent};
 use agui_lambda::testing::store::{
-    Archived, RunFinish, RunLeases, RunStart, ShelfQuery, StoreError, ThreadShelf, ThreadStore,
+    Archived, RunFinish, RunStart, ShelfQuery, StoreError, ThreadStore,
 };
 use std::time::Duration;
 

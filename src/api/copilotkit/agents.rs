@@ -6,15 +6,18 @@ use super::super::app::App;
 use super::super::body::ResponseBody;
 use super::super::error::ApiError;
 use super::super::request::check_content_type;
-use super::super::response::json_response;
+use super::super::response::{json_response, sse_response};
 use super::super::runs::{RunAnswer, RunRequest};
+use super::super::stream;
 use super::super::threads::path_thread;
-use crate::agent::Agent;
+use crate::agent::{Agent, Suggestion};
 use crate::auth::Principal;
 use crate::dialects::{AguiEncoder, copilotkit};
-use crate::protocol::{RunId, ThreadId, input};
+use crate::protocol::events::RecordedEvent;
+use crate::protocol::{InputError, RunId, ThreadId, input, sse};
 use crate::store::{CancelState, StoreError, ThreadActivity};
 use bytes::Bytes;
+use futures_util::StreamExt;
 use http::{Request, Response, StatusCode};
 use serde_json::json;
 use tokio::time::Instant;
@@ -110,15 +113,36 @@ impl App {
     /// request forces it), streamed as AG-UI; nothing is stored and no thread is made.
     pub(super) async fn suggest(
         &self,
-        _agent: &Agent,
-        _principal: &Principal,
-        _request: &Request<Bytes>,
+        agent: &Agent,
+        principal: &Principal,
+        request: &Request<Bytes>,
     ) -> Result<Response<ResponseBody>, ApiError> {
         if !self.copilotkit.suggestions {
             return Err(ApiError::NotFound(
                 "suggestions: off on this server (COPILOTKIT_SUGGESTIONS)".to_owned(),
             ));
         }
-        Err(ApiError::NotFound("suggestions".to_owned()))
+        check_content_type(request.headers())?;
+        let body = input::parse_agui_json(request.body(), &self.limits)?;
+        let tool = copilotkit::forced_tool(&body).ok_or_else(|| InputError::Invalid {
+            field: "forwardedProps.toolChoice".to_owned(),
+            message: "must name the tool the model is to call: {\"type\": \"function\", \"function\": {\"name\"}}".to_owned(),
+        })?;
+        let input = input::from_agui_value(body, &self.limits)?;
+        let thread_id = input.thread_id.clone().unwrap_or_else(ThreadId::new_uuid);
+        let run_id = input.run_id.clone();
+        tracing::info!(principal = principal.as_str(), %tool, "suggestions asked");
+        let events = agent.suggest(Suggestion { input, tool })?;
+        let mut seq = 0;
+        let batches = events.map(move |event| {
+            seq += 1;
+            vec![std::sync::Arc::new(RecordedEvent::new(
+                seq,
+                event,
+                sse::now_ms(),
+            ))]
+        });
+        let frames = stream::frames(batches, self.ping_interval, AguiEncoder);
+        Ok(sse_response(frames, &thread_id, &run_id, false))
     }
 }

@@ -55,7 +55,8 @@ impl App {
         }
         self.copilotkit_agent(&agent_id)?;
         let page = self
-            .shelf_page(
+            .agent
+            .shelf(
                 principal,
                 ShelfQuery {
                     limit,
@@ -102,7 +103,8 @@ impl App {
                 .map_err(ApiError::from_store)?;
         }
         if let Some(archived) = patch.archived {
-            self.archived(principal, &thread_id, archived)
+            self.agent
+                .set_archived(principal, &thread_id, archived)
                 .await
                 .map_err(ApiError::from_store)?;
         }
@@ -128,7 +130,8 @@ impl App {
     ) -> Result<Response<ResponseBody>, ApiError> {
         dialect::check_thread_action(body)?;
         let thread_id = path_thread(thread_id)?;
-        self.archived(principal, &thread_id, true)
+        self.agent
+            .set_archived(principal, &thread_id, true)
             .await
             .map_err(ApiError::from_store)?;
         let answer = json!({"id": thread_id, "archived": true});
@@ -198,30 +201,5 @@ impl App {
             .map_err(ApiError::from_store)?;
         let body = json!({"state": page.state});
         Ok(json_response(StatusCode::OK, Bytes::from(body.to_string())))
-    }
-}
-
-// TEMPORARY until the agent exposes the shelf (src/agent/ is frozen for a refactor landing on
-// main): these two fail until then; replaced by `self.agent.shelf` / `set_archived`.
-impl App {
-    async fn shelf_page(
-        &self,
-        _principal: &Principal,
-        _query: ShelfQuery<'_>,
-    ) -> Result<crate::store::ShelfPage, crate::store::StoreError> {
-        Err(crate::store::StoreError::unavailable(
-            "the shelf is not wired yet",
-        ))
-    }
-
-    async fn archived(
-        &self,
-        _principal: &Principal,
-        _thread_id: &crate::protocol::ThreadId,
-        _archived: bool,
-    ) -> Result<(), crate::store::StoreError> {
-        Err(crate::store::StoreError::unavailable(
-            "the shelf is not wired yet",
-        ))
     }
 }

@@ -85,7 +85,8 @@ impl App {
         let size = audio.bytes.len();
         let kind = audio.mime_type.clone();
         let text = self
-            .transcribe_audio(&audio)
+            .agent
+            .transcribe(&audio)
             .await
             .map_err(|error| model_refusal(&error))?;
         let body = json!({"text": text, "size": size, "type": kind});
@@ -257,11 +258,4 @@ pub(crate) fn transcription_refusal(error: &ApiError) -> Response<ResponseBody> 
     let mut response = json_response(error.status(), Bytes::from(body.to_string()));
     refusal_headers(&mut response, error);
     response
-}
-
-// TEMPORARY until the agent holds the transcriber.
-impl App {
-    async fn transcribe_audio(&self, _audio: &Audio) -> Result<String, TranscriptionError> {
-        Err(TranscriptionError::Unreachable("not wired yet".to_owned()))
-    }
 }

@@ -17,7 +17,7 @@ pub(crate) const DEFAULT_AGENT: &str = "default";
 /// What the generative-UI features tell CopilotKit's client in `/info`: which of them this
 /// deployment serves. All off until a feature sets them (its settings fill this one struct).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct GenerativeUi {
+pub(crate) struct GenerativeUi {
     /// `a2ui.enabled`: the agents paint A2UI surfaces.
     pub a2ui: bool,
     /// `a2ui.agents`: the agents that do, when not all of them.
@@ -28,7 +28,7 @@ pub struct GenerativeUi {
 
 /// The optional parts of CopilotKit's runtime this deployment serves, as `/info` announces them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Features {
+pub(crate) struct Features {
     /// `POST /agent/{agentId}/suggest`: the model answers the suggestion tool, nothing stored.
     pub suggestions: bool,
     /// `POST /transcribe`: a transcription model is configured.
@@ -132,6 +132,21 @@ fn iso_ms(ms: i64) -> Value {
     })
 }
 
+/// The tool a suggestion call forces, as CopilotKit's client names it in
+/// `forwardedProps.toolChoice` (`{"type": "function", "function": {"name"}}`).
+pub(crate) fn forced_tool(body: &Value) -> Option<String> {
+    let choice = body.get("forwardedProps")?.get("toolChoice")?;
+    if choice.get("type")?.as_str()? != "function" {
+        return None;
+    }
+    choice
+        .get("function")?
+        .get("name")?
+        .as_str()
+        .filter(|name| !name.is_empty())
+        .map(str::to_owned)
+}
+
 /// A body CopilotKit's client sends that is not what its runtime takes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum BodyError {
@@ -150,6 +165,7 @@ impl BodyError {
     }
 
     /// The field a refusal names, if any.
+    #[cfg(test)]
     pub(crate) fn field(&self) -> Option<&str> {
         match self {
             BodyError::Syntax(_) => None,

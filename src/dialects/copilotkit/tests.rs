@@ -215,3 +215,20 @@ fn transcription_refusals_carry_copilotkits_codes() {
         true
     );
 }
+
+#[test]
+fn a_suggestion_names_its_forced_tool() {
+    let body = json!({"forwardedProps": {"toolChoice": {"type": "function", "function": {"name": "copilotkitSuggest"}}}});
+    assert_eq!(forced_tool(&body).as_deref(), Some("copilotkitSuggest"));
+    assert_eq!(forced_tool(&json!({"forwardedProps": {}})), None);
+    assert_eq!(
+        forced_tool(&json!({"forwardedProps": {"toolChoice": "auto"}})),
+        None
+    );
+    assert_eq!(
+        forced_tool(
+            &json!({"forwardedProps": {"toolChoice": {"type": "function", "function": {"name": ""}}}})
+        ),
+        None
+    );
+}
