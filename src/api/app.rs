@@ -245,7 +245,7 @@ impl App {
                         );
                     }
                     if transcription_route {
-                        super::copilotkit::transcription_refusal(&error)
+                        super::response::transcription_refusal(&error)
                     } else if let Some(binding) = a2a_binding {
                         let body = super::a2a::refusal_body(&error, binding);
                         let mut response =
@@ -299,7 +299,7 @@ impl App {
         let transcription = Route::parse(&Method::POST, path, self.routes)
             .is_ok_and(|route| route.is_transcription());
         let mut response = if transcription {
-            super::copilotkit::transcription_refusal(error)
+            super::response::transcription_refusal(error)
         } else {
             error_response(error)
         };

@@ -3,8 +3,9 @@
 // between. Each version: a chat round trip, a frontend tool and its automatic follow-up, a new
 // client restoring the thread (no handler run again), switching to an unused thread and back,
 // the thread list through CopilotKit's own thread store, and (when the server takes two requests
-// at once) Stop during a long answer and a second client joining a run in progress. Nothing may
-// be reported through the client's onError or printed by it.
+// at once) Stop during a long answer and a second client joining a run in progress; dynamic
+// suggestions; the single-route envelope. Nothing may be reported through the client's onError
+// or printed by it.
 //
 // Environment:
 //   COPILOTKIT_BASE  (required) the function, e.g. http://127.0.0.1:8787 (or cargo lambda
@@ -12,7 +13,8 @@
 //                    with tests/fixtures/aimock-openai.json
 //   COPILOTKIT_SERIAL (optional) 1 when the server answers one request at a time (cargo lambda
 //                    watch): Stop and joining need a second request while a run streams
-//   CAPTURE_DIR      (optional) every event stream is saved there as copilotkit-*.sse
+//   CAPTURE_DIR      (optional) every event stream is saved there as copilotkit-*.sse, with the
+//                    request that asked for it as copilotkit-*.input.json
 //
 // Run: cd tests/node && COPILOTKIT_BASE=… node --test --test-concurrency=1 copilotkit.test.mjs
 
@@ -33,17 +35,26 @@ const SERVER = SERIAL ? "watch" : "local";
 // @copilotkit/core asks for /info only in a browser: a window is all it looks for.
 globalThis.window ??= Object.assign(new EventTarget(), { location: new URL("http://localhost/") });
 
-// Every event stream the client receives is kept for the stream checks (ag-ui-validate).
+// Every event stream the client receives is kept for the stream checks (ag-ui-validate), and
+// every request it makes is noted.
 let captured = 0;
+const requests = [];
 const realFetch = globalThis.fetch;
 globalThis.fetch = async (url, init) => {
+  requests.push({ url: String(url), method: init?.method ?? "GET", body: typeof init?.body === "string" ? init.body : undefined });
   const response = await realFetch(url, init);
   const type = response.headers.get("content-type") || "";
   if (!CAPTURE_DIR || !type.startsWith("text/event-stream") || !response.body) return response;
   const [mine, theirs] = response.body.tee();
   const name = `copilotkit-${SERVER}-${String(url).split("/").at(-1)}-${++captured}.sse`;
   new Response(mine).text().then((text) => {
-    if (text.trim()) writeFileSync(path.join(CAPTURE_DIR, name), text);
+    if (!text.trim()) return;
+    writeFileSync(path.join(CAPTURE_DIR, name), text);
+    if (typeof init?.body !== "string") return;
+    // The RunAgentInput, also when the single route wrapped it in its envelope.
+    const sent = JSON.parse(init.body);
+    const input = sent.method && sent.body ? sent.body : sent;
+    writeFileSync(path.join(CAPTURE_DIR, name.replace(/\.sse$/, ".input.json")), JSON.stringify(input));
   });
   return new Response(theirs, { status: response.status, headers: response.headers });
 };
@@ -232,6 +243,35 @@ for (const { version, lib } of CORES) {
       assert.ok(!ids.includes(made[2]), "a deleted thread is gone");
       assert.equal((await fetch(`${BASE}/threads/${made[2]}`)).status, 404);
       store.stop();
+      assert.deepEqual(errors, []);
+      assert.deepEqual(printed, []);
+    });
+
+    test("dynamic suggestions come from the function's /suggest and leave no thread behind", async () => {
+      const { core, agent, errors } = await client(lib);
+      agent.threadId = randomUUID();
+      say(agent, POEM);
+      await core.runAgent({ agent });
+      const before = requests.length;
+      core.addSuggestionsConfig({ instructions: "Offer the next steps.", available: "always", maxSuggestions: 2 });
+      core.reloadSuggestions("default");
+      const suggestions = await until(() => {
+        const got = core.getSuggestions("default");
+        return !got.isLoading && got.suggestions.length > 0 && got.suggestions;
+      }, "the suggestions");
+      assert.deepEqual(
+        suggestions.map(({ title, message }) => ({ title, message })),
+        [
+          { title: "Write a poem", message: POEM },
+          { title: "Paint it yellow", message: PAINT },
+        ],
+      );
+      const asked = requests.slice(before);
+      const suggest = asked.filter((r) => r.url.endsWith("/copilotkit/agent/default/suggest"));
+      assert.equal(suggest.length, 1, "one stateless suggestion call");
+      assert.ok(!asked.some((r) => r.url.endsWith("/run")), "no run was made for the suggestions");
+      const { threadId } = JSON.parse(suggest[0].body);
+      assert.equal((await realFetch(`${BASE}/threads/${threadId}`)).status, 404, "no thread was made");
       assert.deepEqual(errors, []);
       assert.deepEqual(printed, []);
     });

@@ -7,10 +7,10 @@
 use super::super::app::App;
 use super::super::body::ResponseBody;
 use super::super::error::ApiError;
-use super::super::response::{json_response, refusal_headers};
+use super::super::response::json_response;
 // TEMPORARY until the agent holds the transcriber (src/agent/ is frozen for a refactor).
+use crate::agent::{Audio, Transcriber, TranscriptionError};
 use crate::dialects::copilotkit::{TranscriptionCode, transcription_error};
-use crate::model::transcription::{Audio, Transcriber, TranscriptionError};
 use base64::Engine;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
@@ -242,20 +242,4 @@ fn model_refusal(error: &TranscriptionError) -> Refusal {
     };
     tracing::warn!(%error, "the transcription model failed");
     Refusal::new(status, code, message)
-}
-
-/// A refusal of the transcription route made before it is answered (authentication, a body
-/// too large, a server stopping), in the shape CopilotKit's chat reads, at our status.
-pub(crate) fn transcription_refusal(error: &ApiError) -> Response<ResponseBody> {
-    let code = match error.status() {
-        StatusCode::PAYLOAD_TOO_LARGE => TranscriptionCode::AudioTooLong,
-        StatusCode::TOO_MANY_REQUESTS => TranscriptionCode::RateLimited,
-        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => TranscriptionCode::AuthFailed,
-        status if status.is_server_error() => TranscriptionCode::ProviderError,
-        _ => TranscriptionCode::InvalidRequest,
-    };
-    let body = transcription_error(code, &error.to_string());
-    let mut response = json_response(error.status(), Bytes::from(body.to_string()));
-    refusal_headers(&mut response, error);
-    response
 }

@@ -168,7 +168,7 @@ impl DynamoStore {
         );
         keys.push((pk(thread_id), checkpoint_sk(created_at_ms)));
         keys.push((pk(thread_id), live_sk(created_at_ms)));
-        keys.push((pk(thread_id), super::shelf::archived_sk(created_at_ms)));
+        keys.push((pk(thread_id), archived_sk(created_at_ms)));
         self.batch_write(delete_requests(keys)?).await
     }
 

@@ -112,6 +112,11 @@ pub(super) fn checkpoint_sk(created_at_ms: i64) -> AttributeValue {
 
 pub(super) const CHECKPOINT_PREFIX: &str = "CKPT#";
 
+/// The marker of an archived thread's incarnation (the shelf's).
+pub(super) fn archived_sk(created_at_ms: i64) -> AttributeValue {
+    s(format!("ARCHIVED#{created_at_ms:013}"))
+}
+
 /// The record of the run holding the thread, once it checkpointed (one per incarnation: the
 /// lease lets one run at a time hold the thread). It sorts between the checkpoint and META, so
 /// the Query that reads both reads it too.

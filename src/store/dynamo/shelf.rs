@@ -28,11 +28,6 @@ const QUERIES_PER_PAGE: usize = 4;
 /// BatchGetItem takes at most 100 keys.
 const KEYS_PER_BATCH: usize = 100;
 
-/// The marker of an archived thread's incarnation.
-pub(super) fn archived_sk(created_at_ms: i64) -> AttributeValue {
-    s(format!("ARCHIVED#{created_at_ms:013}"))
-}
-
 #[async_trait]
 impl ThreadShelf for DynamoStore {
     async fn shelf(
