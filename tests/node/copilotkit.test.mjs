@@ -78,6 +78,21 @@ function answerTo(userMessage, extra = {}) {
 const POEM = "[copilotkit] write a short poem";
 const SAGA = "[copilotkit] recite the long saga";
 const PAINT = "[copilotkit] paint the page yellow";
+const CLOCK = "[copilotkit] check the clock with approval";
+
+// Whether the server gates a tool behind approval (APPROVAL_REQUIRED_TOOLS).
+const capabilities = await (await fetch(`${BASE}/capabilities`)).json();
+const APPROVALS = capabilities.humanInTheLoop?.approvals === true;
+
+// The confirm tool agui-lambda asks a client that declares no version through, as
+// `useHumanInTheLoop` registers it (a handler that waits for the user).
+const confirmAction = (handler) => ({
+  type: "human-in-the-loop",
+  name: "confirmAction",
+  description: "Ask the user to confirm an action before it is carried out.",
+  parameters: jsonSchema({ type: "object", properties: { action: { type: "string" } }, required: ["action"] }),
+  handler,
+});
 
 // Anything the client prints is a failure.
 const printed = [];
@@ -273,6 +288,42 @@ for (const { version, lib } of CORES) {
       const { threadId } = JSON.parse(suggest[0].body);
       assert.equal((await realFetch(`${BASE}/threads/${threadId}`)).status, 404, "no thread was made");
       assert.deepEqual(errors, []);
+      assert.deepEqual(printed, []);
+    });
+
+    test("an approval still open is restored by a reload, and answered there", { skip: !APPROVALS }, async () => {
+      // The first page asks, and is closed before anyone answers.
+      const first = await client(lib);
+      first.core.addTool(confirmAction(() => new Promise(() => {})));
+      first.agent.threadId = randomUUID();
+      say(first.agent, CLOCK);
+      void first.core.runAgent({ agent: first.agent });
+      const asking = () =>
+        first.agent.messages.flatMap((m) => m.toolCalls ?? []).find((call) => call.function.name === "confirmAction");
+      await until(() => asking() && !first.agent.isRunning, "the approval asked");
+      // The reloaded page gets the question back, unanswered, and no handler ran for it on restore
+      // but the one that asks the user.
+      const second = await client(lib);
+      const answered = [];
+      second.core.addTool(
+        confirmAction(async (args) => {
+          answered.push(args.action);
+          return "confirmed";
+        }),
+      );
+      second.agent.threadId = first.agent.threadId;
+      await second.core.connectAgent({ agent: second.agent });
+      const call = second.agent.messages.flatMap((m) => m.toolCalls ?? []).find((c) => c.function.name === "confirmAction");
+      assert.ok(call, "the question is in the restored thread");
+      if (version === "1.75.0") {
+        // CopilotKit 1.71+ shows a restored question again; answered, the run goes on.
+        await until(() => lastText(second.agent) === answerTo(CLOCK, { hasToolResult: true, toolResultContains: undefined }), "the approved answer", 30_000);
+        assert.equal(answered.length, 1);
+        assert.match(answered[0], /get_current_time/);
+      } else {
+        assert.ok(!second.agent.messages.some((m) => m.role === "tool" && m.toolCallId === call.id), "still unanswered");
+      }
+      assert.deepEqual([...first.errors, ...second.errors], []);
       assert.deepEqual(printed, []);
     });
 
