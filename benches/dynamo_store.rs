@@ -49,6 +49,8 @@ fn input(thread: &ThreadId, run: &str, messages: Vec<Message>, tools: &[&str]) -
         protocol_version: None,
         resume: Vec::new(),
         new_message_limits: None,
+        skipped_parts: Vec::new(),
+        skips_unusable_parts: false,
     }
 }
 

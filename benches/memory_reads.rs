@@ -35,6 +35,8 @@ fn input(text: &str) -> RunInput {
         protocol_version: None,
         resume: Vec::new(),
         new_message_limits: None,
+        skipped_parts: Vec::new(),
+        skips_unusable_parts: false,
     }
 }
 

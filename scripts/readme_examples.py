@@ -113,39 +113,45 @@ def line_pattern(sample: str) -> re.Pattern[str]:
 
 
 def check_sample(name: str, sample: str, output: str) -> list[str]:
-    """Problems found comparing `output` with the README's `sample`, as readable lines."""
+    """Problems found comparing `output` with the README's `sample`, as readable lines. After a
+    `…` line, the run of sample lines up to the next one matches at the first place where all of
+    them match, one after the other."""
     real = [line for line in output.splitlines() if line.strip()]
     wanted = [line for line in sample.splitlines() if line.strip()]
-    problems: list[str] = []
     position = 0
+    index = 0
     gap = False
-    for index, line in enumerate(wanted):
-        if line.strip() == ELLIPSIS:
-            gap = True
+    while index < len(wanted):
+        if wanted[index].strip() == ELLIPSIS:
+            gap, index = True, index + 1
             continue
-        pattern = line_pattern(line)
-        if gap:
-            found = next(
-                (i for i in range(position, len(real)) if pattern.match(real[i])), None
-            )
-        else:
-            found = position if position < len(real) and pattern.match(real[position]) else None
+        block = []
+        while index + len(block) < len(wanted) and wanted[index + len(block)].strip() != ELLIPSIS:
+            block.append(line_pattern(wanted[index + len(block)]))
+        fits = lambda at: at + len(block) <= len(real) and all(  # noqa: E731
+            pattern.match(real[at + offset]) for offset, pattern in enumerate(block)
+        )
+        starts = range(position, len(real)) if gap else [position]
+        found = next((at for at in starts if fits(at)), None)
         if found is None:
-            near = real[position] if position < len(real) else "(end of output)"
-            problems.append(
-                f"{name}: sample line {index + 1} does not match the real output"
-                f"{' (after a gap)' if gap else ' at this point'}:\n"
-                f"    sample: {line}\n    real:   {near}"
-            )
-            return problems
-        position = found + 1
-        gap = False
+            # Name the first sample line that fails where the block was expected.
+            at = position
+            for offset, pattern in enumerate(block):
+                if at + offset >= len(real) or not pattern.match(real[at + offset]):
+                    near = real[at + offset] if at + offset < len(real) else "(end of output)"
+                    return [
+                        f"{name}: sample line {index + offset + 1} does not match the real output"
+                        f"{' (after a gap)' if gap else ' at this point'}:\n"
+                        f"    sample: {wanted[index + offset]}\n    real:   {near}"
+                    ]
+            return [f"{name}: sample lines {index + 1}… match nowhere after a gap"]
+        position, index, gap = found + len(block), index + len(block), False
     if not gap and position != len(real):
-        problems.append(
+        return [
             f"{name}: the real output goes on after the sample's last line:\n"
             f"    real:   {real[position]}"
-        )
-    return problems
+        ]
+    return []
 
 
 def free_port() -> int:

@@ -99,6 +99,7 @@ pub mod protocol {
     }
 
     pub mod input {
+        pub use crate::protocol::input::content::SkippedPart;
         pub use crate::protocol::input::{ForwardedProps, RunInput};
     }
 
@@ -120,13 +121,14 @@ pub mod startup {
 
 pub mod store {
     pub use crate::store::{
-        Archived, Blobs, CancelState, Checkpoint, Claim, ClaimedRun, ContextMark, ContextUpdate,
-        Deletion, EventLog, History, HistoryQuery, Lease, Memories, Memory, MemoryEdit, MemoryId,
-        MemorySet, MemoryStore, NewMemory, NewThread, QuotaExceeded, QuotaLimits, RunCheckpoint,
-        RunCheckpoints, RunClaim, RunFinish, RunLeases, RunStart, RunTokens, Runner, Settlement,
-        ShelfPage, ShelfQuery, ShelvedThread, StoreError, StoredBlob, TaskFailure, TaskRecord,
-        TaskRecords, TaskState, ThreadActivity, ThreadLink, ThreadShelf, ThreadStore, Threads,
-        TimedMessage, TimedPage, TimedQuery, Upload, UsageLedger, usage_day,
+        AfterQuery, Archived, Blobs, CancelState, Checkpoint, Claim, ClaimedRun, ContextMark,
+        ContextUpdate, Deletion, EventLog, History, HistoryQuery, Lease, Memories, Memory,
+        MemoryEdit, MemoryId, MemorySet, MemoryStore, MessagesAfter, NewMemory, NewThread,
+        QuotaExceeded, QuotaLimits, RunCheckpoint, RunCheckpoints, RunClaim, RunFinish, RunLeases,
+        RunStart, RunTokens, Runner, Settlement, ShelfPage, ShelfQuery, ShelvedThread, StoreError,
+        StoredBlob, TaskFailure, TaskRecord, TaskRecords, TaskState, ThreadActivity, ThreadLink,
+        ThreadShelf, ThreadStore, Threads, TimedMessage, TimedPage, TimedQuery, Upload,
+        UsageLedger, usage_day,
     };
     #[cfg(feature = "aws")]
     pub use crate::store::{DynamoStore, StoreUsage};

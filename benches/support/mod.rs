@@ -33,6 +33,8 @@ pub(crate) fn run_input() -> RunInput {
         protocol_version: None,
         resume: Vec::new(),
         new_message_limits: None,
+        skipped_parts: Vec::new(),
+        skips_unusable_parts: false,
     }
 }
 

@@ -67,6 +67,15 @@ pub(crate) struct Resolved {
     pub(crate) decision: Decision,
 }
 
+/// What one resume entry answers.
+enum Answering<'a> {
+    Open(&'a PendingApproval),
+    /// An interrupt already answered the same way: nothing to do again.
+    Repeat,
+    /// No interrupt the thread raised (or remembers).
+    Unknown,
+}
+
 /// How an input answers the thread's interrupts.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) struct Resolution {
@@ -75,7 +84,8 @@ pub(crate) struct Resolution {
     pub(crate) delegated: Vec<ResumedChild>,
     /// The record to store when the run ends (before its own new interrupts are added).
     pub(crate) record: InterruptRecord,
-    /// Every resume entry repeats an answer already acted on.
+    /// Every resume entry the thread recognises repeats an answer already acted on (entries
+    /// naming no interrupt of the thread are ignored).
     pub(crate) only_repeats: bool,
 }
 
@@ -167,6 +177,7 @@ impl InterruptRecord {
     ) -> Result<Resolution, InterruptError> {
         let mut resolved = Vec::new();
         let mut answered_now = HashSet::new();
+        let mut repeats = 0;
         // Answers for sub-agents go to them, in their own ids; all of a child's must come.
         let delegated = std::mem::take(&mut self.delegated);
         if strict
@@ -202,8 +213,17 @@ impl InterruptRecord {
                 continue;
             }
             let digest = digest(entry);
-            let Some(pending) = self.answered_by(index, entry, &digest)? else {
-                continue;
+            let pending = match self.answered_by(index, entry, &digest)? {
+                Answering::Open(pending) => pending,
+                Answering::Repeat => {
+                    repeats += 1;
+                    continue;
+                }
+                // AG-UI's error handling for an unrecognised entry: proceed without it, warn.
+                Answering::Unknown => {
+                    tracing::warn!(interrupt_id = %entry.interrupt_id, "resume entry names no open interrupt of the thread: ignored");
+                    continue;
+                }
             };
             let decision = resume_decision(index, entry, pending, &schema_of, now_ms)?;
             resolved.extend(pending.resolved(decision));
@@ -232,7 +252,7 @@ impl InterruptRecord {
         if !unanswered.is_empty() {
             return Err(InterruptError::Pending(unanswered.join(", ")));
         }
-        let only_repeats = !resume.is_empty() && resolved.is_empty() && delegated.is_empty();
+        let only_repeats = repeats > 0 && resolved.is_empty() && delegated.is_empty();
         self.open.clear();
         Ok(Resolution {
             resolved,
@@ -242,37 +262,36 @@ impl InterruptRecord {
         })
     }
 
-    /// The open interrupt resume entry `index` answers; `None` when it repeats an answer
-    /// already acted on, an error when it answers differently or no interrupt of the thread.
+    /// What resume entry `index` answers: an open interrupt, one already answered the same way
+    /// (a repeat), or nothing the thread raised; an error when it answers one differently.
     fn answered_by(
         &self,
         index: usize,
         entry: &ResumeEntry,
         digest: &str,
-    ) -> Result<Option<&PendingApproval>, InterruptError> {
+    ) -> Result<Answering<'_>, InterruptError> {
         if let Some(pending) = self
             .open
             .iter()
             .find(|pending| pending.interrupt.id == entry.interrupt_id)
         {
-            return Ok(Some(pending));
+            return Ok(Answering::Open(pending));
         }
-        let message = match self
+        match self
             .answered
             .iter()
             .find(|answered| answered.interrupt_id == entry.interrupt_id)
         {
-            Some(answered) if answered.digest == digest => return Ok(None),
-            Some(_) => format!(
-                "interrupt {} was already answered differently",
-                entry.interrupt_id
-            ),
-            None => format!(
-                "interrupt {} is not an open interrupt of this thread",
-                entry.interrupt_id
-            ),
-        };
-        Err(InterruptError::InvalidResume { index, message })
+            Some(answered) if answered.digest == digest => Ok(Answering::Repeat),
+            Some(_) => Err(InterruptError::InvalidResume {
+                index,
+                message: format!(
+                    "interrupt {} was already answered differently",
+                    entry.interrupt_id
+                ),
+            }),
+            None => Ok(Answering::Unknown),
+        }
     }
 }
 

@@ -126,6 +126,8 @@ fn input(thread: &str) -> RunInput {
         protocol_version: Some("1.0".into()),
         resume: Vec::new(),
         new_message_limits: None,
+        skipped_parts: Vec::new(),
+        skips_unusable_parts: false,
     }
 }
 

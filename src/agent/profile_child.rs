@@ -40,6 +40,8 @@ impl ChildAgent for ProfileChild {
             protocol_version: call.speaks_v1.then(|| "1.0".to_owned()),
             resume: call.resume,
             new_message_limits: None,
+            skipped_parts: Vec::new(),
+            skips_unusable_parts: false,
         };
         // At the deepest level a child delegates no further.
         let agent = if call.depth >= self.agent.settings.subagents.max_depth {

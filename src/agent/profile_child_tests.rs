@@ -117,6 +117,8 @@ fn input(thread: &str, run: &str, text: Option<&str>, resume: Vec<ResumeEntry>) 
         protocol_version: Some("1.0".into()),
         resume,
         new_message_limits: None,
+        skipped_parts: Vec::new(),
+        skips_unusable_parts: false,
     }
 }
 

@@ -332,6 +332,8 @@ mod tests {
             protocol_version: None,
             resume: Vec::new(),
             new_message_limits: None,
+            skipped_parts: Vec::new(),
+            skips_unusable_parts: false,
         };
         let prepared = agent
             .start(

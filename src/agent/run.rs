@@ -26,7 +26,8 @@ pub(crate) use resume::TakeOver;
 use super::approval::{InterruptRecord, PendingApproval, Resolved};
 use super::live::LiveRun;
 use super::{Agent, Observed};
-use crate::protocol::events::{PROTOCOL_VERSION, RecordedEvent, RunUsage};
+use crate::protocol::events::{METADATA_KEY, RecordedEvent, RunUsage};
+use crate::protocol::version;
 use crate::protocol::{ClientTool, Event, Message, RunErrorCode, RunId, ThreadId, ToolCallId};
 use crate::store::Lease;
 use crate::store::meter::StoreMeter;
@@ -77,6 +78,8 @@ pub(super) struct RunRequest {
     pub(super) speaks_v1: bool,
     /// The client reads AG-UI 1.1's `encryptedValueType`.
     pub(super) encrypted_value_types: bool,
+    /// The content parts of the new messages the run does without, told on `RUN_STARTED`.
+    pub(super) skipped_parts: Vec<crate::protocol::SkippedPart>,
 
     /// The client's sampling options, capped.
     pub(super) sampling: crate::model::Sampling,
@@ -261,7 +264,11 @@ impl PreparedRun {
             thread_id: self.lease.thread_id.clone(),
             run_id: self.lease.run_id.clone(),
             parent_run_id: self.request.parent_run_id.clone(),
-            protocol_version: self.request.speaks_v1.then_some(PROTOCOL_VERSION),
+            protocol_version: Some(version::declaration(
+                self.request.speaks_v1,
+                self.request.encrypted_value_types,
+            )),
+            metadata: skipped_parts(&self.request.skipped_parts),
         });
         let mut this = self;
         this.telemetry.time_to_first_byte = this.telemetry.observed.received.elapsed();
@@ -353,3 +360,8 @@ impl PreparedRun {
 #[cfg(test)]
 #[path = "run_tests.rs"]
 mod tests;
+
+/// `RUN_STARTED`'s own metadata: the content parts the run skipped, under our key.
+fn skipped_parts(skipped: &[crate::protocol::SkippedPart]) -> Option<Value> {
+    (!skipped.is_empty()).then(|| serde_json::json!({METADATA_KEY: {"skippedParts": skipped}}))
+}

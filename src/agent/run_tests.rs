@@ -69,6 +69,8 @@ fn input(thread: &str, run: &str, messages: Vec<Message>, tools: &[&str]) -> Run
         protocol_version: None,
         resume: Vec::new(),
         new_message_limits: None,
+        skipped_parts: Vec::new(),
+        skips_unusable_parts: false,
     }
 }
 
@@ -137,7 +139,7 @@ async fn plain_chat_streams_one_text_message_between_run_started_and_run_finishe
     assert_eq!(
         shape(&events),
         [
-            "type=\"RUN_STARTED\"",
+            "protocolVersion=\"1.1\" type=\"RUN_STARTED\"",
             "role=\"assistant\" type=\"TEXT_MESSAGE_START\"",
             "delta=\"你好\" type=\"TEXT_MESSAGE_CONTENT\"",
             "delta=\"!有什么可以帮你的吗?\" type=\"TEXT_MESSAGE_CONTENT\"",
@@ -177,7 +179,7 @@ async fn frontend_tool_call_ends_the_run_and_its_result_continues_the_thread() {
     assert_eq!(
         shape(&first),
         [
-            "type=\"RUN_STARTED\"",
+            "protocolVersion=\"1.1\" type=\"RUN_STARTED\"",
             "toolCallName=\"search_local_files\" type=\"TOOL_CALL_START\"",
             "delta=\"{\\\"keyword\\\":\\\"报告\\\"}\" type=\"TOOL_CALL_ARGS\"",
             "type=\"TOOL_CALL_END\"",
@@ -219,7 +221,7 @@ async fn frontend_tool_call_ends_the_run_and_its_result_continues_the_thread() {
     assert_eq!(
         shape(&second),
         [
-            "type=\"RUN_STARTED\"",
+            "protocolVersion=\"1.1\" type=\"RUN_STARTED\"",
             "role=\"assistant\" type=\"TEXT_MESSAGE_START\"",
             "delta=\"找到了 2 个文件\" type=\"TEXT_MESSAGE_CONTENT\"",
             "type=\"TEXT_MESSAGE_END\"",

@@ -134,7 +134,7 @@ async fn confirmation_tool_pauses_the_run_until_the_user_answers() {
     assert_eq!(
         shape(&first),
         [
-            "type=\"RUN_STARTED\"",
+            "protocolVersion=\"1.1\" type=\"RUN_STARTED\"",
             "role=\"assistant\" type=\"TEXT_MESSAGE_START\"",
             "delta=\"即将删除 15 个临时文件\" type=\"TEXT_MESSAGE_CONTENT\"",
             "type=\"TEXT_MESSAGE_END\"",
@@ -176,7 +176,7 @@ async fn confirmation_tool_pauses_the_run_until_the_user_answers() {
     assert_eq!(
         shape(&second),
         [
-            "type=\"RUN_STARTED\"",
+            "protocolVersion=\"1.1\" type=\"RUN_STARTED\"",
             "role=\"assistant\" type=\"TEXT_MESSAGE_START\"",
             "delta=\"已删除 15 个临时文件。\" type=\"TEXT_MESSAGE_CONTENT\"",
             "type=\"TEXT_MESSAGE_END\"",

@@ -12,7 +12,7 @@ use super::thread::{self, Merged};
 use super::{Agent, StartError, lease_expiry, spans};
 use crate::auth::Principal;
 use crate::protocol::input::{BusyThreadPolicy, check_new_messages};
-use crate::protocol::{Message, RunId, RunInput, ThreadId, UserContent};
+use crate::protocol::{Message, MessageId, RunId, RunInput, SkippedPart, ThreadId, UserContent};
 use crate::store::{Lease, Reservation, RunStart, StoreError, StoredThread, ThreadActivity};
 use serde_json::Value;
 use std::sync::Arc;
@@ -390,7 +390,17 @@ impl Agent {
             );
         }
         let merged = thread::merge_keeping_open(stored, incoming.new, &waiting)?;
-        self.check_parts(&sent, &merged.new_messages)?;
+        if !input.skips_unusable_parts
+            && let Some(first) = self
+                .unusable_parts(&input.messages, &merged.new_messages)
+                .next()
+        {
+            return Err(StartError::UnsupportedPart {
+                message: first.0,
+                part: first.1,
+                reason: first.2,
+            });
+        }
         let snapshot = whole.filter(|_| incoming.behind).map(|whole| {
             let stored_now = whole.iter().chain(&merged.new_messages);
             stored_now.cloned().collect()
@@ -476,6 +486,7 @@ impl Agent {
         } = taken;
         let speaks_v1 = input.speaks_v1();
         let encrypted_value_types = input.speaks_at_least(1, 1);
+        let skipped_parts = self.skipped_parts(&input, &merged.new_messages);
         let request = RunRequest {
             parent_run_id: input.parent_run_id,
             system: self.system_prompt(&input.context),
@@ -491,6 +502,7 @@ impl Agent {
             received_at_ms: None,
             speaks_v1,
             encrypted_value_types,
+            skipped_parts,
             sampling: input
                 .forwarded_props
                 .sampling
@@ -522,29 +534,71 @@ impl Agent {
         }
     }
 
-    /// Refuses a part of a new user message that the model cannot take, naming it by its place
-    /// in the input; parts already in the thread were checked when they came.
-    fn check_parts(&self, sent: &[Message], new: &[Message]) -> Result<(), StartError> {
-        for message in new {
-            let Message::User {
-                id,
-                content: UserContent::Parts(parts),
-                ..
-            } = message
-            else {
-                continue;
-            };
-            for (part, content) in parts.iter().enumerate() {
-                if let Err(reason) = self.model.check_part(content) {
-                    return Err(StartError::UnsupportedPart {
-                        message: sent.iter().position(|sent| sent.id() == id).unwrap_or(0),
-                        part,
-                        reason,
-                    });
-                }
+    /// The parts of new user messages the model cannot take: each one's message (its index in
+    /// the input's messages, as parsed), its place among the message's parts and why. Parts
+    /// already in the thread were judged when they came.
+    fn unusable_parts<'m>(
+        &'m self,
+        sent: &'m [Message],
+        new: &'m [Message],
+    ) -> impl Iterator<Item = (usize, usize, String)> + 'm {
+        new.iter()
+            .filter_map(|message| match message {
+                Message::User {
+                    id,
+                    content: UserContent::Parts(parts),
+                    ..
+                } => Some((id, parts)),
+                _ => None,
+            })
+            .flat_map(move |(id, parts)| {
+                let message = sent.iter().position(|sent| sent.id() == id).unwrap_or(0);
+                parts.iter().enumerate().filter_map(move |(part, content)| {
+                    let reason = self.model.check_part(content).err()?;
+                    Some((message, part, reason))
+                })
+            })
+    }
+
+    /// What the run does without in the messages the thread does not hold yet, as AG-UI's
+    /// run-input rules ask (skip, never fail): the parts the parse left out and, on the AG-UI
+    /// routes, those the model cannot take (the thread keeps them; the model is told in one line
+    /// that it cannot see them). Each is logged, and `RUN_STARTED` lists them.
+    fn skipped_parts(&self, input: &RunInput, new: &[Message]) -> Vec<SkippedPart> {
+        let is_new = |id: &Option<MessageId>| {
+            id.as_ref()
+                .is_some_and(|id| new.iter().any(|message| message.id() == id))
+        };
+        let mut skipped: Vec<SkippedPart> = input
+            .skipped_parts
+            .iter()
+            .filter(|part| is_new(&part.message_id))
+            .cloned()
+            .collect();
+        if input.skips_unusable_parts {
+            let left_out = skipped.clone();
+            for (message, part, reason) in self.unusable_parts(&input.messages, new) {
+                // Its place as sent: the parts the parse left out of that message are not counted.
+                let dropped: Vec<usize> = left_out
+                    .iter()
+                    .filter(|skipped| skipped.message_index() == Some(message))
+                    .filter_map(SkippedPart::part_index)
+                    .collect();
+                let sent = (0..)
+                    .filter(|at| !dropped.contains(at))
+                    .nth(part)
+                    .unwrap_or(part);
+                skipped.push(SkippedPart::new(
+                    format!("messages[{message}].content[{sent}]"),
+                    reason,
+                ));
             }
         }
-        Ok(())
+        skipped.sort_by_key(|part| (part.message_index(), part.part_index()));
+        for part in &skipped {
+            tracing::warn!(run_id = %input.run_id, field = %part.field, reason = %part.reason, "content part skipped");
+        }
+        skipped
     }
 }
 

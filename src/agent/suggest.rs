@@ -5,7 +5,7 @@
 use super::{Agent, StartError};
 use crate::model::{FailureKind, ModelDelta, ModelRequest, ToolSpec, Usage};
 use crate::protocol::events::{Event, RunErrorCode, RunUsage, TextRole, TokenUsage};
-use crate::protocol::{InputError, MessageId, RunInput, ThreadId, ToolCallId};
+use crate::protocol::{InputError, MessageId, RunInput, ThreadId, ToolCallId, version};
 use futures_util::{Stream, StreamExt};
 use std::collections::HashSet;
 
@@ -31,6 +31,7 @@ impl Agent {
                 message: format!("{tool} is not one of the request's tools"),
             }));
         }
+        let declared = version::declaration(input.speaks_v1(), input.speaks_at_least(1, 1));
         let thread_id = input.thread_id.clone().unwrap_or_else(ThreadId::new_uuid);
         let run_id = input.run_id.clone();
         // Pending calls of the history closed as unanswered, as a run would close them.
@@ -58,7 +59,8 @@ impl Agent {
                 thread_id: thread_id.clone(),
                 run_id: run_id.clone(),
                 parent_run_id: None,
-                protocol_version: None,
+                protocol_version: Some(declared),
+                metadata: None,
             };
             let deltas = match model.stream(&request).await {
                 Ok(deltas) => deltas,

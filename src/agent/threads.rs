@@ -6,9 +6,9 @@ use super::{Agent, StartError};
 use crate::auth::Principal;
 use crate::protocol::{MessageId, RunId, ThreadId};
 use crate::store::{
-    DayUsage, Deletion, EventCursor, EventPage, HistoryPage, HistoryQuery, NewThread, QuotaLimits,
-    Reservation, RunRef, RunTokens, Settlement, ShelfPage, ShelfQuery, StoreError, ThreadActivity,
-    ThreadList,
+    AfterQuery, DayUsage, Deletion, EventCursor, EventPage, HistoryPage, HistoryQuery,
+    MessagesAfter, NewThread, QuotaLimits, Reservation, RunRef, RunTokens, Settlement, ShelfPage,
+    ShelfQuery, StoreError, ThreadActivity, ThreadList,
 };
 use std::collections::HashMap;
 use std::time::Duration;
@@ -94,6 +94,14 @@ impl Agent {
         archived: bool,
     ) -> Result<(), StoreError> {
         self.store.set_archived(owner, thread_id, archived).await
+    }
+
+    /// The pages after the first of a whole thread's read: messages only, no record.
+    pub(crate) async fn messages_after(
+        &self,
+        query: AfterQuery<'_>,
+    ) -> Result<MessagesAfter, StoreError> {
+        self.store.messages_after(query).await
     }
 
     /// A page of `owner`'s thread history (the history route).

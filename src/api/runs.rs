@@ -150,10 +150,12 @@ impl App {
                 };
                 (request.input, answer)
             }
-            Dialect::AgUi | Dialect::SniffAgKit => (
-                input::from_agui_value(body, &self.limits)?,
-                RunAnswer::Stream(Box::new(AguiEncoder)),
-            ),
+            Dialect::AgUi | Dialect::SniffAgKit => {
+                let ignored = input::unrecognised(&body);
+                let input = input::from_agui_value(body, &self.limits)?;
+                note_input(&input, &ignored);
+                (input, RunAnswer::Stream(Box::new(AguiEncoder)))
+            }
         })
     }
 
@@ -386,5 +388,16 @@ fn parse_run_ids(thread_id: &str, run_id: &str) -> Result<(ThreadId, RunId), Api
     match (ThreadId::parse(thread_id, max), RunId::parse(run_id, max)) {
         (Ok(thread_id), Ok(run_id)) => Ok((thread_id, run_id)),
         _ => Err(ApiError::RunNotFound),
+    }
+}
+
+/// What AG-UI's processing model has a producer warn about in a run input it serves anyway: a
+/// declared version newer than ours or unreadable, and members no schema definition describes.
+fn note_input(input: &RunInput, ignored: &[String]) {
+    if let Some(warning) = input.declared().warning() {
+        tracing::warn!(run_id = %input.run_id, "{warning}");
+    }
+    if !ignored.is_empty() {
+        tracing::warn!(run_id = %input.run_id, members = ?ignored, "run input members AG-UI does not describe were ignored");
     }
 }

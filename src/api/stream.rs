@@ -7,6 +7,7 @@ use crate::agent::Agent;
 use crate::auth::Principal;
 use crate::dialects::Encoder;
 use crate::protocol::events::{Event, RecordedEvent, RunErrorCode};
+use crate::protocol::open_items::OpenItems;
 use crate::protocol::sse::PING_FRAME;
 use crate::protocol::{RunId, ThreadId};
 use crate::store::{EventPage, RunRef, ThreadActivity};
@@ -89,11 +90,13 @@ where
     E: Encoder,
 {
     let mut batches = Box::pin(batches);
+    let mut open = OpenItems::default();
     async_stream::stream! {
         let mut last_chunk: Option<Instant> = None;
         loop {
             match tokio::time::timeout(ping_interval, batches.next()).await {
-                Ok(Some(mut batch)) => {
+                Ok(Some(batch)) => {
+                    let mut batch = closed_before_notice(batch, &mut open);
                     let ends = batch.last().is_some_and(|event| event.terminal);
                     if let Some(ready_at) = last_chunk.map(|at| at + MIN_CHUNK_GAP)
                         && !ends
@@ -120,6 +123,28 @@ where
             }
         }
     }
+}
+
+/// `batch` as sent: a notice that ends the stream while its run goes on comes after the events
+/// that close what the stream opened (messages, calls, reasoning, steps, sub-agents), so every
+/// client that verifies a run sees a well-formed one end.
+fn closed_before_notice(batch: Batch, open: &mut OpenItems) -> Batch {
+    if !batch.iter().any(|event| event.notice) {
+        batch.iter().for_each(|event| open.observe(event));
+        return batch;
+    }
+    let mut sent = Vec::with_capacity(batch.len() + 4);
+    for event in batch {
+        if event.notice && event.terminal && !open.is_empty() {
+            let continues = event.continues_at();
+            let at = chrono::Utc::now().timestamp_millis();
+            sent.extend(open.closings(&continues, at).into_iter().map(Arc::new));
+            *open = OpenItems::default();
+        }
+        open.observe(&event);
+        sent.push(event);
+    }
+    sent
 }
 
 /// How a follower of a stored run polls.
@@ -286,6 +311,77 @@ mod tests {
             .await;
         let count = |chunk: &Bytes| chunk.windows(6).filter(|w| w == b"data: ").count();
         assert_eq!(out.iter().map(count).collect::<Vec<_>>(), [1, 3]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stream_cut_inside_a_step_closes_what_it_opened_before_the_notice() {
+        let thread_id = ThreadId::parse("t1", 128).unwrap();
+        let run_id = RunId::parse("r1", 128).unwrap();
+        let message_id = crate::protocol::MessageId::parse("m1", 128).unwrap();
+        let opened = [
+            Event::RunStarted {
+                thread_id: thread_id.clone(),
+                run_id: run_id.clone(),
+                parent_run_id: None,
+                protocol_version: Some("1.1"),
+                metadata: None,
+            },
+            Event::StepStarted {
+                step_name: "model_turn_1".to_owned(),
+            },
+            Event::TextMessageStart {
+                message_id: message_id.clone(),
+                role: crate::protocol::events::TextRole::Assistant,
+            },
+        ];
+        let mut batch: Batch = opened
+            .into_iter()
+            .enumerate()
+            .map(|(at, event)| Arc::new(RecordedEvent::new(at as u64 + 1, event, 1)))
+            .collect();
+        batch.push(text(4));
+        // The model goes on streaming past the stream's end.
+        let batches = async_stream::stream! {
+            yield batch;
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            yield vec![text(5)];
+        };
+        let cut = until(
+            batches,
+            Some(Instant::now() + Duration::from_secs(1)),
+            &thread_id,
+            &run_id,
+            0,
+        );
+        let body: Vec<Bytes> = frames(cut, Duration::from_secs(10), AguiEncoder)
+            .collect()
+            .await;
+        let body = String::from_utf8(body.concat()).unwrap();
+        let events = crate::protocol::verify::parse_sse_with_ids(&body).unwrap();
+        let kinds: Vec<(Option<u64>, &str)> = events
+            .iter()
+            .map(|(id, event)| (*id, event["type"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (Some(1), "RUN_STARTED"),
+                (Some(2), "STEP_STARTED"),
+                (Some(3), "TEXT_MESSAGE_START"),
+                (Some(4), "TEXT_MESSAGE_CONTENT"),
+                (None, "TEXT_MESSAGE_END"),
+                (None, "STEP_FINISHED"),
+                (None, "RUN_FINISHED"),
+            ]
+        );
+        let events: Vec<serde_json::Value> = events.into_iter().map(|(_, event)| event).collect();
+        crate::protocol::verify::verify_run(&events).unwrap();
+        for closing in &events[4..] {
+            assert_eq!(
+                closing["metadata"]["agui-lambda"]["continues"]["lastEventId"], 4,
+                "{closing}"
+            );
+        }
     }
 
     #[tokio::test(start_paused = true)]

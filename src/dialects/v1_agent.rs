@@ -633,7 +633,7 @@ pub(crate) fn history_message(seq: u64, at_ms: i64, message: &Message) -> Option
                                     .unwrap_or_else(|| "image/*".to_owned()),
                                 url: value.clone(),
                             }),
-                            PartSource::Data { .. } => None,
+                            PartSource::Data { .. } | PartSource::File { .. } => None,
                         },
                         _ => None,
                     })

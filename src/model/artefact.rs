@@ -40,8 +40,8 @@ impl Artefact {
     /// What AG-UI 1.1's `encryptedValueType` calls this value.
     pub(crate) fn value_type(&self) -> &'static str {
         match self {
-            Artefact::GeminiSignature(_) => "gemini-thought-signature",
-            Artefact::OpenAiItem(_) => "openai-item-id",
+            Artefact::GeminiSignature(_) => "agui-lambda.gemini-thought-signature",
+            Artefact::OpenAiItem(_) => "agui-lambda.openai-item-id",
         }
     }
 
@@ -79,11 +79,11 @@ mod tests {
         }
         assert_eq!(
             Artefact::type_of("signature:abc"),
-            Some("thinking-signature")
+            Some("agui-lambda.thinking-signature")
         );
         assert_eq!(
             Artefact::type_of("openai-item:msg_1"),
-            Some("openai-item-id")
+            Some("agui-lambda.openai-item-id")
         );
         assert_eq!(Artefact::type_of("anything"), None);
     }

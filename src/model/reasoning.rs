@@ -37,9 +37,9 @@ impl ReasoningArtefact {
     /// What AG-UI 1.1's `encryptedValueType` calls this value.
     pub(crate) fn value_type(&self) -> &'static str {
         match self {
-            ReasoningArtefact::Signature(_) => "thinking-signature",
-            ReasoningArtefact::Redacted(_) => "redacted-thinking",
-            ReasoningArtefact::Item(_) => "openai-reasoning-item",
+            ReasoningArtefact::Signature(_) => "agui-lambda.thinking-signature",
+            ReasoningArtefact::Redacted(_) => "agui-lambda.redacted-thinking",
+            ReasoningArtefact::Item(_) => "agui-lambda.openai-reasoning-item",
         }
     }
 

@@ -21,10 +21,13 @@ pub enum Event {
         run_id: RunId,
         #[serde(skip_serializing_if = "Option::is_none")]
         parent_run_id: Option<RunId>,
-        /// The version this server speaks, sent only to clients that declared theirs (0.0.x
-        /// clients know no such field).
+        /// The AG-UI version the stream speaks ([`super::version::declaration`]).
         #[serde(skip_serializing_if = "Option::is_none")]
         protocol_version: Option<&'static str>,
+        /// The run's own `metadata` (under our key: the content parts it skipped); the event's
+        /// place joins it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        metadata: Option<Value>,
     },
     RunFinished {
         thread_id: ThreadId,
@@ -178,7 +181,8 @@ impl Event {
     }
 }
 
-/// The AG-UI version this server speaks, echoed in `RUN_STARTED` to clients that send theirs.
+/// The AG-UI version this server declares as a consumer, to the remote AG-UI agents it runs as
+/// sub-agents and on the runs an A2A request makes: what their streams may carry is 1.0's.
 pub(crate) const PROTOCOL_VERSION: &str = "1.0";
 
 /// How a finished run ended, in AG-UI 1.0's `RUN_FINISHED.outcome`. Only sent to clients that
@@ -235,8 +239,9 @@ pub struct RecordedEvent {
     pub json: bytes::Bytes,
     pub terminal: bool,
     pub event: Option<Event>,
-    /// Not one of the run's events: the notice that ends a stream while the run goes on. It
-    /// carries no id, is never recorded, and ends the stream it is sent on.
+    /// Not one of the run's events: the notice that ends a stream while the run goes on (it
+    /// ends the stream it is sent on), or what closes the stream's open items just before it.
+    /// It carries no id and is never recorded.
     pub notice: bool,
 }
 
@@ -272,7 +277,9 @@ struct Place {
 /// replacing a child's place in its own run.
 fn placed_json(event: &Event, seq: u64, timestamp_ms: i64) -> serde_json::Result<Vec<u8>> {
     let own_metadata = match event {
-        Event::SubagentFinished { metadata, .. } => metadata.is_some(),
+        Event::SubagentFinished { metadata, .. } | Event::RunStarted { metadata, .. } => {
+            metadata.is_some()
+        }
         Event::Forwarded(fields) => fields.contains_key("metadata"),
         _ => false,
     };
@@ -396,6 +403,34 @@ impl RecordedEvent {
             }),
             notice: true,
         }
+    }
+}
+
+impl RecordedEvent {
+    /// What closes an item a stream opened (`fields`: its AG-UI JSON), sent just before the
+    /// notice that ends the stream while its run goes on ([`super::open_items`]).
+    pub(crate) fn closing(fields: serde_json::Map<String, Value>) -> Self {
+        let json = Value::Object(fields.clone()).to_string();
+        Self {
+            seq: 0,
+            json: bytes::Bytes::from(json),
+            terminal: false,
+            event: Some(Event::Forwarded(fields)),
+            notice: true,
+        }
+    }
+
+    /// The notice's `metadata["agui-lambda"].continues`: where its run goes on.
+    pub(crate) fn continues_at(&self) -> Value {
+        serde_json::from_slice::<Value>(&self.json)
+            .ok()
+            .and_then(|json| {
+                json.get("metadata")?
+                    .get(METADATA_KEY)?
+                    .get("continues")
+                    .cloned()
+            })
+            .unwrap_or(Value::Null)
     }
 }
 
@@ -528,6 +563,7 @@ mod tests {
                     run_id: RunId::parse("r", 128).unwrap(),
                     parent_run_id: None,
                     protocol_version: None,
+                    metadata: None,
                 },
                 json!({"type": "RUN_STARTED", "threadId": "t", "runId": "r"}),
             ),

@@ -185,6 +185,19 @@ impl UserPart {
     }
 }
 
+/// Why a model is not given a part whose source is a provider's file handle: a handle is only
+/// its issuer's to resolve, and no model here is handed one (the part is skipped instead).
+pub(crate) const FILE_HANDLE_UNUSED: &str =
+    "a provider file handle, which this server gives no model (send the bytes as data or a url)";
+
+/// Whether `part`'s source is a provider's file handle.
+pub(crate) fn is_file_handle(part: &UserPart) -> bool {
+    matches!(
+        part.attachment().map(|attachment| &attachment.source),
+        Some(PartSource::File { .. })
+    )
+}
+
 /// An image, audio, video or document part's body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Attachment {
@@ -198,7 +211,9 @@ impl Attachment {
     pub(crate) fn media_type(&self) -> Option<String> {
         let mime = match &self.source {
             PartSource::Data { mime_type, .. } => Some(mime_type.as_str()),
-            PartSource::Url { mime_type, .. } => mime_type.as_deref(),
+            PartSource::Url { mime_type, .. } | PartSource::File { mime_type, .. } => {
+                mime_type.as_deref()
+            }
         }?;
         let essence = mime.split(';').next().unwrap_or(mime).trim();
         (!essence.is_empty()).then(|| essence.to_ascii_lowercase())
@@ -217,7 +232,7 @@ impl Attachment {
             PartSource::Data { value, .. } => {
                 base64::engine::general_purpose::STANDARD.decode(value).ok()
             }
-            PartSource::Url { .. } => None,
+            PartSource::Url { .. } | PartSource::File { .. } => None,
         }
     }
 }
@@ -230,8 +245,9 @@ pub struct PartMetadata {
     pub filename: Option<String>,
 }
 
-/// Where an attachment's bytes are: inline (`value` is standard base64, already checked) or at
-/// an http(s) URL.
+/// Where an attachment's bytes are: inline (`value` is standard base64, already checked), at
+/// an http(s) URL, or at a model provider under a handle it issued (AG-UI's `file` source:
+/// opaque, never fetched or parsed).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     tag = "type",
@@ -247,6 +263,14 @@ pub enum PartSource {
         value: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         mime_type: Option<String>,
+    },
+    File {
+        value: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        /// Who issued the handle (`openai`, `anthropic`, `google`), when the client says.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider: Option<String>,
     },
 }
 

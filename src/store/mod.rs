@@ -41,7 +41,9 @@ pub use dynamo::StoreUsage;
 pub use events::EventLog;
 pub(crate) use events::{EventCursor, EventPage};
 pub(crate) use history::HistoryPage;
-pub use history::{History, HistoryQuery, Runner, TimedMessage, TimedPage, TimedQuery};
+pub use history::{
+    AfterQuery, History, HistoryQuery, MessagesAfter, Runner, TimedMessage, TimedPage, TimedQuery,
+};
 pub use memories::{Memories, Memory, MemoryEdit, MemoryId, MemorySet, NewMemory};
 pub use memory::MemoryStore;
 pub use runs::CancelState;

@@ -188,6 +188,7 @@ fn documented_example_events() -> Vec<Event> {
             run_id: run.clone(),
             parent_run_id: None,
             protocol_version: None,
+            metadata: None,
         },
         Event::StepStarted {
             step_name: "model_turn_1".into(),

@@ -117,7 +117,13 @@ async fn anthropic_plain_chat_streams_thinking_then_the_answer_with_the_headers_
         .filter(|e| e["type"] == "REASONING_ENCRYPTED_VALUE")
         .map(|e| e["encryptedValueType"].as_str().unwrap())
         .collect();
-    assert_eq!(types, ["thinking-signature", "redacted-thinking"]);
+    assert_eq!(
+        types,
+        [
+            "agui-lambda.thinking-signature",
+            "agui-lambda.redacted-thinking"
+        ]
+    );
 
     let sent = strict.requests_about("hello there");
     assert_eq!(sent.len(), 1);

@@ -244,7 +244,7 @@ async fn presign_for_model_swaps_only_our_s3_paths_for_readable_urls() {
     };
     let url = |part: &UserPart| match &part.attachment().unwrap().source {
         PartSource::Url { value, .. } => value.clone(),
-        PartSource::Data { .. } => panic!("a url part"),
+        PartSource::Data { .. } | PartSource::File { .. } => panic!("a url part"),
     };
     let swapped = url(&parts[1]);
     assert!(swapped.starts_with("http://127.0.0.1:") && swapped.contains("X-Amz-Signature="));

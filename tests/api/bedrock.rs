@@ -1088,7 +1088,7 @@ async fn bedrock_sampling_options_become_the_inference_config_capped_by_the_serv
 }
 
 #[tokio::test]
-async fn bedrock_attachments_become_blocks_and_what_it_cannot_take_is_a_422() {
+async fn bedrock_attachments_become_blocks_and_what_it_cannot_take_is_skipped() {
     let (_replay, app) = on_replay().await;
     let text = json!({"type": "text", "text": "describe the attachments"});
     let events = app
@@ -1118,7 +1118,6 @@ async fn bedrock_attachments_become_blocks_and_what_it_cannot_take_is_a_422() {
         ])
     );
 
-    let thread = new_thread();
     for (part, says) in [
         (
             json!({"type": "image", "source": {"type": "url", "value": "https://example.com/cat.png"}}),
@@ -1135,7 +1134,7 @@ async fn bedrock_attachments_become_blocks_and_what_it_cannot_take_is_a_422() {
     ] {
         let reply = app
             .run(&run_input(
-                &thread,
+                &new_thread(),
                 "r",
                 json!([
                     {"id": "u0", "role": "user", "content": "first"},
@@ -1144,17 +1143,15 @@ async fn bedrock_attachments_become_blocks_and_what_it_cannot_take_is_a_422() {
                 ]),
             ))
             .await;
-        assert_eq!(reply.status, 422, "{}", reply.body);
-        let error = &reply.json()["error"];
-        assert_eq!(error["code"], "unsupported_content");
-        assert_eq!(error["field"], "messages[2].content[1]");
-        assert!(error["message"].as_str().unwrap().contains(says), "{error}");
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        let started = &reply.events()[0];
+        let skipped = &started["metadata"]["agui-lambda"]["skippedParts"];
+        assert_eq!(skipped[0]["field"], "messages[2].content[1]", "{started}");
+        assert!(
+            skipped[0]["reason"].as_str().unwrap().contains(says),
+            "{skipped}"
+        );
     }
-    assert_eq!(
-        app.get(&format!("/threads/{thread}")).await.status,
-        404,
-        "nothing was stored"
-    );
 }
 
 // ---- Prompt caching and the model's window -------------------------------------------------

@@ -47,7 +47,7 @@ async fn gemini_a_server_tool_round_trip_sends_the_thought_signature_back() {
         .unwrap();
     assert_eq!(
         signature_event["encryptedValueType"],
-        "gemini-thought-signature"
+        "agui-lambda.gemini-thought-signature"
     );
     assert_eq!(events.last().unwrap()["usage"][0]["provider"], "gemini");
 

@@ -210,14 +210,17 @@ async fn inputs_that_break_the_interrupt_rules_get_run_error_and_change_nothing(
     );
     assert_eq!(refusal(&app.run(&bad_edit).await)["code"], "INVALID_RESUME");
 
-    // An interrupt this thread never raised.
+    // An interrupt this thread never raised is ignored: the open one is still unanswered.
     let unknown = resume(
         &thread,
         "run_4",
         &first,
         json!({"interruptId": "int-nope", "status": "resolved", "payload": {"approved": true}}),
     );
-    assert_eq!(refusal(&app.run(&unknown).await)["code"], "INVALID_RESUME");
+    assert_eq!(
+        refusal(&app.run(&unknown).await)["code"],
+        "INTERRUPT_PENDING"
+    );
 
     // A payload that is not an approval at all.
     let no_payload = resume(
@@ -256,7 +259,8 @@ async fn a_legacy_client_approves_through_its_confirm_tool() {
         .run(&run_input(&thread, "run_1", json!([ask_time()])))
         .await
         .events();
-    assert!(first[0].get("protocolVersion").is_none());
+    // Told the version the server speaks all the same (0.0.59 passes it through).
+    assert_eq!(first[0]["protocolVersion"], "1.1");
     assert!(
         terminal(&first).get("outcome").is_none(),
         "0.0.59 rejects outcomes"

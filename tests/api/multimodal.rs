@@ -1,6 +1,6 @@
 //! Content parts and sampling options on the OpenAI-compatible wire: each part type as the
 //! Chat Completions part it becomes (asserted on the request aimock received), the parts it
-//! cannot take refused with a 422 naming the part, and the client's sampling options in the body.
+//! cannot take skipped and named on `RUN_STARTED`, and the client's sampling options in the body.
 
 use crate::helpers::*;
 use serde_json::json;
@@ -46,9 +46,8 @@ async fn wire_each_part_type_becomes_its_chat_completions_part() {
 }
 
 #[tokio::test]
-async fn wire_parts_the_model_cannot_take_are_a_422_naming_the_part() {
+async fn wire_parts_the_model_cannot_take_are_skipped_and_named_and_the_run_goes_on() {
     let app = spawn_wire_app().await;
-    let thread = new_thread();
     for (part, says) in [
         (
             json!({"type": "video", "source": {"type": "data", "value": "AAAA", "mimeType": "video/mp4"}}),
@@ -67,21 +66,30 @@ async fn wire_parts_the_model_cannot_take_are_a_422_naming_the_part() {
             "as PDF",
         ),
     ] {
+        let thread = new_thread();
         let reply = app
             .run(&run_input(
                 &thread,
                 "r",
-                json!([{"id": "u1", "role": "user", "content": [{"type": "text", "text": "hello"}, part]}]),
+                json!([{"id": "u1", "role": "user", "content": [{"type": "text", "text": "hello"}, part.clone()]}]),
             ))
             .await;
-        assert_eq!(reply.status, 422, "{}", reply.body);
-        let error = &reply.json()["error"];
-        assert_eq!(error["code"], "unsupported_content");
-        assert_eq!(error["field"], "messages[0].content[1]");
-        assert!(error["message"].as_str().unwrap().contains(says), "{error}");
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        let events = reply.events();
+        assert_eq!(text_of(&events), "Hello! How can I help you today?");
+        let skipped = &events[0]["metadata"]["agui-lambda"]["skippedParts"];
+        assert_eq!(skipped[0]["field"], "messages[0].content[1]", "{skipped}");
+        assert!(
+            skipped[0]["reason"].as_str().unwrap().contains(says),
+            "{skipped}"
+        );
+        // The thread keeps the part as sent; the model was told of it in one line.
+        let stored = app.get(&format!("/threads/{thread}")).await.json();
+        assert_eq!(
+            stored["messages"][0]["content"].as_array().unwrap().len(),
+            2
+        );
     }
-    assert_eq!(app.get(&format!("/threads/{thread}")).await.status, 404);
-    assert_eq!(app.model_requests().await, 0, "the model was never called");
 }
 
 #[tokio::test]

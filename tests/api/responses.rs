@@ -86,7 +86,10 @@ async fn responses_plain_chat_streams_the_reasoning_summary_then_the_answer_and_
             .unwrap()
             .starts_with("openai-reasoning:")
     );
-    assert_eq!(encrypted["encryptedValueType"], "openai-reasoning-item");
+    assert_eq!(
+        encrypted["encryptedValueType"],
+        "agui-lambda.openai-reasoning-item"
+    );
     let finished = events.last().unwrap();
     assert_eq!(finished["type"], "RUN_FINISHED");
     let usage = &finished["usage"][0];
@@ -151,7 +154,7 @@ async fn responses_a_server_tool_round_trip_sends_the_reasoning_back_unaltered_b
             .iter()
             .any(|e| e["type"] == "REASONING_ENCRYPTED_VALUE"
                 && e["subtype"] == "tool-call"
-                && e["encryptedValueType"] == "openai-item-id")
+                && e["encryptedValueType"] == "agui-lambda.openai-item-id")
     );
 
     let sent = strict.requests_about("[time]").await;

@@ -18,11 +18,13 @@ pub(crate) enum Answer {
     Text { words: Vec<String>, every: Duration },
 }
 
-/// What the model is asked: the step (tool results so far) and the first user message.
+/// What the model is asked: the step (tool results so far), the first user message, and how
+/// many answers (assistant text) the conversation holds, a cut answer kept included.
 #[derive(Debug, Clone)]
 pub(crate) struct Asked {
     pub step: usize,
     pub user: String,
+    pub answered: usize,
 }
 
 type Script = dyn Fn(&Asked) -> Answer + Send + Sync;
@@ -79,6 +81,12 @@ async fn serve(
             .and_then(|m| m["content"].as_str())
             .unwrap_or_default()
             .to_owned(),
+        answered: messages
+            .iter()
+            .filter(|m| {
+                m["role"] == "assistant" && m["content"].as_str().is_some_and(|c| !c.is_empty())
+            })
+            .count(),
     };
     let answer = script(&asked);
     let step = asked.step;

@@ -1,11 +1,13 @@
-//! The shelf (a caller's threads as a thread list UI shows them, archived ones apart) at the
-//! store level, on both stores: archiving hides a thread without moving it, pages fill up past
-//! archived threads, nobody archives another's thread, and a deleted thread's mark goes with it.
+//! What CopilotKit's thread list and reload read, at the store level, on both stores: the shelf
+//! (archiving hides a thread without moving it, pages fill up past archived threads, nobody
+//! archives another's thread, a deleted thread's mark goes with it), and a whole thread read once
+//! (the record and first page, then the messages alone, of that incarnation only).
 
 use agui_lambda::testing::auth::Principal;
 use agui_lambda::testing::protocol::{Message, MessageId, RunId, ThreadId, UserContent};
 use agui_lambda::testing::store::{
-    Archived, RunFinish, RunStart, ShelfQuery, StoreError, ThreadStore,
+    AfterQuery, Archived, HistoryQuery, NewThread, RunFinish, RunStart, ShelfQuery, StoreError,
+    ThreadStore,
 };
 use std::time::Duration;
 
@@ -15,6 +17,7 @@ on_both_stores!(
     archived_threads_leave_the_shelf_and_come_back,
     pages_fill_up_past_archived_threads,
     archiving_is_the_owners_and_ends_with_the_thread,
+    a_thread_is_read_whole_page_after_page,
 );
 
 fn user(text: &str) -> Message {
@@ -229,4 +232,67 @@ async fn archiving_is_the_owners_and_ends_with_the_thread(subject: Subject) {
         shelf(store, &alice, Archived::Hidden).await,
         [(thread_id, false)]
     );
+}
+
+async fn a_thread_is_read_whole_page_after_page(subject: Subject) {
+    let store = subject.store.as_ref();
+    let alice = Principal::new("alice");
+    let thread_id = ThreadId::new_uuid();
+    let messages: Vec<Message> = (0..7)
+        .map(|index| user(&format!("message {index}")))
+        .collect();
+    store
+        .create_thread(NewThread {
+            owner: &alice,
+            thread_id: &thread_id,
+            messages: &messages,
+            state: None,
+            title: None,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+            copied_at_ms: &[],
+        })
+        .await
+        .unwrap();
+    let first = store
+        .history(HistoryQuery {
+            owner: &alice,
+            thread_id: &thread_id,
+            after: None,
+            limit: 3,
+        })
+        .await
+        .unwrap();
+    let created_at_ms = match store.activity(&alice, &thread_id).await.unwrap() {
+        agui_lambda::testing::store::ThreadActivity::Idle { created_at_ms } => created_at_ms,
+        other => panic!("{other:?}"),
+    };
+    let mut read = first.messages;
+    let mut next = first.next;
+    while let Some(after) = next.take() {
+        let page = store
+            .messages_after(AfterQuery {
+                owner: &alice,
+                thread_id: &thread_id,
+                created_at_ms,
+                after: &after,
+                limit: 3,
+            })
+            .await
+            .unwrap();
+        read.extend(page.messages);
+        next = page.next;
+    }
+    assert_eq!(read, messages);
+    // Another incarnation's key reads nothing.
+    let other = store
+        .messages_after(AfterQuery {
+            owner: &alice,
+            thread_id: &thread_id,
+            created_at_ms: created_at_ms - 1,
+            after: "0",
+            limit: 3,
+        })
+        .await
+        .unwrap();
+    assert!(other.messages.is_empty());
 }

@@ -11,9 +11,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
-import path from "node:path";
 import { HttpAgent } from "@ag-ui/client";
+import { saveCapture } from "./capture.mjs";
 
 const AGUI_BASE = process.env.AGUI_BASE;
 const CAPTURE_DIR = process.env.CAPTURE_DIR || "";
@@ -45,6 +44,7 @@ test("@ag-ui/client 1.0.0 runs through POST /invocations in the session's thread
     const [forClient, forCapture] = response.body.tee();
     const done = new Response(forCapture).text().then((text) => {
       captured = text;
+      capturingFetch.requestBody = init?.body;
     });
     capturingFetch.done = done;
     return new Response(forClient, { status: response.status, headers: response.headers });
@@ -76,8 +76,7 @@ test("@ag-ui/client 1.0.0 runs through POST /invocations in the session's thread
   assert.equal(reply.role, "assistant");
   assert.match(reply.content, /hello from AgentCore/);
   if (CAPTURE_DIR) {
-    mkdirSync(CAPTURE_DIR, { recursive: true });
-    writeFileSync(path.join(CAPTURE_DIR, "agentcore-invocations.sse"), captured);
+    saveCapture(CAPTURE_DIR, "agentcore-invocations", captured, capturingFetch.requestBody);
   }
   const history = await (await fetch(`${AGUI_BASE}/threads/${session}`)).json();
   assert.equal(history.messages.length, 2, JSON.stringify(history));

@@ -13,11 +13,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
-import path from "node:path";
 import { HttpAgent as HttpAgent100 } from "@ag-ui/client";
 import { HttpAgent as HttpAgent0059 } from "client-0059";
 import { AgentCapabilitiesSchema, EventSchemas } from "@ag-ui/core/schemas";
+import { saveCapture } from "./capture.mjs";
 
 const BASE = process.env.AGUI_BASE;
 const CAPTURE_DIR = process.env.CAPTURE_DIR || "";
@@ -56,8 +55,7 @@ class Session {
         const text = await response.text();
         this.bodies.push(text);
         if (CAPTURE_DIR) {
-          mkdirSync(CAPTURE_DIR, { recursive: true });
-          writeFileSync(path.join(CAPTURE_DIR, `agui10-${this.name}-${this.bodies.length}.sse`), text);
+          saveCapture(CAPTURE_DIR, `agui10-${this.name}-${this.bodies.length}`, text, init?.body);
         }
         return new Response(text, { status: response.status, headers: response.headers });
       },
@@ -158,7 +156,8 @@ test("1.0: approved with edited arguments runs the tool with the edit", async ()
 test("0.0.59: the approval arrives as the confirm tool, and confirming runs the tool", async () => {
   const session = new Session(HttpAgent0059, "fallback", "what time is it");
   const first = await session.run();
-  assert.equal(first.events[0].protocolVersion, undefined, "0.0.59 gets no 1.0-only fields");
+  // Told the version the server speaks (0.0.59 passes the field through), with no outcome.
+  assert.equal(first.events[0].protocolVersion, "1.1");
   assert.equal(first.finished.outcome, undefined);
   const assistant = session.agent.messages.find((m) => m.role === "assistant" && m.toolCalls?.length);
   const [gated, confirm] = assistant.toolCalls;

@@ -13,10 +13,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
-import path from "node:path";
 import { HttpAgent as HttpAgent100 } from "@ag-ui/client";
 import { HttpAgent as HttpAgent0059 } from "client-0059";
+import { saveCapture } from "./capture.mjs";
 
 const BASE = process.env.AGUI_BASE;
 const CAPTURE_DIR = process.env.CAPTURE_DIR || "";
@@ -31,8 +30,7 @@ async function converse(HttpAgent, name, turns) {
       const text = await response.text();
       bodies.push(text);
       if (CAPTURE_DIR) {
-        mkdirSync(CAPTURE_DIR, { recursive: true });
-        writeFileSync(path.join(CAPTURE_DIR, `compaction-${name}-${bodies.length}.sse`), text);
+        saveCapture(CAPTURE_DIR, `compaction-${name}-${bodies.length}`, text, init?.body);
       }
       return new Response(text, { status: response.status, headers: response.headers });
     },

@@ -21,9 +21,10 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { saveCapture } from "./capture.mjs";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const BASE = process.env.COPILOTKIT_BASE;
@@ -46,15 +47,18 @@ globalThis.fetch = async (url, init) => {
   const type = response.headers.get("content-type") || "";
   if (!CAPTURE_DIR || !type.startsWith("text/event-stream") || !response.body) return response;
   const [mine, theirs] = response.body.tee();
-  const name = `copilotkit-${SERVER}-${String(url).split("/").at(-1)}-${++captured}.sse`;
+  const name = `copilotkit-${SERVER}-${String(url).split("/").at(-1)}-${++captured}`;
   new Response(mine).text().then((text) => {
     if (!text.trim()) return;
-    writeFileSync(path.join(CAPTURE_DIR, name), text);
-    if (typeof init?.body !== "string") return;
-    // The RunAgentInput, also when the single route wrapped it in its envelope.
-    const sent = JSON.parse(init.body);
-    const input = sent.method && sent.body ? sent.body : sent;
-    writeFileSync(path.join(CAPTURE_DIR, name.replace(/\.sse$/, ".input.json")), JSON.stringify(input));
+    // The RunAgentInput, also when the single route wrapped it in its envelope. A /connect is
+    // no run request: its replay of a run in progress is that run's, under that run's id, so
+    // its input (a throwaway runId) is not kept beside it.
+    let input;
+    if (typeof init?.body === "string" && !String(url).endsWith("/connect")) {
+      const sent = JSON.parse(init.body);
+      input = JSON.stringify(sent.method && sent.body ? sent.body : sent);
+    }
+    saveCapture(CAPTURE_DIR, name, text, input);
   });
   return new Response(theirs, { status: response.status, headers: response.headers });
 };

@@ -19,10 +19,9 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
-import path from "node:path";
 import { HttpAgent as HttpAgent100 } from "@ag-ui/client";
 import { HttpAgent as HttpAgent0059 } from "client-0059";
+import { saveCapture } from "./capture.mjs";
 
 const AGUI_URL = process.env.AGUI_URL;
 const CAPTURE_DIR = process.env.CAPTURE_DIR || "";
@@ -212,13 +211,7 @@ class Session {
         capture.bytes = capture.partial?.() ?? new Uint8Array();
       }
       seen.capture = capture;
-      if (CAPTURE_DIR) {
-        mkdirSync(CAPTURE_DIR, { recursive: true });
-        writeFileSync(
-          path.join(CAPTURE_DIR, `${this.client.version}-${this.scenario}-${n}.sse`),
-          capture.bytes,
-        );
-      }
+      saveCapture(CAPTURE_DIR, `${this.client.version}-${this.scenario}-${n}`, capture.bytes, capture.requestBody);
     }
     seen.console = consoleLog.slice(consoleBefore);
     seen.label = label;

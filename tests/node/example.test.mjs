@@ -13,9 +13,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
-import path from "node:path";
 import { HttpAgent } from "@ag-ui/client";
+import { saveCapture } from "./capture.mjs";
 
 const BASE = process.env.AGUI_BASE;
 const AIMOCK_URL = process.env.AIMOCK_URL;
@@ -39,8 +38,7 @@ test("the example's tool is called, streamed as TOOL_CALL_RESULT and used in the
       const response = await fetch(url, init);
       const text = await response.text();
       if (CAPTURE_DIR) {
-        mkdirSync(CAPTURE_DIR, { recursive: true });
-        writeFileSync(path.join(CAPTURE_DIR, `example-${++captured}.sse`), text);
+        saveCapture(CAPTURE_DIR, `example-${++captured}`, text, init?.body);
       }
       return new Response(text, { status: response.status, headers: response.headers });
     },

@@ -14,10 +14,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
-import path from "node:path";
 import { HttpAgent as HttpAgent100 } from "@ag-ui/client";
 import { HttpAgent as HttpAgent0059 } from "client-0059";
+import { saveCapture } from "./capture.mjs";
 
 const BASES = (process.env.AGUI_PROVIDER_BASES || "")
   .split(",")
@@ -55,8 +54,7 @@ class Session {
         const text = await response.text();
         this.bodies.push(text);
         if (CAPTURE_DIR) {
-          mkdirSync(CAPTURE_DIR, { recursive: true });
-          writeFileSync(path.join(CAPTURE_DIR, `providers-${this.name}-${this.bodies.length}.sse`), text);
+          saveCapture(CAPTURE_DIR, `providers-${this.name}-${this.bodies.length}`, text, init?.body);
         }
         return new Response(text, { status: response.status, headers: response.headers });
       },

@@ -18,12 +18,11 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
-import path from "node:path";
 import { HttpAgent as HttpAgent100 } from "@ag-ui/client";
 import { HttpAgent as HttpAgent0059 } from "client-0059";
 import { HttpAgent as HttpAgent0058 } from "client-0058";
 import { EventSchemas } from "@ag-ui/core/schemas";
+import { saveCapture } from "./capture.mjs";
 
 const BASE = process.env.AGUI_BASE;
 const AUTO_BASE = process.env.AGUI_AUTO_BASE;
@@ -65,11 +64,8 @@ class Session {
         const response = await fetch(url, init);
         if (!CAPTURE_DIR || !response.body) return response;
         const [toClient, toFile] = response.body.tee();
-        const file = path.join(CAPTURE_DIR, `subagents-${this.name}-${++captures}.sse`);
-        new Response(toFile).text().then((text) => {
-          mkdirSync(CAPTURE_DIR, { recursive: true });
-          writeFileSync(file, text);
-        });
+        const name = `subagents-${this.name}-${++captures}`;
+        new Response(toFile).text().then((text) => saveCapture(CAPTURE_DIR, name, text, init?.body));
         return new Response(toClient, { status: response.status, headers: response.headers });
       },
     });

@@ -93,6 +93,7 @@ impl PreparedRun {
             received_at_ms: Some(stored.received_at_ms),
             speaks_v1: stored.speaks_v1,
             encrypted_value_types: stored.encrypted_value_types,
+            skipped_parts: Vec::new(),
             sampling: stored.sampling.into(),
             client_is_behind: false,
             snapshot: None,

@@ -2,7 +2,8 @@
 //! is replayed as one run (`RUN_STARTED`, `MESSAGES_SNAPSHOT`, `STATE_SNAPSHOT`, `RUN_FINISHED`),
 //! its messages streamed page by page as the store reads them; a run in progress is joined: the
 //! same replay, then that run's events (from this process's live log or the store's, across
-//! invocations) up to its terminal event. A thread the caller does not have is an empty stream:
+//! invocations) up to its terminal event. The thread is read once: its record and first page,
+//! then the messages alone. A thread the caller does not have is an empty stream:
 //! CopilotKit asks on every mount, and an error would be reported there each time.
 
 use super::super::app::App;
@@ -16,8 +17,8 @@ use crate::auth::Principal;
 use crate::dialects::AguiEncoder;
 use crate::dialects::copilotkit::replay::{self, Snapshot, Tail};
 use crate::protocol::events::{Event, RunErrorCode};
-use crate::protocol::{RunId, ThreadId, input, sse};
-use crate::store::{HistoryPage, HistoryQuery, StoreError, ThreadActivity};
+use crate::protocol::{RunId, ThreadId, input, sse, version};
+use crate::store::{AfterQuery, HistoryPage, HistoryQuery, StoreError, ThreadActivity};
 use bytes::Bytes;
 use futures_util::stream::BoxStream;
 use futures_util::{Stream, StreamExt};
@@ -47,22 +48,37 @@ impl App {
         check_content_type(request.headers())?;
         let body = input::parse_agui_json(request.body(), &self.limits)?;
         let input = input::from_agui_value(body, &self.limits)?;
+        let version = version::declaration(input.speaks_v1(), input.speaks_at_least(1, 1));
         let Some(thread_id) = input.thread_id else {
             return Ok(nothing());
         };
-        let active = match self
+        let (created_at_ms, active) = match self
             .agent
             .activity(principal, &thread_id)
             .await
             .map_err(ApiError::from_store)?
         {
             ThreadActivity::Missing => return Ok(nothing()),
-            ThreadActivity::Idle { .. } => None,
-            ThreadActivity::Running { run_id, .. } | ThreadActivity::Stalled { run_id, .. } => {
-                Some(run_id)
+            ThreadActivity::Idle { created_at_ms } => (created_at_ms, None),
+            ThreadActivity::Running {
+                created_at_ms,
+                run_id,
             }
+            | ThreadActivity::Stalled {
+                created_at_ms,
+                run_id,
+            } => (created_at_ms, Some(run_id)),
         };
-        let first = match self.page(principal, &thread_id, None, FIRST_PAGE).await {
+        let first = match self
+            .agent
+            .history(HistoryQuery {
+                owner: principal,
+                thread_id: &thread_id,
+                after: None,
+                limit: FIRST_PAGE,
+            })
+            .await
+        {
             Err(StoreError::NotFound) => return Ok(nothing()),
             page => page.map_err(ApiError::from_store)?,
         };
@@ -86,39 +102,13 @@ impl App {
             agent: self.agent.clone(),
             principal: principal.clone(),
             thread_id: thread_id.clone(),
+            created_at_ms,
             run_id: run_id.clone(),
+            version,
         };
         let frames = replay.frames(first, ending, self.ping_interval);
         Ok(sse_response(frames, &thread_id, &run_id, false))
     }
-
-    /// One page of the caller's thread's messages.
-    async fn page(
-        &self,
-        principal: &Principal,
-        thread_id: &ThreadId,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<HistoryPage, StoreError> {
-        read_page(&self.agent, principal, thread_id, after, limit).await
-    }
-}
-
-async fn read_page(
-    agent: &Agent,
-    owner: &Principal,
-    thread_id: &ThreadId,
-    after: Option<&str>,
-    limit: usize,
-) -> Result<HistoryPage, StoreError> {
-    agent
-        .history(HistoryQuery {
-            owner,
-            thread_id,
-            after,
-            limit,
-        })
-        .await
 }
 
 /// A replay's parts besides its pages.
@@ -126,7 +116,11 @@ struct Replay {
     agent: Agent,
     principal: Principal,
     thread_id: ThreadId,
+    /// The incarnation of the thread the first page read.
+    created_at_ms: i64,
     run_id: RunId,
+    /// The AG-UI version the replay declares.
+    version: &'static str,
 }
 
 impl Replay {
@@ -140,7 +134,7 @@ impl Replay {
     ) -> impl Stream<Item = Bytes> + Send + 'static {
         let joining = matches!(ending, Ending::Join(_));
         async_stream::stream! {
-            yield replay::run_started(&self.thread_id, &self.run_id);
+            yield replay::run_started(&self.thread_id, &self.run_id, self.version);
             yield Snapshot::open();
             let mut snapshot = Snapshot::new(joining);
             let state = first.state.clone();
@@ -149,7 +143,14 @@ impl Replay {
             drop(first);
             let mut failed = None;
             while let Some(after) = next.take() {
-                match read_page(&self.agent, &self.principal, &self.thread_id, Some(&after), PAGE).await {
+                let query = AfterQuery {
+                    owner: &self.principal,
+                    thread_id: &self.thread_id,
+                    created_at_ms: self.created_at_ms,
+                    after: &after,
+                    limit: PAGE,
+                };
+                match self.agent.messages_after(query).await {
                     Ok(page) => {
                         next = page.next;
                         yield snapshot.page(&page.messages);

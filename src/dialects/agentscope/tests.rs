@@ -45,6 +45,7 @@ fn started() -> Event {
         run_id: RunId::parse("r1", 128).unwrap(),
         parent_run_id: None,
         protocol_version: None,
+        metadata: None,
     }
 }
 

@@ -12,13 +12,14 @@ use serde_json::Value;
 use std::collections::HashSet;
 
 /// `RUN_STARTED` of the replay (`run_id`: the client's for a thread at rest, the active run's
-/// while one is in progress).
-pub(crate) fn run_started(thread_id: &ThreadId, run_id: &RunId) -> Bytes {
+/// while one is in progress), declaring the version the stream speaks.
+pub(crate) fn run_started(thread_id: &ThreadId, run_id: &RunId, version: &'static str) -> Bytes {
     let started = Event::RunStarted {
         thread_id: thread_id.clone(),
         run_id: run_id.clone(),
         parent_run_id: None,
-        protocol_version: None,
+        protocol_version: Some(version),
+        metadata: None,
     };
     sse::encode_event(&started, sse::now_ms())
 }

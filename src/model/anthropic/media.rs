@@ -4,6 +4,7 @@
 //! refused before the run starts ([`check_part`]); a part already stored in a thread (accepted
 //! under another provider) becomes a one-line note, so the thread stays usable.
 
+use crate::protocol::message::FILE_HANDLE_UNUSED;
 use crate::protocol::{Attachment, PartSource, UserPart};
 use serde_json::{Value, json};
 
@@ -52,6 +53,7 @@ fn image_block(attachment: &Attachment) -> Result<Value, String> {
             json!({"type": "base64", "media_type": media_type, "data": value})
         }
         (PartSource::Data { .. }, None) => return Err("the image has no media type".to_owned()),
+        (PartSource::File { .. }, _) => return Err(FILE_HANDLE_UNUSED.to_owned()),
     };
     Ok(json!({"type": "image", "source": source}))
 }
@@ -75,6 +77,7 @@ fn document_block(attachment: &Attachment) -> Result<Value, String> {
         (PartSource::Url { value, .. }, None) if has_pdf_path(value) => {
             json!({"type": "url", "url": value})
         }
+        (PartSource::File { .. }, _) => return Err(FILE_HANDLE_UNUSED.to_owned()),
         (PartSource::Url { .. }, _) => {
             return Err(
                 "the Anthropic Messages API reads only PDF documents by URL; send others inline"

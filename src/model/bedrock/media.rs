@@ -7,6 +7,7 @@
 //! go is refused before the run starts ([`check_part`]); one already stored in a thread (accepted
 //! under another provider) becomes a one-line note, so the thread stays usable.
 
+use crate::protocol::message::FILE_HANDLE_UNUSED;
 use crate::protocol::{Attachment, PartSource, UserPart};
 use aws_sdk_bedrockruntime::types::{
     ContentBlock, DocumentBlock, DocumentFormat, DocumentSource, ImageBlock, ImageFormat,
@@ -53,6 +54,7 @@ fn locate(attachment: &Attachment) -> Result<Location, String> {
             .and_then(|uri| S3Location::builder().uri(uri).build().ok())
             .map(Location::S3)
             .ok_or_else(|| NEVER_FETCHED.to_owned()),
+        PartSource::File { .. } => Err(FILE_HANDLE_UNUSED.to_owned()),
     }
 }
 

@@ -4,6 +4,7 @@
 //! ([`check_part`]); a part already stored in a thread (accepted under another provider) becomes
 //! a one-line note, so the thread stays usable.
 
+use crate::protocol::message::{FILE_HANDLE_UNUSED, is_file_handle};
 use crate::protocol::{Attachment, PartSource, UserPart};
 use serde_json::{Value, json};
 
@@ -28,6 +29,7 @@ fn content_part(part: &UserPart) -> Option<Value> {
         UserPart::Image(attachment) => {
             let url = match &attachment.source {
                 PartSource::Url { value, .. } => value.clone(),
+                PartSource::File { .. } => return None,
                 PartSource::Data { value, .. } => {
                     let media_type = attachment.media_type()?;
                     if !matches!(
@@ -83,6 +85,9 @@ fn describe(part: &UserPart) -> String {
 }
 
 fn refusal(part: &UserPart) -> String {
+    if is_file_handle(part) {
+        return FILE_HANDLE_UNUSED.to_owned();
+    }
     let by_url = matches!(
         part.attachment().map(|attachment| &attachment.source),
         Some(PartSource::Url { .. })

@@ -1,19 +1,70 @@
 //! A user message's content: text, or parts (text, and images, audio, video and documents by
-//! URL or inline data, in AG-UI 1.0 shape or as legacy `binary` parts), each checked against the
-//! limits and named by its field when refused.
+//! URL, inline data or a provider's file handle, in AG-UI 1.x shape or as legacy `binary`
+//! parts), each checked against the limits and named by its field when refused; and a tool
+//! message's parts, of which the text is kept. A part of a kind AG-UI does not describe, or with
+//! a source of such a kind, is skipped (AG-UI's processing model: unrecognised material never
+//! fails a run), as is a media part in a tool result, and each skip is named.
 
 use super::error::{InputError, strip_position};
 use super::limits::Limits;
+use crate::protocol::ids::MessageId;
 use crate::protocol::message::{Attachment, PartMetadata, PartSource, UserContent, UserPart};
 use base64::Engine;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+/// A content part a run does without: where it was (`messages[2].content[1]`) and why, as
+/// `RUN_STARTED.metadata["agui-lambda"].skippedParts` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkippedPart {
+    pub field: String,
+    pub reason: String,
+    /// The message the part was in.
+    #[serde(skip)]
+    pub(crate) message_id: Option<MessageId>,
+}
+
+impl SkippedPart {
+    pub(crate) fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            reason: reason.into(),
+            message_id: None,
+        }
+    }
+
+    /// The index in `messages` of the message the part was in.
+    pub(crate) fn message_index(&self) -> Option<usize> {
+        self.field
+            .strip_prefix("messages[")?
+            .split(']')
+            .next()?
+            .parse()
+            .ok()
+    }
+
+    /// The index of the part in its message's `content`.
+    pub(crate) fn part_index(&self) -> Option<usize> {
+        self.field
+            .rsplit_once("content[")?
+            .1
+            .strip_suffix(']')?
+            .parse()
+            .ok()
+    }
+}
+
+/// The part kinds AG-UI describes (and the legacy `binary`); any other is skipped.
+const PART_KINDS: &[&str] = &["text", "binary", "image", "audio", "video", "document"];
+/// The media sources AG-UI describes; a part with any other is skipped whole.
+const SOURCE_KINDS: &[&str] = &["url", "data", "file"];
 
 /// A user message's `content`: a string, or an array of content parts.
 pub(crate) fn parse_user_content(
     content: Value,
     field: &str,
     limits: &Limits,
+    skipped: &mut Vec<SkippedPart>,
 ) -> Result<UserContent, InputError> {
     let text_limit_error =
         || InputError::invalid(field, "RunAgentInput user message text exceeds limit");
@@ -25,7 +76,11 @@ pub(crate) fn parse_user_content(
             Ok(UserContent::Text(text))
         }
         Value::Array(items) => {
-            let parts = parse_parts(items, field, limits)?;
+            let parts = parse_parts(items, field, limits, skipped)?;
+            if parts.is_empty() {
+                // Every part was skipped: the message stays, with no text.
+                return Ok(UserContent::Text(String::new()));
+            }
             let text_chars: usize = parts
                 .iter()
                 .map(|part| match part {
@@ -108,11 +163,17 @@ fn parse_parts(
     items: Vec<Value>,
     field: &str,
     limits: &Limits,
+    skipped: &mut Vec<SkippedPart>,
 ) -> Result<Vec<UserPart>, InputError> {
     let mut parts = Vec::with_capacity(items.len());
     let mut attachments = 0;
     for (index, item) in items.into_iter().enumerate() {
-        let part = parse_part(item, &format!("{field}[{index}]"), limits)?;
+        let at = format!("{field}[{index}]");
+        if let Some(reason) = unrecognised_part(&item) {
+            skipped.push(SkippedPart::new(at, reason));
+            continue;
+        }
+        let part = parse_part(item, &at, limits)?;
         if part.attachment().is_some() {
             attachments += 1;
             if attachments > limits.max_attachments_per_message {
@@ -122,6 +183,65 @@ fn parse_parts(
         parts.push(part);
     }
     Ok(parts)
+}
+
+/// Why a part is skipped before it is parsed: its kind, or its source's, is not one AG-UI
+/// describes. A part without a string `type` is malformed, and left to the parse to refuse.
+fn unrecognised_part(item: &Value) -> Option<String> {
+    let kind = item.get("type")?.as_str()?;
+    if !PART_KINDS.contains(&kind) {
+        return Some(format!(
+            "a content part of a kind AG-UI does not describe ({kind:?})"
+        ));
+    }
+    let source = item.get("source")?.get("type")?.as_str()?;
+    (!SOURCE_KINDS.contains(&source)).then(|| {
+        format!("a {kind} part whose source is of a kind AG-UI does not describe ({source:?})")
+    })
+}
+
+/// A tool message's content: a string as it is, or AG-UI 1.x content parts, of which the text
+/// parts are kept, concatenated in order (the models here take tool results as text); media
+/// and unknown parts are skipped, and a result left with nothing is `""`, so the call is still
+/// answered. Other JSON, which some clients send for structured results, is kept as JSON text.
+pub(crate) fn tool_content(content: Value, field: &str, skipped: &mut Vec<SkippedPart>) -> String {
+    let parts = match content {
+        Value::Array(items) if !items.is_empty() && items.iter().all(is_part_like) => items,
+        other => return value_to_text(other),
+    };
+    let mut text = String::new();
+    for (index, part) in parts.iter().enumerate() {
+        match (
+            part["type"].as_str(),
+            part.get("text").and_then(Value::as_str),
+        ) {
+            (Some("text"), Some(piece)) => text.push_str(piece),
+            (kind, _) => {
+                let reason = match unrecognised_part(part) {
+                    Some(reason) => reason,
+                    None => format!(
+                        "a {} part in a tool result: the model is given tool results as text",
+                        kind.unwrap_or("content")
+                    ),
+                };
+                skipped.push(SkippedPart::new(format!("{field}[{index}]"), reason));
+            }
+        }
+    }
+    text
+}
+
+/// Some clients send structured values where AG-UI expects text; keep them as JSON text.
+pub(crate) fn value_to_text(value: Value) -> String {
+    match value {
+        Value::String(text) => text,
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn is_part_like(item: &Value) -> bool {
+    item.get("type").is_some_and(Value::is_string)
 }
 
 fn parse_part(item: Value, field: &str, limits: &Limits) -> Result<UserPart, InputError> {
@@ -157,11 +277,13 @@ fn binary_part(
             kind: "data".to_owned(),
             value: data,
             mime_type: Some(mime_type),
+            provider: None,
         },
         (None, Some(url)) => WireSource {
             kind: "url".to_owned(),
             value: url,
             mime_type: Some(mime_type),
+            provider: None,
         },
         (None, None) => {
             return Err(InputError::invalid(
@@ -211,6 +333,9 @@ struct WireSource {
     value: String,
     #[serde(default, alias = "mime_type", rename = "mimeType")]
     mime_type: Option<String>,
+    /// A `file` source's issuer.
+    #[serde(default)]
+    provider: Option<String>,
 }
 
 /// What a media part is, which its media type must agree with.
@@ -345,16 +470,11 @@ fn media_part(
             })?;
             inline_data(source.value, mime_type, &source_field, limits)?
         }
-        "file" => {
-            return Err(InputError::invalid(
-                format!("{source_field}.type"),
-                "file sources (provider file handles) are not supported: send the bytes as data or a url",
-            ));
-        }
+        "file" => file_source(source, &source_field)?,
         other => {
             return Err(InputError::invalid(
                 format!("{source_field}.type"),
-                format!("unknown source type {other:?}: expected url or data"),
+                format!("unknown source type {other:?}: expected url, data or file"),
             ));
         }
     };
@@ -373,6 +493,24 @@ fn media_part(
         ));
     }
     Ok(kind.part(attachment))
+}
+
+/// A provider's file handle, kept as the client sent it: opaque, never fetched or read.
+fn file_source(source: WireSource, field: &str) -> Result<PartSource, InputError> {
+    if source.value.is_empty() || source.value.len() > 4096 {
+        return Err(InputError::invalid(
+            format!("{field}.value"),
+            "a file handle is 1 to 4,096 bytes",
+        ));
+    }
+    if let Some(mime_type) = &source.mime_type {
+        check_media_type(mime_type, &format!("{field}.mimeType"))?;
+    }
+    Ok(PartSource::File {
+        value: source.value,
+        mime_type: source.mime_type,
+        provider: source.provider,
+    })
 }
 
 /// `data:<mimeType>;base64,<data>` into its media type and data.

@@ -1,7 +1,9 @@
 //! `RunAgentInput.messages`: each message as sent, checked into a [`Message`] (an `activity`
 //! message, UI state, is dropped), and the ids, tool names and message count the list must keep.
 
-use super::content::{check_user_content, parse_user_content};
+use super::content::{
+    SkippedPart, check_user_content, parse_user_content, tool_content, value_to_text,
+};
 use super::error::InputError;
 use super::limits::{Limits, is_valid_tool_name};
 use crate::protocol::ids::{MAX_ID_LEN, MessageId, ToolCallId};
@@ -14,6 +16,7 @@ use std::collections::HashSet;
 pub(crate) fn parse_messages(
     wire: Vec<WireMessage>,
     limits: &Limits,
+    skipped: &mut Vec<SkippedPart>,
 ) -> Result<Vec<Message>, InputError> {
     if wire.len() > limits.max_messages {
         return Err(InputError::invalid(
@@ -27,7 +30,11 @@ pub(crate) fn parse_messages(
     let mut seen = HashSet::new();
     let mut messages = Vec::with_capacity(wire.len());
     for (index, wire) in wire.into_iter().enumerate() {
-        if let Some(message) = wire.validate(index, limits)? {
+        let before = skipped.len();
+        if let Some(message) = wire.validate(index, limits, skipped)? {
+            for part in &mut skipped[before..] {
+                part.message_id = Some(message.id().clone());
+            }
             if !seen.insert(message.id().clone()) {
                 return Err(InputError::invalid(
                     format!("messages[{index}].id"),
@@ -133,27 +140,23 @@ pub(crate) struct WireFunction {
     pub(crate) arguments: Option<Value>,
 }
 
-/// Some clients send structured values where AG-UI expects text; keep them as JSON text.
-pub(crate) fn value_to_text(value: Value) -> String {
-    match value {
-        Value::String(text) => text,
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
-}
-
 fn parse_message_id(id: String, index: usize) -> Result<MessageId, InputError> {
     MessageId::parse(id, MAX_ID_LEN)
         .map_err(|err| InputError::of_id(&format!("messages[{index}].id"), err))
 }
 
 impl WireMessage {
-    fn validate(self, index: usize, limits: &Limits) -> Result<Option<Message>, InputError> {
+    fn validate(
+        self,
+        index: usize,
+        limits: &Limits,
+        skipped: &mut Vec<SkippedPart>,
+    ) -> Result<Option<Message>, InputError> {
         let field = |name: &str| format!("messages[{index}].{name}");
         Ok(Some(match self {
             WireMessage::User { id, content, name } => Message::User {
                 id: parse_message_id(id, index)?,
-                content: parse_user_content(content, &field("content"), limits)?,
+                content: parse_user_content(content, &field("content"), limits, skipped)?,
                 name,
             },
             WireMessage::Assistant {
@@ -191,7 +194,7 @@ impl WireMessage {
                 id: parse_message_id(id, index)?,
                 tool_call_id: ToolCallId::parse(tool_call_id, MAX_ID_LEN)
                     .map_err(|err| InputError::of_id(&field("toolCallId"), err))?,
-                content: value_to_text(content),
+                content: tool_content(content, &field("content"), skipped),
                 error: error.filter(|error| !error.is_empty()),
                 metadata: None,
             },

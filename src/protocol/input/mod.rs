@@ -3,22 +3,27 @@
 //! Messages and their content are parsed in `messages.rs` and `content.rs`, the sampling options
 //! of `forwardedProps` in [`sampling`]; this module checks the rest and puts them together.
 
-mod content;
+pub(crate) mod content;
 mod error;
 mod limits;
 mod messages;
 pub(crate) mod sampling;
+mod unrecognised;
 
+pub(crate) use content::SkippedPart;
 pub(crate) use error::InputError;
 pub(crate) use error::deserialize_at;
 pub use limits::Limits;
 pub(crate) use limits::is_valid_tool_name;
 pub(crate) use messages::{WireFunction, WireMessage, WireToolCall, check_new_messages};
+pub(crate) use unrecognised::unrecognised;
 
 use super::ids::{IdError, MAX_ID_LEN, RunId, ThreadId};
 use super::interrupt::ResumeEntry;
 use super::message::Message;
-use messages::{parse_messages, value_to_text};
+use super::version::Declared;
+use content::value_to_text;
+use messages::parse_messages;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::HashSet;
@@ -49,24 +54,35 @@ pub struct RunInput {
     /// content, which the start applies to those the thread does not hold yet. `None`: every
     /// message was held to them here.
     pub new_message_limits: Option<Limits>,
+    /// Content parts left out while parsing (kinds or sources AG-UI does not describe, media in
+    /// a tool result): the start reports those of messages the thread does not hold yet.
+    pub skipped_parts: Vec<SkippedPart>,
+    /// AG-UI's rule for a part the model cannot take: skip it and go on (the AG-UI routes).
+    /// Other dialects refuse it, as their own protocols ask (A2A's unsupported content type).
+    pub skips_unusable_parts: bool,
 }
 
 impl RunInput {
-    /// Whether the client speaks AG-UI 1.0, and so parses 1.0-only fields such as
-    /// `RUN_FINISHED.outcome`.
-    pub(crate) fn speaks_v1(&self) -> bool {
-        self.speaks_at_least(1, 0)
+    /// What the client declared, read by the spec's versioning rules.
+    pub(crate) fn declared(&self) -> Declared {
+        Declared::read(self.protocol_version.as_deref())
     }
 
-    /// Whether the client declared AG-UI `major.minor` or later.
+    /// Whether the client speaks AG-UI 1.0, and so parses 1.0-only fields such as
+    /// `RUN_FINISHED.outcome`: any declaration of the 1.x line, a newer one, or one that cannot
+    /// be read (served as the newest this server speaks).
+    pub(crate) fn speaks_v1(&self) -> bool {
+        self.declared().takes_1_0()
+    }
+
+    /// Whether the client takes AG-UI `major.minor`'s shapes (1.0's, or 1.1's).
     pub(crate) fn speaks_at_least(&self, major: u32, minor: u32) -> bool {
-        let Some(version) = self.protocol_version.as_deref() else {
-            return false;
-        };
-        let mut parts = version.split('.').map(|part| part.parse::<u32>().ok());
-        match (parts.next().flatten(), parts.next().flatten().unwrap_or(0)) {
-            (Some(declared), declared_minor) => (declared, declared_minor) >= (major, minor),
-            (None, _) => false,
+        let declared = self.declared();
+        match (major, minor) {
+            (0, _) => true,
+            (1, 0) => declared.takes_1_0(),
+            (1, 1) => declared.takes_1_1(),
+            _ => matches!(declared, Declared::Newer(_) | Declared::Uninterpretable(_)),
         }
     }
 }
@@ -160,6 +176,7 @@ pub(crate) fn from_value(value: Value, limits: &Limits) -> Result<RunInput, Inpu
 pub(crate) fn from_agui_value(value: Value, limits: &Limits) -> Result<RunInput, InputError> {
     let mut input = deserialize_at::<WireInput>(value, "")?.validate(&limits.lenient())?;
     input.new_message_limits = Some(limits.clone());
+    input.skips_unusable_parts = true;
     Ok(input)
 }
 
@@ -221,7 +238,8 @@ impl WireInput {
             .map(|id| RunId::parse(id, MAX_ID_LEN))
             .transpose()
             .map_err(|err| InputError::of_id("parentRunId", err))?;
-        let messages: Vec<Message> = parse_messages(self.messages, limits)?;
+        let mut skipped_parts = Vec::new();
+        let messages: Vec<Message> = parse_messages(self.messages, limits, &mut skipped_parts)?;
         let tools = parse_tools(self.tools.unwrap_or_default())?;
         let resume = check_resume(self.resume.unwrap_or_default())?;
         let context = self
@@ -245,6 +263,8 @@ impl WireInput {
             protocol_version: parse_protocol_version(self.protocol_version)?,
             resume,
             new_message_limits: None,
+            skipped_parts,
+            skips_unusable_parts: false,
         })
     }
 }

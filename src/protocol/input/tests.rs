@@ -316,11 +316,6 @@ fn attachments_are_checked_and_refusals_name_the_field() {
             "audio/*",
         ),
         (
-            json!({"type": "image", "source": {"type": "file", "value": "file-abc"}}),
-            "messages[0].content[0].source.type",
-            "file sources",
-        ),
-        (
             json!({"type": "image", "source": {"type": "url", "value": "data:image/png,rawbytes"}}),
             "messages[0].content[0].source.value",
             "base64",
@@ -336,9 +331,14 @@ fn attachments_are_checked_and_refusals_name_the_field() {
             "string",
         ),
         (
-            json!({"type": "hologram"}),
+            json!({"type": "image", "source": {"type": "file", "value": ""}}),
+            "messages[0].content[0].source.value",
+            "file handle",
+        ),
+        (
+            json!({"text": "a part without a type"}),
             "messages[0].content[0]",
-            "unknown variant",
+            "type",
         ),
     ];
     for (part, field, message) in cases {
@@ -384,4 +384,89 @@ fn an_invalid_device_timezone_is_refused() {
         err.to_string(),
         "forwardedProps.client_time.device_timezone: invalid client_time.device_timezone"
     );
+}
+
+#[test]
+fn parts_of_kinds_agui_does_not_describe_are_skipped_and_named_and_file_handles_kept() {
+    let mut skipped = Vec::new();
+    let content = content::parse_user_content(
+        json!([
+            {"type": "text", "text": "look"},
+            {"type": "hologram", "uri": "https://e.com/h"},
+            {"type": "image", "source": {"type": "carrier-pigeon", "value": "coo"}},
+            {"type": "image", "source": {"type": "file", "value": "file-abc", "provider": "anthropic", "mimeType": "image/png"}},
+        ]),
+        "messages[0].content",
+        &Limits::default(),
+        &mut skipped,
+    )
+    .unwrap();
+    let UserContent::Parts(parts) = content else {
+        panic!("parts")
+    };
+    assert_eq!(parts.len(), 2);
+    let UserPart::Image(handle) = &parts[1] else {
+        panic!("an image")
+    };
+    assert_eq!(
+        handle.source,
+        crate::protocol::PartSource::File {
+            value: "file-abc".into(),
+            mime_type: Some("image/png".into()),
+            provider: Some("anthropic".into()),
+        }
+    );
+    let fields: Vec<&str> = skipped.iter().map(|part| part.field.as_str()).collect();
+    assert_eq!(fields, ["messages[0].content[1]", "messages[0].content[2]"]);
+    assert!(
+        skipped[0].reason.contains("\"hologram\""),
+        "{}",
+        skipped[0].reason
+    );
+    assert!(
+        skipped[1].reason.contains("\"carrier-pigeon\""),
+        "{}",
+        skipped[1].reason
+    );
+    // A message whose every part was skipped stays, with no text.
+    let mut skipped = Vec::new();
+    let content = content::parse_user_content(
+        json!([{"type": "hologram"}]),
+        "messages[0].content",
+        &Limits::default(),
+        &mut skipped,
+    )
+    .unwrap();
+    assert_eq!(content, UserContent::Text(String::new()));
+    // And the whole input parses: the run goes on without them.
+    assert!(one_part(json!({"type": "hologram"})).is_ok());
+}
+
+#[test]
+fn a_tool_result_s_text_parts_are_kept_and_the_rest_skipped_down_to_an_empty_answer() {
+    let mut skipped = Vec::new();
+    let video = json!({"type": "video", "source": {"type": "data", "value": "AAAA", "mimeType": "video/mp4"}});
+    let text = content::tool_content(
+        json!([{"type": "text", "text": "Invoice "}, video, {"type": "text", "text": "attached."}]),
+        "messages[2].content",
+        &mut skipped,
+    );
+    assert_eq!(text, "Invoice attached.");
+    assert_eq!(skipped.len(), 1);
+    assert_eq!(skipped[0].field, "messages[2].content[1]");
+    assert!(skipped[0].reason.contains("a video part in a tool result"));
+    let mut skipped = Vec::new();
+    assert_eq!(content::tool_content(json!([video]), "c", &mut skipped), "");
+    assert_eq!(skipped.len(), 1);
+    // Structured results some clients send stay JSON text.
+    let mut skipped = Vec::new();
+    assert_eq!(
+        content::tool_content(json!([{"id": 1}, {"id": 2}]), "c", &mut skipped),
+        r#"[{"id":1},{"id":2}]"#
+    );
+    assert_eq!(
+        content::tool_content(json!("done"), "c", &mut skipped),
+        "done"
+    );
+    assert!(skipped.is_empty());
 }

@@ -7,6 +7,7 @@ use super::ReasoningItem;
 use crate::model::ModelRequest;
 use crate::model::artefact::Artefact;
 use crate::model::reasoning::ReasoningArtefact;
+use crate::protocol::message::{FILE_HANDLE_UNUSED, is_file_handle};
 use crate::protocol::{Message, PartSource, ToolCall, UserContent, UserPart};
 use serde_json::{Value, json};
 
@@ -180,6 +181,7 @@ fn content_part(part: &UserPart) -> Option<Value> {
         UserPart::Image(attachment) => {
             let url = match &attachment.source {
                 PartSource::Url { value, .. } => value.clone(),
+                PartSource::File { .. } => return None,
                 PartSource::Data { value, .. } => {
                     let media_type = attachment.media_type()?;
                     if !matches!(
@@ -207,6 +209,7 @@ fn content_part(part: &UserPart) -> Option<Value> {
                 PartSource::Url { value, .. } => {
                     json!({"type": "input_file", "file_url": value})
                 }
+                PartSource::File { .. } => return None,
             })
         }
         UserPart::Audio(_) | UserPart::Video(_) => None,
@@ -217,6 +220,7 @@ fn content_part(part: &UserPart) -> Option<Value> {
 pub(super) fn check_part(part: &UserPart) -> Result<(), String> {
     match (part, content_part(part)) {
         (_, Some(_)) => Ok(()),
+        _ if is_file_handle(part) => Err(FILE_HANDLE_UNUSED.to_owned()),
         (UserPart::Image(_), None) => Err(
             "the OpenAI Responses API takes images as PNG, JPEG, GIF or WebP, or by URL".to_owned(),
         ),
