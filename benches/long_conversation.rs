@@ -12,12 +12,21 @@
 //!    characters a token): total input tokens with compaction (summary calls included) next to
 //!    sending the whole history every turn, and the prefix reuse: for each model request, the
 //!    share of its bytes that repeats the previous request's prefix.
+//! 3. 120 turns, each stating a fact, then a recall, against a strict OpenAI-compatible model on
+//!    loopback (`tests/api/window_model.rs`) whose window is 8,000 tokens (a longer request gets
+//!    OpenAI's `context_length_exceeded`), over HTTP with the answer's reserve at its default:
+//!    the server told the window (`MODEL_CONTEXT_TOKENS=8000`), and not told (it learns the
+//!    window from the model's refusal). Facts recalled, refusals, summary calls and their prompt
+//!    tokens, model calls and theirs.
 //!
 //! `AGUI_BENCH_DYNAMODB_ENDPOINT=http://127.0.0.1:8000 cargo bench --bench long_conversation`
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "support/dynamo_local.rs"]
 mod dynamo_local;
+#[allow(dead_code)]
+#[path = "../tests/api/window_model.rs"]
+mod window_model;
 use agui_lambda::testing::agent::{
     Agent, AgentSettings, ContextSettings, ContextStrategy, SUMMARY_MARKER, ToolRegistry,
 };
@@ -180,6 +189,7 @@ async fn run(agent: &Agent, thread: &ThreadId, run_id: &str, messages: Vec<Messa
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     conversation_in_a_small_window().await;
+    untold_window().await;
     match std::env::var("AGUI_BENCH_DYNAMODB_ENDPOINT") {
         Ok(endpoint) => runs_on_long_threads(&endpoint).await,
         Err(_) => eprintln!(
@@ -250,6 +260,111 @@ async fn conversation_in_a_small_window() {
         whole_history_tokens as f64 / with_compaction as f64
     );
     prefix_reuse(&requests, &compacted_runs, &is_summary);
+}
+
+/// Figure 3: 120 turns with a fact each, the window told and not.
+async fn untold_window() {
+    const TURNS: usize = 120;
+    println!(
+        "{TURNS} turns, each with a fact, then a recall, against a model with an 8,000-token window it does not tell (the answer's reserve at its default):"
+    );
+    for told in [true, false] {
+        let model = window_model::WindowModel::start(8_000).await;
+        let base = window_app(&model.url, told).await;
+        let recalled = facts_conversation(&base, TURNS).await;
+        let seen = model.seen();
+        let (summaries, main): (Vec<_>, Vec<_>) = seen.iter().partition(|seen| seen.is_summary());
+        let tokens =
+            |seen: &[&window_model::Seen]| seen.iter().map(|seen| seen.tokens).sum::<u64>();
+        println!(
+            "  {}: {recalled} of {TURNS} facts recalled; {} refused; {} summary calls ({} to condense), {} prompt tokens; {} model calls, {} prompt tokens",
+            if told {
+                "told (MODEL_CONTEXT_TOKENS=8000)"
+            } else {
+                "not told"
+            },
+            seen.iter().filter(|seen| seen.outcome != "ok").count(),
+            summaries.len(),
+            summaries.iter().filter(|seen| seen.is_condense()).count(),
+            tokens(&summaries),
+            main.len(),
+            tokens(&main),
+        );
+    }
+}
+
+/// An app over HTTP on the OpenAI-compatible model at `url`, told its window or not.
+async fn window_app(url: &str, told: bool) -> String {
+    let mut vars: std::collections::HashMap<String, String> = [
+        ("OPENAI_BASE_URL", url),
+        ("OPENAI_API_KEY", "bench-key"),
+        ("AGENT_MODEL", "window-8k"),
+        ("MODEL_MAX_RETRIES", "0"),
+        ("RUST_LOG", "off"),
+    ]
+    .into_iter()
+    .map(|(name, value)| (name.to_owned(), value.to_owned()))
+    .collect();
+    if told {
+        vars.insert("MODEL_CONTEXT_TOKENS".to_owned(), "8000".to_owned());
+    }
+    let config = agui_lambda::testing::config::Config::from_map(&vars).unwrap();
+    let app = agui_lambda::testing::startup::AppBuilder::new(&config)
+        .build()
+        .await
+        .unwrap();
+    let (addr, _server) =
+        agui_lambda::testing::api::bind(Arc::new(app), "127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
+    format!("http://{addr}")
+}
+
+/// `turns` turns of about 500 characters, each stating a fact, then a recall: how many of the
+/// facts the recall names.
+async fn facts_conversation(base: &str, turns: usize) -> usize {
+    let http = reqwest::Client::new();
+    let thread = uuid::Uuid::new_v4().to_string();
+    let fact = |n: usize| format!("k{n}={:04}", (n * 7_919) % 10_000);
+    let filler = "The user keeps talking about the project plan and its details. ".repeat(7);
+    let mut last: Option<serde_json::Value> = None;
+    let mut answer = String::new();
+    for n in 1..=turns + 1 {
+        let text = if n > turns {
+            "[recall] Which facts did I tell you?".to_owned()
+        } else {
+            format!("Turn {n}.\n[fact] {}\n{filler}", fact(n))
+        };
+        let user = serde_json::json!({"id": format!("u{n}"), "role": "user", "content": text});
+        let body = serde_json::json!({
+            "threadId": thread, "runId": format!("r{n}"), "state": {}, "tools": [],
+            "context": [], "forwardedProps": {},
+            "messages": last.iter().cloned().chain([user]).collect::<Vec<_>>(),
+        });
+        let sse = http
+            .post(format!("{base}/agent"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let events = agui_lambda::testing::protocol::verify::parse_sse(&sse).unwrap();
+        assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED", "turn {n}");
+        let id = events
+            .iter()
+            .rev()
+            .find(|event| event["type"] == "TEXT_MESSAGE_START")
+            .map(|event| event["messageId"].clone());
+        answer = events
+            .iter()
+            .filter(|event| event["type"] == "TEXT_MESSAGE_CONTENT")
+            .filter_map(|event| event["delta"].as_str())
+            .collect();
+        last = id.map(|id| serde_json::json!({"id": id, "role": "assistant", "content": answer}));
+    }
+    (1..=turns).filter(|&n| answer.contains(&fact(n))).count()
 }
 
 /// The share of each main request's bytes that repeats the previous main request's prefix.

@@ -4,8 +4,9 @@
 //! the one before (the first 5 ms after the request), the same for both, on the in-memory store and, with
 //! `AGUI_BENCH_DYNAMODB_ENDPOINT` (scripts/bench.sh starts DynamoDB Local), on DynamoDB. Prints:
 //! - store calls from the coordinator's call of the researcher to the researcher's first event;
-//! - time to the child's first text, from `SUBAGENT_STARTED`, against the researcher run
-//!   directly (from the request to its first text, and from `RUN_STARTED`);
+//! - time to the child's first text, from the coordinator's call (its `TOOL_CALL_END`: the
+//!   writes a delegation waits for come after it) and from `SUBAGENT_STARTED`, against the
+//!   researcher run directly (from the request to its first text, and from `RUN_STARTED`);
 //! - the gaps between the child's text events as they reach the parent's client, its model
 //!   sending one every 5 ms, against the same agent run directly (not held back).
 //!
@@ -153,6 +154,7 @@ async fn measure(name: &str, store: Arc<dyn ThreadStore>) {
     let researcher = app("researcher", store, &model).await;
     let http = reqwest::Client::new();
     let (mut direct, mut direct_from_start, mut delegated) = (vec![], vec![], vec![]);
+    let mut from_call = vec![];
     let (mut direct_gaps, mut gaps) = (vec![], vec![]);
     for _ in 0..RUNS {
         model.push(researcher_turn());
@@ -177,7 +179,13 @@ async fn measure(name: &str, store: Arc<dyn ThreadStore>) {
         let child =
             |e: &Value| e["type"] == "TEXT_MESSAGE_CONTENT" && e.get("subagentRunId").is_some();
         let started = at(&events, |e| e["type"] == "SUBAGENT_STARTED");
+        let call_ended = at(&events, |e| {
+            e["type"] == "TOOL_CALL_END"
+                && e["toolCallId"] == "c1"
+                && e.get("subagentRunId").is_none()
+        });
         delegated.push(at(&events, child) - started);
+        from_call.push(at(&events, child) - call_ended);
         let texts: Vec<Duration> = events
             .iter()
             .filter(|(_, e)| child(e))
@@ -194,7 +202,9 @@ async fn measure(name: &str, store: Arc<dyn ThreadStore>) {
         ms(percentile(&mut direct_from_start, 90)),
     );
     println!(
-        "  researcher as a sub-agent: its first text {} after SUBAGENT_STARTED (p90 {})",
+        "  researcher as a sub-agent: its first text {} after the coordinator's call ended (TOOL_CALL_END; p90 {}), {} after SUBAGENT_STARTED (p90 {})",
+        ms(percentile(&mut from_call.clone(), 50)),
+        ms(percentile(&mut from_call, 90)),
         ms(percentile(&mut delegated.clone(), 50)),
         ms(percentile(&mut delegated, 90)),
     );

@@ -133,7 +133,7 @@ cargo build --locked --example calculator --example strict_messages
 
 step "end to end under cargo lambda watch with @ag-ui/client 1.0.0 and 0.0.59"
 AIMOCK_PORT=$(free_port)
-setsid tests/node/node_modules/.bin/llmock -p "$AIMOCK_PORT" -h 127.0.0.1 -f tests/fixtures/aimock-openai.json \
+setsid tests/node/node_modules/.bin/llmock -p "$AIMOCK_PORT" -h 127.0.0.1 -f tests/fixtures/aimock-openai.json -f tests/fixtures/aimock-a2ui.json \
   </dev/null >"$ARTIFACTS/aimock.log" 2>&1 &
 PIDS+=($!)
 wait_for "http://127.0.0.1:$AIMOCK_PORT/health" aimock "${PIDS[-1]}"
@@ -144,8 +144,12 @@ setsid python tests/otlp_receiver.py --port "$OTLP_PORT" </dev/null >"$ARTIFACTS
 PIDS+=($!)
 wait_for "http://127.0.0.1:$OTLP_PORT/health" "the OTLP receiver" "${PIDS[-1]}"
 WATCH_PORT=$(free_port)
-setsid cargo lambda watch --ignore-changes -A 127.0.0.1 -P "$WATCH_PORT" \
-  --env-var "OPENAI_BASE_URL=http://127.0.0.1:$AIMOCK_PORT/v1,OPENAI_API_KEY=e2e-test-key,AGENT_MODEL=test-model,MODEL_MAX_RETRIES=1,RUST_LOG=info,SELF_INVOKE_ENDPOINT=http://127.0.0.1:$WATCH_PORT,AWS_REGION=us-east-1,AWS_ACCESS_KEY_ID=e2e,AWS_SECRET_ACCESS_KEY=e2e,OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$OTLP_PORT,OTEL_BSP_SCHEDULE_DELAY=600000,OTEL_BSP_MAX_QUEUE_SIZE=8192,OTEL_BSP_MAX_EXPORT_BATCH_SIZE=8192,EMF_METRICS=true" \
+# As a newcomer runs it: no AWS account, no AWS variable at all (the detached run below invokes
+# the function through cargo-lambda's own Invoke API, which the function finds by itself).
+setsid env -u AWS_REGION -u AWS_DEFAULT_REGION -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY \
+  -u AWS_SESSION_TOKEN -u AWS_PROFILE -u AWS_EC2_METADATA_DISABLED -u AWS_ENDPOINT_URL -u AWS_ENDPOINT_URL_LAMBDA \
+  cargo lambda watch --ignore-changes -A 127.0.0.1 -P "$WATCH_PORT" \
+  --env-var "OPENAI_BASE_URL=http://127.0.0.1:$AIMOCK_PORT/v1,OPENAI_API_KEY=e2e-test-key,AGENT_MODEL=test-model,MODEL_MAX_RETRIES=1,RUST_LOG=info,OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$OTLP_PORT,OTEL_BSP_SCHEDULE_DELAY=600000,OTEL_BSP_MAX_QUEUE_SIZE=8192,OTEL_BSP_MAX_EXPORT_BATCH_SIZE=8192,EMF_METRICS=true" \
   </dev/null >"$ARTIFACTS/watch.log" 2>&1 &
 PIDS+=($!)
 WATCH_URL="http://127.0.0.1:$WATCH_PORT/lambda-url/agui-lambda"
@@ -163,7 +167,8 @@ done
 # (/copilotkit): one request at a time here, so Stop and joining run against the local server.
 (cd tests/node && COPILOTKIT_BASE="$WATCH_URL" COPILOTKIT_SERIAL=1 CAPTURE_DIR="$ARTIFACTS/captures" node --test --test-concurrency=1 copilotkit.test.mjs) 2>&1 | tee "$SUITES/copilotkit-watch.log" \
   || { echo "--- cargo lambda watch log"; tail -n 50 "$ARTIFACTS/watch.log"; exit 1; }
-# The v1 agent API's detached run: the function invokes itself through the emulator's Invoke API.
+# The v1 agent API's detached run, started and followed to its end: the function invokes itself
+# through the emulator's Invoke API, with no AWS variable set.
 (cd tests/node && AGUI_BASE="$WATCH_URL" CAPTURE_DIR="$ARTIFACTS/captures" node --test v1-agent.test.mjs) 2>&1 | tee "$SUITES/v1-agent-watch.log" \
   || { echo "--- cargo lambda watch log"; tail -n 50 "$ARTIFACTS/watch.log"; exit 1; }
 # An API Gateway REST (1.0 proxy) event through `cargo lambda invoke`: the same function streams
@@ -236,6 +241,16 @@ PIDS+=($!)
 wait_for_function "http://127.0.0.1:$COMPACT_PORT" "the local server (a 1,000-token window)" "${PIDS[-1]}"
 (cd tests/node && AGUI_BASE="http://127.0.0.1:$COMPACT_PORT" CAPTURE_DIR="$ARTIFACTS/captures" node --test compaction.test.mjs) 2>&1 | tee "$SUITES/compaction.log" \
   || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/compaction.log"; exit 1; }
+# A2UI surfaces through both real clients: a server that paints for every client
+# (A2UI=assistant-ui) and the local server above (A2UI left to `auto`).
+A2UI_PORT=$(free_port)
+PORT="$A2UI_PORT" OPENAI_BASE_URL="http://127.0.0.1:$AIMOCK_PORT/v1" OPENAI_API_KEY=e2e-test-key AGENT_MODEL=test-model \
+  A2UI=assistant-ui MODEL_MAX_RETRIES=1 RUST_LOG=info setsid target/debug/agui-lambda </dev/null >"$ARTIFACTS/a2ui.log" 2>&1 &
+PIDS+=($!)
+wait_for_function "http://127.0.0.1:$A2UI_PORT" "the local server (A2UI=assistant-ui)" "${PIDS[-1]}"
+(cd tests/node && AGUI_A2UI_BASE="http://127.0.0.1:$A2UI_PORT" AGUI_PLAIN_BASE="http://127.0.0.1:$LOCAL_PORT" \
+  CAPTURE_DIR="$ARTIFACTS/captures" node --test a2ui.test.mjs) 2>&1 | tee "$SUITES/a2ui.log" \
+  || { echo "--- A2UI server log"; tail -n 50 "$ARTIFACTS/a2ui.log"; exit 1; }
 # The example agent's own binary (examples/calculator): its `calculate` tool, called by aimock.
 EXAMPLE_PORT=$(free_port)
 PORT="$EXAMPLE_PORT" OPENAI_BASE_URL="http://127.0.0.1:$AIMOCK_PORT/v1" OPENAI_API_KEY=e2e-test-key AGENT_MODEL=test-model \
@@ -411,12 +426,18 @@ for capture in "${captures[@]}"; do
   ag-ui-validate --no-color "${cut[@]}" "$capture" >"$capture.report" 2>&1 || { cat "$capture.report"; echo "ag-ui-validate rejected $capture"; exit 1; }
 done
 echo "ag-ui-validate: ${#captures[@]} streams, no violation"
+# Every A2UI operation in them against the A2UI v0.9 JSON Schema.
+python scripts/check_a2ui_captures.py "${captures[@]}" | tee "$SUITES/a2ui-schema.log"
 echo "ag-ui-validate: ${#captures[@]} passed, 0 failed" >"$SUITES/ag-ui-validate.log"
 # Quiet by default: cargo-lambda's own warnings and lambda_runtime's start-up warning about
 # AWS_LAMBDA_MAX_CONCURRENCY / `concurrency-tokio` fail the run (the function's warnings about the
 # failure scenarios the suite plays are expected).
 if grep -E '^\s*WARN |concurrency-tokio|AWS_LAMBDA_MAX_CONCURRENCY' "$ARTIFACTS/watch.log" >"$ARTIFACTS/watch.warnings"; then
   cat "$ARTIFACTS/watch.warnings"; echo "warnings in .ci/artifacts/watch.log (cargo lambda watch)"; exit 1
+fi
+# Nothing asked for AWS, so nothing may have asked the instance metadata service (IMDS) either.
+if grep -iE 'IMDS|instance metadata|no AWS credentials' "$ARTIFACTS/watch.log" >"$ARTIFACTS/watch.aws"; then
+  cat "$ARTIFACTS/watch.aws"; echo "AWS settings were looked for under cargo lambda watch with nothing asking for AWS"; exit 1
 fi
 cleanup
 PIDS=()
@@ -431,6 +452,16 @@ step "SAM template: offline transform, then cfn-lint on source and result"
 python scripts/sam_transform.py template.yaml >"$ARTIFACTS/template.transformed.json"
 cfn-lint template.yaml "$ARTIFACTS/template.transformed.json"
 echo "cfn-lint: clean"
+# Deployed with a coordinator whose remote sub-agent's credentials are in a secret (the example
+# of docs/deploy-and-hosting.md): linted with those values, and the role may read that secret
+# and no other; with the defaults it may read none.
+SUBAGENT_SECRET=arn:aws:secretsmanager:us-east-1:123456789012:secret:agui/weather-agent-AbCdEf
+SUBAGENT_PARAMETERS=("AgentProfiles={\"coordinator\":{\"subagents\":[\"researcher\",{\"name\":\"weather\",\"url\":\"https://weather.example.com/agent\",\"headersSecretId\":\"$SUBAGENT_SECRET\"}]},\"researcher\":{\"description\":\"Finds facts.\"}}"
+  AgentDefaultProfile=coordinator "SubagentSecretArns=$SUBAGENT_SECRET")
+cfn-lint template.yaml --parameters "${SUBAGENT_PARAMETERS[@]}"
+python3 tests/check_template_secrets.py "$ARTIFACTS/template.transformed.json" 2>&1 | tee "$SUITES/template-secrets.log"
+python3 tests/check_template_secrets.py "$ARTIFACTS/template.transformed.json" "${SUBAGENT_PARAMETERS[@]}" 2>&1 | tee -a "$SUITES/template-secrets.log"
+echo "template-secrets: 2 passed, 0 failed" >>"$SUITES/template-secrets.log"
 
 step "supply chain: cargo deny"
 bash scripts/deny.sh

@@ -27,7 +27,7 @@ pub enum ServeError {
     #[error("could not start the tokio runtime: {0}")]
     Runtime(std::io::Error),
     /// The local server could not bind its address.
-    #[error("could not listen on {addr}: {source}")]
+    #[error("{}", listen_error(.addr, .source))]
     Listen {
         /// The address from `HOST` and `PORT`.
         addr: std::net::SocketAddr,
@@ -40,6 +40,20 @@ pub enum ServeError {
     /// `create-table` was asked of a build without DynamoDB.
     #[error("create-table needs the `aws` cargo feature, which this build leaves out")]
     NoAws,
+}
+
+/// Why the address could not be had, and the setting that chooses another.
+fn listen_error(addr: &std::net::SocketAddr, source: &std::io::Error) -> String {
+    match source.kind() {
+        std::io::ErrorKind::AddrInUse => format!(
+            "could not listen on {addr}: the address is already in use (another agui-lambda, or \
+             another server, has port {port}); stop it, or choose another port with PORT \
+             (PORT={other} cargo run)",
+            port = addr.port(),
+            other = addr.port().wrapping_add(1).max(1024),
+        ),
+        _ => format!("could not listen on {addr} (set by HOST and PORT): {source}"),
+    }
 }
 
 /// The function's `main`: reads the configuration from the environment, builds the app with
@@ -125,6 +139,12 @@ pub async fn serve(config: Config, tools: ToolRegistry) -> Result<(), ServeError
             "no OPENAI_API_KEY or OPENAI_BASE_URL: answering with the scripted demo model"
         );
     }
+    if config.subagents.demo_team {
+        tracing::info!(
+            "nothing configured: the demo team serves, `assistant` delegating to `researcher` \
+             (\"Ask the researcher: …\"); AGENT_PROFILES sets your own"
+        );
+    }
     match app.auth_mode() {
         "none" => tracing::warn!(
             "AUTH_MODE=none: every caller is `anonymous` and can read and continue every thread; \
@@ -200,4 +220,27 @@ async fn create_table(config: &Config) -> Result<(), ServeError> {
 #[cfg(not(feature = "aws"))]
 async fn create_table(_config: &Config) -> Result<(), ServeError> {
     Err(ServeError::NoAws)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_port_in_use_is_named_with_the_setting_that_moves_it() {
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = taken.local_addr().unwrap();
+        let source = std::net::TcpListener::bind(addr).unwrap_err();
+        let message = ServeError::Listen { addr, source }.to_string();
+        assert!(
+            message.starts_with(&format!(
+                "could not listen on {addr}: the address is already in use"
+            )),
+            "{message}"
+        );
+        assert!(
+            message.contains("choose another port with PORT"),
+            "{message}"
+        );
+    }
 }

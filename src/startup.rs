@@ -37,6 +37,9 @@ pub enum StartupError {
     Secret { secret_id: String, reason: String },
     #[error("{setting} needs the `aws` cargo feature, which this build leaves out")]
     NotBuilt { setting: &'static str },
+    /// A setting that needs AWS, without the AWS settings it needs (named in the message).
+    #[error("{0}")]
+    Aws(String),
     /// The threads table is missing, unreachable or not the one `template.yaml` declares.
     #[error("THREADS_TABLE: {0}")]
     Table(String),

@@ -38,6 +38,16 @@ pub mod dialects {
     pub use crate::dialects::{AguiEncoder, Encoder};
 }
 
+pub mod genui {
+    pub mod a2ui {
+        pub use crate::genui::a2ui::catalog::Catalog;
+        pub use crate::genui::a2ui::client::Mode;
+        pub use crate::genui::a2ui::client::{Offer, model_context, offer};
+        pub use crate::genui::a2ui::describe::{description, estimated_tokens};
+        pub use crate::genui::a2ui::validate::{Checked, Code, ValidationError, check};
+    }
+}
+
 pub mod model {
     pub use crate::model::demo::DemoModel;
     pub use crate::model::refusal::Refusal;
@@ -100,7 +110,7 @@ pub mod protocol {
 
     pub mod input {
         pub use crate::protocol::input::content::SkippedPart;
-        pub use crate::protocol::input::{ForwardedProps, RunInput};
+        pub use crate::protocol::input::{ContextEntry, ForwardedProps, RunInput};
     }
 
     pub mod sse {
@@ -122,12 +132,12 @@ pub mod startup {
 pub mod store {
     pub use crate::store::{
         AfterQuery, Archived, Blobs, CancelState, Checkpoint, Claim, ClaimedRun, ContextMark,
-        ContextUpdate, Deletion, EventLog, History, HistoryQuery, Lease, Memories, Memory,
-        MemoryEdit, MemoryId, MemorySet, MemoryStore, MessagesAfter, NewMemory, NewThread,
-        QuotaExceeded, QuotaLimits, RunCheckpoint, RunCheckpoints, RunClaim, RunFinish, RunLeases,
-        RunStart, RunTokens, Runner, Settlement, ShelfPage, ShelfQuery, ShelvedThread, StoreError,
-        StoredBlob, TaskFailure, TaskRecord, TaskRecords, TaskState, ThreadActivity, ThreadLink,
-        ThreadShelf, ThreadStore, Threads, TimedMessage, TimedPage, TimedQuery, Upload,
+        ContextUpdate, Deletion, EventLog, History, HistoryQuery, Lease, LinkedRun, Memories,
+        Memory, MemoryEdit, MemoryId, MemorySet, MemoryStore, MessagesAfter, NewMemory, NewThread,
+        ParentStep, QuotaExceeded, QuotaLimits, RunCheckpoint, RunCheckpoints, RunClaim, RunFinish,
+        RunLeases, RunStart, RunTokens, Runner, Settlement, ShelfPage, ShelfQuery, ShelvedThread,
+        StoreError, StoredBlob, TaskFailure, TaskRecord, TaskRecords, TaskState, ThreadActivity,
+        ThreadLink, ThreadShelf, ThreadStore, Threads, TimedMessage, TimedPage, TimedQuery, Upload,
         UsageLedger, usage_day,
     };
     #[cfg(feature = "aws")]

@@ -31,7 +31,6 @@ pub(super) async fn record(
     run: Arc<LiveRun>,
     interval: Duration,
 ) {
-    let mut written = run.base();
     // Waits for the lease to be known held again, at the end (the heartbeat renews it).
     let mut waits = 0;
     loop {
@@ -57,16 +56,20 @@ pub(super) async fn record(
             }
             continue;
         }
-        let (backlog, _) = run.since(written);
+        // A delegation may be storing some of these with its child's start: after it, they are
+        // written, and what follows is this write's.
+        let mut written = run.recording().await;
+        let (backlog, _) = run.since(*written);
         let backlog: Vec<_> = backlog.into_iter().filter(|event| !event.notice).collect();
         let attempts = if closing { FINAL_ATTEMPTS } else { 1 };
         for batch in by_size(&backlog, WRITE_BYTES) {
             if !write(store.as_ref(), &lease, batch, attempts).await {
                 break;
             }
-            written = batch.last().map_or(written, |event| event.seq);
+            *written = batch.last().map_or(*written, |event| event.seq);
         }
-        run.note_recorded(written);
+        run.note_recorded(*written);
+        drop(written);
         if closing {
             return;
         }

@@ -41,6 +41,10 @@ pub(crate) struct LiveRun {
     sealed: AtomicBool,
     /// The last event the recorder has written (when runs are recorded).
     recorded: watch::Sender<u64>,
+    /// The last event written to the store, locked while the log is being written: the
+    /// recorder and a delegation's first write (which carries the run's pending events) never
+    /// write the same events.
+    recording: Arc<tokio::sync::Mutex<u64>>,
     /// Asks the recorder to write what it has now, not at its next tick.
     flush: tokio::sync::Notify,
     /// Until when the run may count on its lease (the heartbeat moves it at each renewal).
@@ -99,6 +103,7 @@ impl LiveRun {
             rejoins: std::sync::atomic::AtomicU32::new(0),
             sealed: AtomicBool::new(false),
             recorded: watch::Sender::new(base),
+            recording: Arc::new(tokio::sync::Mutex::new(base)),
             flush: tokio::sync::Notify::new(),
             lease_valid_until: Mutex::new(tokio::time::Instant::now()),
         })
@@ -210,6 +215,13 @@ impl LiveRun {
     /// The recorder wrote every event up to `seq`.
     pub(crate) fn note_recorded(&self, seq: u64) {
         self.recorded.send_replace(seq);
+    }
+
+    /// The last event written to the store, held until the writer lets go: no one else writes
+    /// the log meanwhile. The writer moves it on (and calls [`Self::note_recorded`]) once its
+    /// write is stored.
+    pub(crate) async fn recording(&self) -> tokio::sync::OwnedMutexGuard<u64> {
+        self.recording.clone().lock_owned().await
     }
 
     /// Resolves when the recorder is asked to write now.

@@ -94,6 +94,8 @@ pub struct AgentSettings {
     pub step_estimate: Duration,
     /// How delegations are shown and bounded (`SUBAGENT_*`).
     pub subagents: subagents::SubagentSettings,
+    /// When the A2UI render tool is offered (`A2UI`) and its attempts.
+    pub a2ui: crate::genui::a2ui::A2uiSettings,
 }
 
 impl Default for AgentSettings {
@@ -117,6 +119,7 @@ impl Default for AgentSettings {
             memory: memory::MemorySettings::default(),
             step_estimate: Duration::from_secs(60),
             subagents: subagents::SubagentSettings::default(),
+            a2ui: crate::genui::a2ui::A2uiSettings::default(),
         }
     }
 }
@@ -146,6 +149,8 @@ pub struct Agent {
     subagents: Arc<Vec<subagents::Subagent>>,
     /// Voice input's transcription model (`TRANSCRIPTION_MODEL`), when one is configured.
     transcriber: Option<Arc<Transcriber>>,
+    /// The models' windows as their refusals showed them, for every run of the process.
+    windows: Arc<context::LearnedWindows>,
 }
 
 /// Why a run could not start. Nothing was stored.
@@ -278,6 +283,7 @@ impl Agent {
             continuations: None,
             subagents: Arc::default(),
             transcriber: None,
+            windows: Arc::default(),
         }
     }
 
@@ -541,12 +547,28 @@ impl Agent {
         })
     }
 
-    fn tool_specs(&self, client_tools: &[ClientTool]) -> Vec<ToolSpec> {
+    /// The tools a run's model is offered: the server tools, the sub-agents, the render tool
+    /// when the client can paint A2UI surfaces, and the client's own.
+    fn tool_specs(
+        &self,
+        client_tools: &[ClientTool],
+        a2ui: Option<&crate::genui::a2ui::Offer>,
+    ) -> Vec<ToolSpec> {
+        let render = a2ui.map(|offer| {
+            let (name, description, parameters) =
+                crate::genui::a2ui::describe::tool(&offer.catalog);
+            ToolSpec {
+                name: name.to_owned(),
+                description,
+                parameters,
+            }
+        });
         self.tools
             .specs()
             .filter(|spec| self.offers(&spec.name))
             .cloned()
             .chain(self.subagents.iter().map(subagents::Subagent::spec))
+            .chain(render)
             .chain(client_tools.iter().map(|tool| ToolSpec {
                 name: tool.name.clone(),
                 description: tool.description.clone(),

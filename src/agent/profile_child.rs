@@ -52,6 +52,8 @@ impl ChildAgent for ProfileChild {
         let child = ChildStart {
             parent: new_thread.then_some(call.parent),
             depth: call.depth,
+            // Only a new thread's write can carry the parent's step.
+            step: call.step.filter(|_| new_thread),
         };
         let began = std::time::Instant::now();
         let mut prepared = agent

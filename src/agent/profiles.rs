@@ -42,6 +42,8 @@ pub(crate) struct AgentProfile {
     pub subagents: Vec<super::subagents::Subagent>,
     /// How its runs show their sub-agents' work, instead of `SUBAGENT_VISIBILITY`.
     pub subagent_visibility: Option<super::subagents::Visibility>,
+    /// When its runs offer the A2UI render tool, instead of `A2UI`.
+    pub a2ui: Option<crate::genui::a2ui::Mode>,
 }
 
 /// Why the profiles could not be set up; stops start-up.
@@ -90,6 +92,9 @@ struct Resolved {
 #[derive(Clone, Default)]
 pub(super) struct Profiles {
     by_name: BTreeMap<String, Resolved>,
+    /// An `agent_type` that names no profile gets the agent asked (the demo team's: nothing was
+    /// configured, so every `agent_type` is served as without profiles).
+    any_agent_type: bool,
 }
 
 impl Profiles {
@@ -157,6 +162,7 @@ impl Agent {
                 && profile.context_tokens.is_none()
                 && profile.memory.is_none()
                 && profile.subagent_visibility.is_none()
+                && profile.a2ui.is_none()
             {
                 self.settings.clone()
             } else {
@@ -173,6 +179,9 @@ impl Agent {
                 if let Some(visibility) = profile.subagent_visibility {
                     settings.subagents.visibility = visibility;
                 }
+                if let Some(mode) = profile.a2ui {
+                    settings.a2ui.mode = mode;
+                }
                 Arc::new(settings)
             };
             let model = profile.model.unwrap_or_else(|| self.model.clone());
@@ -186,8 +195,22 @@ impl Agent {
                 },
             );
         }
-        self.profiles = Arc::new(Profiles { by_name });
+        self.profiles = Arc::new(Profiles {
+            by_name,
+            any_agent_type: false,
+        });
         Ok(self)
+    }
+
+    /// With `any`, an `agent_type` that names no profile is served by the agent asked instead
+    /// of refused: the demo team's rule, since nothing was configured.
+    pub(crate) fn serving_any_agent_type(mut self, any: bool) -> Self {
+        if any {
+            let mut profiles = (*self.profiles).clone();
+            profiles.any_agent_type = true;
+            self.profiles = Arc::new(profiles);
+        }
+        self
     }
 
     /// The agent that serves a request whose `forwardedProps.agent_type` is `agent_type`: a
@@ -206,6 +229,9 @@ impl Agent {
             return Ok(self.clone());
         }
         let Some(profile) = self.profiles.by_name.get(agent_type) else {
+            if self.profiles.any_agent_type {
+                return Ok(self.clone());
+            }
             return Err(ProfileError::Unknown(
                 agent_type.chars().take(ECHOED_CHARS).collect(),
             ));
@@ -307,6 +333,7 @@ mod tests {
             memory: None,
             subagents: Vec::new(),
             subagent_visibility: None,
+            a2ui: None,
         }
     }
 
@@ -361,6 +388,30 @@ mod tests {
         }
         assert_eq!(agent.profile("memory").err(), Some(ProfileError::Internal));
         assert!(!agent.describe().contains("agent profiles"));
+    }
+
+    #[test]
+    fn the_demo_team_serves_every_agent_type_as_its_coordinator() {
+        let agent = agent(&ScriptedModel::default())
+            .with_profiles([
+                ("assistant".to_owned(), profile(None, None)),
+                (
+                    "researcher".to_owned(),
+                    profile(Some("Research."), Some(&[])),
+                ),
+            ])
+            .unwrap()
+            .serving_any_agent_type(true)
+            .serving(Some("assistant"))
+            .unwrap();
+        let chosen = agent.profile("worker").unwrap();
+        assert_eq!(chosen.name.as_deref(), Some("assistant"));
+        let researcher = agent.profile("researcher").unwrap();
+        assert_eq!(
+            researcher.settings.system_prompt.as_deref(),
+            Some("Research.")
+        );
+        assert_eq!(agent.profile("memory").err(), Some(ProfileError::Internal));
     }
 
     #[test]
@@ -529,7 +580,7 @@ mod tests {
         .unwrap();
         let offered = |agent: &Agent| -> Vec<String> {
             agent
-                .tool_specs(&[])
+                .tool_specs(&[], None)
                 .into_iter()
                 .map(|spec| spec.name)
                 .collect()

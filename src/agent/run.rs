@@ -7,12 +7,14 @@
 mod delegate;
 mod drive;
 mod fit;
+mod fold;
 mod gate;
 mod handoff;
 mod outcome;
 mod record;
 mod resume;
 mod steps;
+mod surfaces;
 mod tool_calls;
 
 pub(crate) use fit::ContextState;
@@ -98,6 +100,11 @@ pub(super) struct RunRequest {
     /// The input only repeats answers already acted on and adds nothing: the run streams what
     /// the client lacks and ends, calling neither model nor tools.
     pub(super) repeat_only: bool,
+    /// The A2UI render tool and the catalog it offers, when the client can paint surfaces.
+    pub(super) a2ui: Option<crate::genui::a2ui::Offer>,
+    /// A message the server added to the input (a click on a surface), shown to the client as
+    /// the run opens.
+    pub(super) said: Option<Message>,
 }
 
 /// What the run's loop changes as it goes.

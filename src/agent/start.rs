@@ -3,31 +3,29 @@
 //! `parentRunId` run, merge the input and its answers to interrupts, reserve the quota, begin
 //! the run. Nothing is stored unless the run begins.
 
+mod a2ui;
+mod child;
 mod incoming;
+
+pub(crate) use child::ChildStart;
 
 use super::approval::{InterruptRecord, Resolution};
 use super::context::ContextStrategy;
 use super::run::{ContextState, PreparedRun, RunProgress, RunRequest, RunTelemetry};
+use super::subagents::FoldedStep;
 use super::thread::{self, Merged};
 use super::{Agent, StartError, lease_expiry, spans};
 use crate::auth::Principal;
 use crate::protocol::input::{BusyThreadPolicy, check_new_messages};
 use crate::protocol::{Message, MessageId, RunId, RunInput, SkippedPart, ThreadId, UserContent};
-use crate::store::{Lease, Reservation, RunStart, StoreError, StoredThread, ThreadActivity};
+use crate::store::{
+    Lease, Reservation, RunStart, StoreError, StoredThread, ThreadActivity, ThreadLink,
+};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 use tracing::Instrument;
-
-/// A sub-agent's run, as its delegation starts it.
-pub(crate) struct ChildStart {
-    /// `Some` for a new thread, linked to the delegating one in the same write (and never read
-    /// first: it cannot exist yet); `None` to continue the child's thread.
-    pub(crate) parent: Option<crate::store::ThreadLink>,
-    /// How deep the run is (the client's run is 0).
-    pub(crate) depth: u32,
-}
 
 /// What one attempt at the start read and decided before it writes.
 struct Attempt<'a> {
@@ -78,25 +76,6 @@ impl Agent {
         reservation: Option<Reservation>,
     ) -> Result<PreparedRun, StartError> {
         self.start_with(owner, input, deadline, reservation, None)
-            .await
-    }
-
-    /// A sub-agent's run: no quota reservation of its own (its tokens are settled when it
-    /// ends, its delegating run's quota admitted it), and a new thread is created linked to its
-    /// parent without being read first.
-    pub(crate) async fn start_child(
-        &self,
-        owner: Principal,
-        input: RunInput,
-        deadline: Instant,
-        child: ChildStart,
-    ) -> Result<PreparedRun, StartError> {
-        let unreserved = Reservation {
-            owner: owner.clone(),
-            day: crate::store::usage_day(chrono::Utc::now()),
-            reserved_tokens: 0,
-        };
-        self.start_with(owner, input, deadline, Some(unreserved), Some(child))
             .await
     }
 
@@ -151,11 +130,19 @@ impl Agent {
         deadline: Instant,
         mut reservation: Option<Reservation>,
         telemetry: RunTelemetry,
-        child: Option<ChildStart>,
+        mut child: Option<ChildStart>,
     ) -> Result<PreparedRun, StartError> {
+        let mut step = child.as_mut().and_then(|child| child.step.take());
         let link = child.as_ref().and_then(|child| child.parent.as_ref());
+        let (input, said) = a2ui::with_action(input);
         let taken = self
-            .take_thread(&owner, &input, &thread_id, &mut reservation, link)
+            .take_thread(
+                &owner,
+                &input,
+                &thread_id,
+                &mut reservation,
+                (link, &mut step),
+            )
             .await;
         let taken = match taken {
             Ok(taken) => taken,
@@ -170,9 +157,12 @@ impl Agent {
         let depth = child.as_ref().map_or(0, |child| child.depth);
         let mut prepared = self.prepare(input, taken, reservation, deadline, telemetry);
         prepared.request.depth = depth;
+        prepared.request.said = said;
         if child.is_some() {
             // A child's events go to its parent, which shows them as its own client wants.
             prepared.request.visibility = super::subagents::FOR_A_PARENT;
+            // Surfaces are painted for the client that asked, by the agent it talks to.
+            prepared.request.a2ui = None;
         }
         Ok(prepared)
     }
@@ -180,14 +170,15 @@ impl Agent {
     /// The start's retry loop: each attempt loads, forks, merges, reserves and begins; one that
     /// lost the thread to another run between its read and its write tries again, until the
     /// interrupt wait is over. `reservation` holds the quota taken, for the caller to give back
-    /// on failure.
+    /// on failure. A sub-agent's thread is linked to its parent (and may carry its parent's
+    /// step).
     async fn take_thread(
         &self,
         owner: &Principal,
         input: &RunInput,
         thread_id: &ThreadId,
         reservation: &mut Option<Reservation>,
-        link: Option<&crate::store::ThreadLink>,
+        (link, step): (Option<&ThreadLink>, &mut Option<FoldedStep>),
     ) -> Result<Taken, StartError> {
         self.check_client_tools(&input.tools)?;
         let policy = input
@@ -213,7 +204,10 @@ impl Agent {
             if reservation.is_none() {
                 *reservation = Some(self.reserve(owner).await?);
             }
-            match self.begin(owner, thread_id, input, &attempt, link).await {
+            match self
+                .begin(owner, thread_id, input, &attempt, (link, &mut *step))
+                .await
+            {
                 Ok(lease) => {
                     let base = attempt.loaded.or(attempt.forked);
                     let context = attempt.loaded.map_or_else(ContextState::default, |thread| {
@@ -423,7 +417,7 @@ impl Agent {
         thread_id: &ThreadId,
         input: &RunInput,
         attempt: &Attempt<'_>,
-        link: Option<&crate::store::ThreadLink>,
+        (link, step): (Option<&ThreadLink>, &mut Option<FoldedStep>),
     ) -> Result<Lease, StoreError> {
         let Attempt { loaded, forked, .. } = *attempt;
         let merged = &attempt.merged;
@@ -460,7 +454,7 @@ impl Agent {
             copied_at_ms: forked.map_or(&[], |parent| &parent.message_at_ms[..]),
         };
         match link {
-            Some(parent) => self.store.begin_linked_run(start, parent).await,
+            Some(parent) => self.begin_child(start, parent, step).await,
             None => self.store.begin_run(start).await,
         }
     }
@@ -486,10 +480,13 @@ impl Agent {
         } = taken;
         let speaks_v1 = input.speaks_v1();
         let encrypted_value_types = input.speaks_at_least(1, 1);
+        let a2ui = self.a2ui_offer(&input);
         let skipped_parts = self.skipped_parts(&input, &merged.new_messages);
         let request = RunRequest {
             parent_run_id: input.parent_run_id,
-            system: self.system_prompt(&input.context),
+            system: self.system_prompt(&a2ui::model_context(&input.context)),
+            a2ui,
+            said: None,
             device_timezone: input.forwarded_props.device_timezone,
             deadline,
             ends_at_ms: chrono::Utc::now().timestamp_millis()

@@ -13,6 +13,7 @@ use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 pub(super) enum Asset {
     Index,
     App,
+    A2ui,
     Markdown,
     Style,
 }
@@ -25,6 +26,7 @@ struct File {
 
 const INDEX: &[u8] = include_bytes!("dev_page/index.html");
 const APP: &[u8] = include_bytes!("dev_page/app.js");
+const A2UI: &[u8] = include_bytes!("dev_page/a2ui.js");
 const MARKDOWN: &[u8] = include_bytes!("dev_page/markdown.js");
 const STYLE: &[u8] = include_bytes!("dev_page/style.css");
 
@@ -51,6 +53,7 @@ impl Asset {
         match segments {
             [""] => Some(Asset::Index),
             ["dev", "app.js"] => Some(Asset::App),
+            ["dev", "a2ui.js"] => Some(Asset::A2ui),
             ["dev", "markdown.js"] => Some(Asset::Markdown),
             ["dev", "style.css"] => Some(Asset::Style),
             _ => None,
@@ -60,6 +63,7 @@ impl Asset {
     fn file(self) -> File {
         const INDEX_TAG: u64 = fnv1a(INDEX);
         const APP_TAG: u64 = fnv1a(APP);
+        const A2UI_TAG: u64 = fnv1a(A2UI);
         const MARKDOWN_TAG: u64 = fnv1a(MARKDOWN);
         const STYLE_TAG: u64 = fnv1a(STYLE);
         match self {
@@ -72,6 +76,11 @@ impl Asset {
                 bytes: APP,
                 content_type: "text/javascript; charset=utf-8",
                 etag: APP_TAG,
+            },
+            Asset::A2ui => File {
+                bytes: A2UI,
+                content_type: "text/javascript; charset=utf-8",
+                etag: A2UI_TAG,
             },
             Asset::Markdown => File {
                 bytes: MARKDOWN,
@@ -136,6 +145,7 @@ mod tests {
         for (segments, content_type) in [
             (&[""][..], "text/html; charset=utf-8"),
             (&["dev", "app.js"][..], "text/javascript; charset=utf-8"),
+            (&["dev", "a2ui.js"][..], "text/javascript; charset=utf-8"),
             (
                 &["dev", "markdown.js"][..],
                 "text/javascript; charset=utf-8",

@@ -21,8 +21,13 @@ pub(crate) enum ApiError {
     UnsupportedMediaType,
     #[error("no route for {0}")]
     NotFound(String),
-    #[error("method not allowed")]
-    MethodNotAllowed,
+    /// A path that takes other methods: the `Allow` header lists them, the message says which.
+    #[error("{}", method_not_allowed(.method, .path, .allowed))]
+    MethodNotAllowed {
+        method: http::Method,
+        path: String,
+        allowed: Vec<http::Method>,
+    },
     /// `GET /` with the dev page off (under Lambda, `cargo lambda watch` included, unless
     /// `DEV_UI=true`): the 405 it always was, saying how to get the page.
     #[error(
@@ -52,7 +57,10 @@ pub(crate) enum ApiError {
         "the server is stopping and starts no new run; send it again (another instance takes it)"
     )]
     ShuttingDown,
-    #[error("memory is off on this server (MEMORY)")]
+    #[error(
+        "memory is off on this server: start it with MEMORY=on (or give a profile \"memory\": \
+         true) to keep memories across threads"
+    )]
     MemoryOff,
     #[error("memory not found")]
     MemoryNotFound,
@@ -65,6 +73,43 @@ pub(crate) enum ApiError {
     /// An A2A operation's error, written in its binding's shape.
     #[error("{}", .0.error)]
     A2a(Box<A2aRefusal>),
+}
+
+/// `GET /agent` → "GET /agent is not served: use POST, with a JSON RunAgentInput body …".
+fn method_not_allowed(method: &http::Method, path: &str, allowed: &[http::Method]) -> String {
+    let names: Vec<&str> = allowed.iter().map(http::Method::as_str).collect();
+    let runs = allowed == [http::Method::POST]
+        && matches!(
+            path,
+            "/" | "/agent" | "/send-message" | "/ag-kit/send-message" | "/process" | "/invocations"
+        );
+    let how = if runs {
+        ", with a JSON RunAgentInput body and content-type: application/json \
+         (curl -N -H 'content-type: application/json' -d '{\"messages\":[…]}' …)"
+    } else {
+        ""
+    };
+    format!(
+        "{method} {path} is not served: use {}{how}",
+        names.join(" or ")
+    )
+}
+
+/// What a 405 lists in its `Allow` header.
+impl ApiError {
+    pub(crate) fn allowed_methods(&self) -> Option<String> {
+        match self {
+            ApiError::MethodNotAllowed { allowed, .. } => Some(
+                allowed
+                    .iter()
+                    .map(http::Method::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            ApiError::DevPageOff => Some("POST".to_owned()),
+            _ => None,
+        }
+    }
 }
 
 impl From<StartError> for ApiError {
@@ -153,7 +198,9 @@ impl ApiError {
             }
             ApiError::Start(StartError::StoreCorrupt) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::MethodNotAllowed | ApiError::DevPageOff => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::MethodNotAllowed { .. } | ApiError::DevPageOff => {
+                StatusCode::METHOD_NOT_ALLOWED
+            }
             ApiError::A2a(refusal) => refusal.status(),
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
         }
@@ -187,7 +234,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType => "unsupported_media_type",
             ApiError::NotFound(_) => "not_found",
             ApiError::AgentNotFound(_) => "agent_not_found",
-            ApiError::MethodNotAllowed | ApiError::DevPageOff => "method_not_allowed",
+            ApiError::MethodNotAllowed { .. } | ApiError::DevPageOff => "method_not_allowed",
             ApiError::BadQuery(_) => "invalid_query",
             ApiError::Unauthorized(_) => "unauthorized",
             ApiError::UnreadableBody(_) => "invalid_body",

@@ -36,6 +36,12 @@ pub(super) fn refusal_headers(response: &mut Response<ResponseBody>, error: &Api
             .headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from(secs));
     }
+    if let Some(allow) = error
+        .allowed_methods()
+        .and_then(|methods| HeaderValue::from_str(&methods).ok())
+    {
+        response.headers_mut().insert(header::ALLOW, allow);
+    }
 }
 
 pub(super) fn add_cors(response: &mut Response<ResponseBody>, origin: Option<HeaderValue>) {

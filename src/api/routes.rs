@@ -181,6 +181,7 @@ impl Route {
             return Err(ApiError::NotFound(path));
         }
         let dev_page_off = path == "/" && method == Method::GET && !optional.dev_ui;
+        let allowed: Vec<Method> = routes.iter().map(|(allowed, _)| allowed.clone()).collect();
         routes
             .into_iter()
             .find(|(allowed, _)| allowed == method)
@@ -188,7 +189,11 @@ impl Route {
             .ok_or(if dev_page_off {
                 ApiError::DevPageOff
             } else {
-                ApiError::MethodNotAllowed
+                ApiError::MethodNotAllowed {
+                    method: method.clone(),
+                    path,
+                    allowed,
+                }
             })
     }
 
@@ -284,7 +289,7 @@ mod tests {
         // GET /agent stays what it was, on or off.
         assert!(matches!(
             get("/agent", true),
-            Err(ApiError::MethodNotAllowed)
+            Err(ApiError::MethodNotAllowed { .. })
         ));
         assert!(matches!(get("/", false), Err(ApiError::DevPageOff)));
         assert!(matches!(
@@ -314,7 +319,7 @@ mod tests {
         );
         assert!(matches!(
             parse(Method::GET, "/invocations", agentcore),
-            Err(ApiError::MethodNotAllowed)
+            Err(ApiError::MethodNotAllowed { .. })
         ));
         assert!(matches!(
             parse(Method::GET, "/ping", Optional::default()),

@@ -103,8 +103,10 @@ where
                         && Instant::now() < ready_at
                     {
                         tokio::time::sleep_until(ready_at).await;
+                        // What joins the chunk is observed too, or a notice in it would
+                        // leave open what those batches opened.
                         while let Some(Some(more)) = batches.next().now_or_never() {
-                            batch.extend(more);
+                            batch.extend(closed_before_notice(more, &mut open));
                         }
                     }
                     let mut chunk = BytesMut::new();
@@ -382,6 +384,43 @@ mod tests {
                 "{closing}"
             );
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn what_opens_in_a_burst_that_shares_a_chunk_is_closed_before_the_notice() {
+        // The step opens in a batch that joins the first chunk's burst: it is closed too.
+        let thread_id = ThreadId::parse("t1", 128).unwrap();
+        let run_id = RunId::parse("r1", 128).unwrap();
+        let started = Event::StepStarted {
+            step_name: "model_turn_1".to_owned(),
+        };
+        let batches = async_stream::stream! {
+            yield vec![text(1)];
+            yield vec![text(2)];
+            yield vec![Arc::new(RecordedEvent::new(3, started, 1))];
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            yield vec![text(4)];
+        };
+        let cut = until(
+            batches,
+            Some(Instant::now() + Duration::from_secs(1)),
+            &thread_id,
+            &run_id,
+            0,
+        );
+        let body: Vec<Bytes> = frames(cut, Duration::from_secs(10), AguiEncoder)
+            .collect()
+            .await;
+        let body = String::from_utf8(body.concat()).unwrap();
+        let kinds: Vec<String> = crate::protocol::verify::parse_sse_with_ids(&body)
+            .unwrap()
+            .iter()
+            .map(|(_, event)| event["type"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            kinds[kinds.len() - 2..],
+            ["STEP_FINISHED".to_owned(), "RUN_FINISHED".to_owned()]
+        );
     }
 
     #[tokio::test(start_paused = true)]

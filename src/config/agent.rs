@@ -14,6 +14,7 @@ impl Section for AgentSettings {
         "AGENT_EMIT_STEPS",
         "RUN_LEASE_SECS",
         "RUN_EVENTS_RECORD",
+        "RUN_EVENTS_RECORD_MS",
         "APPROVAL_REQUIRED_TOOLS",
         "INTERRUPT_TTL_SECS",
         "APPROVAL_CONFIRM_TOOL",
@@ -31,6 +32,11 @@ impl Section for AgentSettings {
             emit_steps: vars.flag("AGENT_EMIT_STEPS", defaults.emit_steps)?,
             lease: Duration::from_secs(vars.bounded("RUN_LEASE_SECS", 30, 2..=900)?),
             record_events: vars.flag("RUN_EVENTS_RECORD", defaults.record_events)?,
+            record_interval: Duration::from_millis(vars.bounded(
+                "RUN_EVENTS_RECORD_MS",
+                250,
+                50..=10_000,
+            )?),
             max_output_tokens,
             approval_required_tools: vars.list("APPROVAL_REQUIRED_TOOLS"),
             interrupt_ttl: Duration::from_secs(vars.bounded(

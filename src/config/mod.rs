@@ -2,6 +2,7 @@
 //! each with the variables it reads and its own parser. Every variable, its default and meaning
 //! is listed in docs/configuration.md; a test holds that table to `SETTINGS`.
 
+mod a2ui;
 mod agent;
 mod auth;
 mod context;
@@ -78,6 +79,8 @@ pub struct Config {
     pub subagents: SubagentsConfig,
     /// What CopilotKit's runtime (`/copilotkit`) serves beyond runs and threads.
     pub copilotkit: CopilotKitConfig,
+    /// When the A2UI render tool is offered (`A2UI`).
+    pub a2ui: crate::genui::a2ui::A2uiSettings,
 }
 
 /// A setting the function cannot start with; the message names the variable.
@@ -92,6 +95,29 @@ pub enum ConfigError {
         expected: &'static str,
         /// What it was set to.
         value: String,
+    },
+    /// A number outside the variable's bounds.
+    #[error(
+        "{name}={value} is out of range: it takes a whole number from {min} to {max} \
+         (docs/configuration.md)"
+    )]
+    OutOfRange {
+        /// The variable.
+        name: &'static str,
+        /// What it was set to.
+        value: String,
+        /// The least it takes.
+        min: String,
+        /// The most it takes.
+        max: String,
+    },
+    /// A model provider chosen without its key.
+    #[error("MODEL_PROVIDER={provider} needs {needs}")]
+    NeedsKey {
+        /// The provider's name.
+        provider: &'static str,
+        /// The settings that would configure it.
+        needs: &'static str,
     },
     /// An auth mode without the settings it needs.
     #[error("AUTH_MODE={mode} needs {needs}")]
@@ -152,13 +178,31 @@ pub(crate) const SETTINGS: &[&[&str]] = &[
     crate::agent::memory::MemorySettings::SETTINGS,
     SubagentsConfig::SETTINGS,
     CopilotKitConfig::SETTINGS,
+    crate::genui::a2ui::A2uiSettings::SETTINGS,
     SET_BY_LAMBDA,
 ];
 
 impl Config {
-    /// Every setting from the process environment; the first bad value is the error.
+    /// Every setting from the process environment; the first bad value is the error. With
+    /// nothing configured, the demo model answers as a team ([`Config::with_demo_team`]).
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_map(&std::env::vars().collect())
+        Self::from_map(&std::env::vars().collect()).map(Self::with_demo_team)
+    }
+
+    /// With nothing configured (the demo model, no `AGENT_PROFILES`), the demo team: the
+    /// profile `assistant`, served by the AG-UI routes, may delegate to the profile
+    /// `researcher`, so a first `cargo run` shows sub-agents. Every `agent_type` is still served
+    /// (by `assistant`), as without profiles. Anything configured keeps its configuration.
+    pub(crate) fn with_demo_team(mut self) -> Self {
+        let unconfigured = self.model.provider == ModelChoice::Demo
+            && self.profiles.is_empty()
+            && self.subagents.default_profile.is_none();
+        if unconfigured {
+            self.profiles = profiles::demo_team();
+            self.subagents.default_profile = Some(profiles::DEMO_COORDINATOR.to_owned());
+            self.subagents.demo_team = true;
+        }
+        self
     }
 
     /// Reads configuration from `vars`; tests pass their own map instead of the process
@@ -186,6 +230,7 @@ impl Config {
             memory: crate::agent::memory::MemorySettings::from_vars(vars)?,
             subagents: SubagentsConfig::from_vars(vars)?,
             copilotkit: CopilotKitConfig::from_vars(vars)?,
+            a2ui: crate::genui::a2ui::A2uiSettings::from_vars(vars)?,
         };
         if let Some(profile) = &config.subagents.default_profile
             && !config.profiles.contains_key(profile)
@@ -232,6 +277,42 @@ pub(crate) mod tests {
         assert!(err.to_string().starts_with("AGENT_MAX_STEPS must be"));
         assert!(config(&[("MODEL_PROVIDER", "gemini")]).is_err());
         assert!(config(&[("AGENT_EMIT_STEPS", "maybe")]).is_err());
+    }
+
+    #[test]
+    fn with_nothing_configured_the_demo_answers_as_a_team() {
+        let team = config(&[]).unwrap().with_demo_team();
+        assert!(team.subagents.demo_team);
+        assert_eq!(team.subagents.default_profile.as_deref(), Some("assistant"));
+        assert_eq!(
+            team.profiles.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["assistant", "researcher"]
+        );
+        let delegates: Vec<&str> = team.profiles["assistant"]
+            .subagents
+            .iter()
+            .map(|subagent| subagent.name.as_str())
+            .collect();
+        assert_eq!(delegates, ["researcher"]);
+        // Anything configured keeps its configuration.
+        for configured in [
+            config(&[("OPENAI_API_KEY", "sk-x")]),
+            config(&[("AGENT_PROFILES", r#"{"solo": {}}"#)]),
+        ] {
+            let kept = configured.unwrap().with_demo_team();
+            assert!(!kept.subagents.demo_team);
+            assert!(!kept.profiles.contains_key("researcher"));
+        }
+    }
+
+    #[test]
+    fn a_number_out_of_range_says_the_range_in_words() {
+        let err = config(&[("RUN_MAX_SECS", "0")]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "RUN_MAX_SECS=0 is out of range: it takes a whole number from 1 to 86400 \
+             (docs/configuration.md)"
+        );
     }
 
     #[test]

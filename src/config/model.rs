@@ -46,6 +46,26 @@ impl ModelChoice {
         })
     }
 
+    /// The settings that configure the provider, by name, for an error to say what to set;
+    /// `None` for the providers that need none of their own.
+    fn key_settings(self) -> Option<&'static str> {
+        match self {
+            ModelChoice::OpenAi => Some(
+                "OPENAI_API_KEY (or OPENAI_API_KEY_SECRET_ID, a Secrets Manager secret; or \
+                 OPENAI_BASE_URL for a server that needs no key)",
+            ),
+            ModelChoice::Anthropic => Some(
+                "ANTHROPIC_API_KEY (or ANTHROPIC_API_KEY_SECRET_ID, a Secrets Manager secret; or \
+                 ANTHROPIC_BASE_URL for a gateway that holds the key)",
+            ),
+            ModelChoice::Gemini => Some(
+                "GEMINI_API_KEY (or GEMINI_API_KEY_SECRET_ID, a Secrets Manager secret; or \
+                 GEMINI_BASE_URL for a gateway that holds the key)",
+            ),
+            ModelChoice::Bedrock | ModelChoice::Demo => None,
+        }
+    }
+
     /// The model a provider runs when `AGENT_MODEL` is unset.
     fn default_model(self) -> &'static str {
         match self {
@@ -187,9 +207,9 @@ impl ModelConfig {
         let model = ModelRef::parse(text, self.provider);
         if !self.is_configured(model.provider) {
             return Err(format!(
-                "{setting} names {model}, but the {} provider is not configured (set its API key, \
-                 a *_SECRET_ID or its base URL)",
-                model.provider.name()
+                "{setting} names {model}, but the {} provider is not configured: set {}",
+                model.provider.name(),
+                model.provider.key_settings().unwrap_or("its settings")
             ));
         }
         Ok(model)
@@ -383,11 +403,10 @@ fn provider(
         ModelChoice::Gemini => !gemini.configured,
         _ => false,
     };
-    if unconfigured {
-        return Err(ConfigError::Invalid {
-            name: "MODEL_PROVIDER",
-            expected: "a provider with its API key, *_API_KEY_SECRET_ID or base URL set",
-            value: choice.name().to_owned(),
+    if let (true, Some(needs)) = (unconfigured, choice.key_settings()) {
+        return Err(ConfigError::NeedsKey {
+            provider: choice.name(),
+            needs,
         });
     }
     Ok(choice)
@@ -550,6 +569,24 @@ mod tests {
         assert!(config(&[("REASONING_EFFORT", "extreme")]).is_err());
         assert!(config(&[("MODEL_IDLE_TIMEOUT_MS", "0")]).is_err());
         assert!(config(&[("MODEL_PROVIDER", "anthropic")]).is_err());
+    }
+
+    #[test]
+    fn a_provider_chosen_without_its_key_names_the_key_to_set() {
+        let err = config(&[("MODEL_PROVIDER", "anthropic")]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "MODEL_PROVIDER=anthropic needs ANTHROPIC_API_KEY (or ANTHROPIC_API_KEY_SECRET_ID, a \
+             Secrets Manager secret; or ANTHROPIC_BASE_URL for a gateway that holds the key)"
+        );
+        let err = config(&[("MODEL_PROVIDER", "gemini")]).unwrap_err();
+        assert!(err.to_string().contains("needs GEMINI_API_KEY"), "{err}");
+        let err = config(&[
+            ("OPENAI_API_KEY", "sk"),
+            ("MODEL_FALLBACKS", "anthropic:claude-haiku-4-5"),
+        ])
+        .unwrap_err();
+        assert!(err.to_string().contains("set ANTHROPIC_API_KEY"), "{err}");
     }
 
     #[test]

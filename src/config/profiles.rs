@@ -37,6 +37,8 @@ pub struct ProfileConfig {
     pub subagents: Vec<SubagentConfig>,
     /// Instead of `SUBAGENT_VISIBILITY`.
     pub subagent_visibility: Option<Visibility>,
+    /// Instead of `A2UI`: when this profile offers the A2UI render tool.
+    pub a2ui: Option<crate::genui::a2ui::Mode>,
 }
 
 /// One sub-agent of a profile.
@@ -76,6 +78,7 @@ struct RawProfile {
     #[serde(default)]
     subagents: Vec<serde_json::Value>,
     subagent_visibility: Option<String>,
+    a2ui: Option<String>,
 }
 
 /// A sub-agent as written, when it is more than a profile's name.
@@ -100,7 +103,7 @@ struct RawSubagent {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProfilesConfigError {
     #[error(
-        "must be a JSON object of profile name to {{\"systemPrompt\": string, \"model\": string, \"tools\": [string], \"contextTokens\": number, \"memory\": bool, \"reasoningEffort\": string, \"description\": string, \"subagents\": [...], \"subagentVisibility\": string}}: {0}"
+        "must be a JSON object of profile name to {{\"systemPrompt\": string, \"model\": string, \"tools\": [string], \"contextTokens\": number, \"memory\": bool, \"reasoningEffort\": string, \"description\": string, \"subagents\": [...], \"subagentVisibility\": string, \"a2ui\": string}}: {0}"
     )]
     Json(String),
     #[error("{0} profiles; at most {MAX_PROFILES}")]
@@ -129,12 +132,44 @@ pub enum ProfilesConfigError {
     },
     #[error("profile {0}: subagentVisibility must be auto, attributed, inline or hidden")]
     BadVisibility(String),
+    #[error("profile {0}: a2ui must be {modes}", modes = super::a2ui::MODES)]
+    BadA2ui(String),
     #[error("sub-agents delegate in a cycle: {0}")]
     Cycle(String),
 }
 
 /// The profiles by name; empty when `AGENT_PROFILES` is unset.
 pub(crate) type Profiles = BTreeMap<String, ProfileConfig>;
+
+/// The demo team's coordinator, which the AG-UI routes serve.
+pub(crate) const DEMO_COORDINATOR: &str = "assistant";
+
+/// What `cargo run` serves with nothing configured: `assistant` (the default agent's prompt,
+/// tools and model) may delegate to `researcher`, a run of its own with no tools.
+pub(crate) fn demo_team() -> Profiles {
+    let researcher = ProfileConfig {
+        system_prompt: Some("You look into one question and answer it briefly.".to_owned()),
+        tools: Some(Vec::new()),
+        description: Some(
+            "Looks into one question and answers briefly: give it the question in words."
+                .to_owned(),
+        ),
+        ..ProfileConfig::default()
+    };
+    let assistant = ProfileConfig {
+        subagents: vec![SubagentConfig {
+            name: "researcher".to_owned(),
+            description: None,
+            target: SubagentTargetConfig::Profile("researcher".to_owned()),
+            timeout: None,
+        }],
+        ..ProfileConfig::default()
+    };
+    BTreeMap::from([
+        (DEMO_COORDINATOR.to_owned(), assistant),
+        ("researcher".to_owned(), researcher),
+    ])
+}
 
 impl Section for Profiles {
     const SETTINGS: &'static [&'static str] = &["AGENT_PROFILES"];
@@ -176,6 +211,11 @@ fn parse(json: &str) -> Result<Profiles, ProfilesConfigError> {
                 .map(|value| value.parse())
                 .transpose()
                 .map_err(|()| ProfilesConfigError::BadVisibility(name.clone()))?,
+            a2ui: raw
+                .a2ui
+                .map(|value| value.parse())
+                .transpose()
+                .map_err(|()| ProfilesConfigError::BadA2ui(name.clone()))?,
         };
         check(&name, &mut profile)?;
         if profiles.contains_key(&name) {
@@ -484,6 +524,12 @@ mod tests {
         assert_eq!(profiles["chat-2"], ProfileConfig::default());
         let no_tools = config(&[("AGENT_PROFILES", r#"{"plain": {"tools": []}}"#)]).unwrap();
         assert_eq!(no_tools.profiles["plain"].tools, Some(vec![]));
+        let painting =
+            config(&[("AGENT_PROFILES", r#"{"forms": {"a2ui": "assistant-ui"}}"#)]).unwrap();
+        assert_eq!(
+            painting.profiles["forms"].a2ui,
+            Some(crate::genui::a2ui::Mode::AssistantUi)
+        );
     }
 
     #[test]
@@ -653,6 +699,10 @@ mod tests {
                 .contains("timeoutMs")
         );
         assert!(error(r#"{"a": {"subagentVisibility": "loud"}}"#).contains("subagentVisibility"));
+        assert!(
+            error(r#"{"a": {"a2ui": "always"}}"#)
+                .contains("a2ui must be auto, off, on or assistant-ui")
+        );
         assert!(error(r#"{"a": {"subagents": [5]}}"#).contains("subagents[0]"));
     }
 

@@ -13,6 +13,8 @@ pub struct SubagentsConfig {
     pub settings: SubagentSettings,
     /// The profile the AG-UI routes serve instead of the default agent.
     pub default_profile: Option<String>,
+    /// The profiles are the demo team (nothing was configured): every `agent_type` is served.
+    pub demo_team: bool,
     /// The headers of each remote sub-agent's `headersSecretId`, by secret id: read by start-up
     /// (`startup::read_subagent_secrets`), never from the environment.
     pub secret_headers: BTreeMap<String, Vec<(String, SecretString)>>,
@@ -50,6 +52,7 @@ impl Section for SubagentsConfig {
                 max_per_run: vars.bounded("SUBAGENT_MAX_PER_RUN", defaults.max_per_run, 1..=64)?,
             },
             default_profile: vars.text("AGENT_DEFAULT_PROFILE"),
+            demo_team: false,
             secret_headers: BTreeMap::new(),
             a2a_credentials: a2a_credentials(vars)?,
             a2a_secrets: BTreeMap::new(),

@@ -95,10 +95,11 @@ impl<'a> Vars<'a> {
         if range.contains(&value) {
             Ok(value)
         } else {
-            Err(ConfigError::Invalid {
+            Err(ConfigError::OutOfRange {
                 name,
-                expected: "a whole number within its bounds (see docs/configuration.md)",
-                value: format!("{value} (allowed {}..={})", range.start(), range.end()),
+                value: value.to_string(),
+                min: range.start().to_string(),
+                max: range.end().to_string(),
             })
         }
     }

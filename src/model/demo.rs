@@ -11,12 +11,15 @@ use std::time::Duration;
 
 /// The offline demo: no API key, no network. Its rules, in order (docs/dev-page.md documents them):
 /// 1. after a tool result, it says (as the demo) what the tool answered;
-/// 2. when the user's last message names one of the request's frontend tools, it calls that
+/// 2. when the user's last message names one of the request's tools (a frontend tool, a
+///    sub-agent, an MCP server's or a memory tool: any but `get_current_time`), it calls that
 ///    tool. Names are compared on letters and digits only, ignoring case, so `confirmAction` is
 ///    named by "confirm action" and `change-background-color` by "Change background color".
 ///    Its arguments fill each string parameter that has a closed set of values (an `enum`, or a
 ///    parameter named `color`/`colour`: the basic colour names) with the value the message
-///    names, else the first; other parameters are left out;
+///    names, else the first; each other required string parameter (a sub-agent's `task`,
+///    `save_memory`'s `text`) with the user's words after the tool's name (all of them when
+///    nothing follows it); other parameters are left out;
 /// 3. when the message contains "time", it calls the server tool `get_current_time`;
 /// 4. otherwise it says what it is and repeats the message.
 #[derive(Clone, Default)]
@@ -37,13 +40,17 @@ impl DemoModel {
             _ => String::new(),
         };
         let lower = text.to_lowercase();
-        let said = letters_and_digits(&text);
-        let frontend = request.tools.iter().find(|tool| {
-            let name = letters_and_digits(&tool.name);
-            tool.name != "get_current_time" && !name.is_empty() && said.contains(&name)
-        });
-        if let Some(tool) = frontend {
-            return Self::call(&tool.name, &arguments(&tool.parameters, &lower).to_string());
+        let named = request
+            .tools
+            .iter()
+            .filter(|tool| tool.name != "get_current_time")
+            .find_map(|tool| words_after(&text, &tool.name).map(|rest| (tool, rest)));
+        if let Some((tool, rest)) = named {
+            let words = if rest.is_empty() { text.trim() } else { rest };
+            return Self::call(
+                &tool.name,
+                &arguments(&tool.parameters, &lower, words).to_string(),
+            );
         }
         let has_clock = request
             .tools
@@ -100,9 +107,10 @@ const COLOURS: &[&str] = &[
     "white",
 ];
 
-/// The demo's arguments for a frontend tool: each string parameter with a closed set of values
-/// gets the one `message` names as a word (else the first), so the call is one the tool accepts.
-fn arguments(parameters: &Value, message: &str) -> Value {
+/// The demo's arguments for a tool: each string parameter with a closed set of values gets the
+/// one `message` names as a word (else the first), each other required string parameter gets
+/// `free_text`, so the call is one the tool accepts.
+fn arguments(parameters: &Value, message: &str, free_text: &str) -> Value {
     // Clients may send the schema as a JSON string (the AG-Kit protocol does).
     let parsed;
     let schema = match parameters {
@@ -120,6 +128,12 @@ fn arguments(parameters: &Value, message: &str) -> Value {
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
         return Value::Object(arguments);
     };
+    let required = |name: &str| {
+        schema
+            .get("required")
+            .and_then(Value::as_array)
+            .is_some_and(|names| names.iter().any(|required| required == name))
+    };
     for (name, property) in properties {
         if property.get("type").and_then(Value::as_str) != Some("string") {
             continue;
@@ -127,6 +141,10 @@ fn arguments(parameters: &Value, message: &str) -> Value {
         let choices: Vec<&str> = match property.get("enum").and_then(Value::as_array) {
             Some(values) => values.iter().filter_map(Value::as_str).collect(),
             None if matches!(name.as_str(), "color" | "colour") => COLOURS.to_vec(),
+            None if required(name) && !free_text.is_empty() => {
+                arguments.insert(name.clone(), Value::String(free_text.to_owned()));
+                continue;
+            }
             None => continue,
         };
         let named = choices
@@ -145,6 +163,35 @@ fn letters_and_digits(text: &str) -> String {
         .filter(|c| c.is_alphanumeric())
         .flat_map(char::to_lowercase)
         .collect()
+}
+
+/// When `text` names `tool` (compared on letters and digits, ignoring case): the words after the
+/// name, without the punctuation and spaces that lead them (`"Ask the researcher: why?"` names
+/// `researcher`, followed by `"why?"`).
+fn words_after<'a>(text: &'a str, tool: &str) -> Option<&'a str> {
+    let name = letters_and_digits(tool);
+    if name.is_empty() {
+        return None;
+    }
+    // Each letter or digit of `text`, lowercased, with the byte offset just after it.
+    let mut said = String::new();
+    let mut ends = Vec::new();
+    for (offset, c) in text.char_indices().filter(|(_, c)| c.is_alphanumeric()) {
+        for lower in c.to_lowercase() {
+            said.push(lower);
+            ends.push((said.len(), offset + c.len_utf8()));
+        }
+    }
+    let start = said.find(&name)?;
+    let end = ends
+        .iter()
+        .find(|(said_end, _)| *said_end == start + name.len())
+        .map_or(text.len(), |(_, text_end)| *text_end);
+    let rest = text.get(end..).unwrap_or_default();
+    Some(
+        rest.trim_start_matches(|c: char| !c.is_alphanumeric() && c != '"' && c != '\'')
+            .trim_end(),
+    )
 }
 
 #[async_trait]
@@ -325,6 +372,66 @@ mod tests {
     fn the_demo_picks_a_colour_the_page_accepts_when_the_message_names_none() {
         let deltas = DemoModel::answer(&background_request("Change background color"));
         assert_eq!(arguments_of(&deltas), Some(json!({"color": "blue"})));
+    }
+
+    /// A tool whose one required parameter is free text, as a sub-agent's or `save_memory` is.
+    fn words_tool(name: &str, parameter: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.to_owned(),
+            description: String::new(),
+            parameters: json!({"type": "object",
+                "properties": {parameter: {"type": "string"}, "note": {"type": "string"}},
+                "required": [parameter]}),
+        }
+    }
+
+    #[test]
+    fn the_demo_delegates_with_the_users_words_after_the_name_as_the_task() {
+        for (message, task) in [
+            ("Ask the researcher: what is AG-UI?", "what is AG-UI?"),
+            (
+                "researcher, find three facts about Lyon",
+                "find three facts about Lyon",
+            ),
+            ("Please ask the researcher", "Please ask the researcher"),
+        ] {
+            let mut request = request(user(message), &[]);
+            request.tools.push(words_tool("researcher", "task"));
+            let deltas = DemoModel::answer(&request);
+            assert_eq!(called(&deltas), Some("researcher"), "{message}");
+            assert_eq!(
+                arguments_of(&deltas),
+                Some(json!({"task": task})),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_demo_fills_a_server_tools_required_text_from_the_message() {
+        let mut request = request(
+            user("Save memory: Sam is vegetarian"),
+            &["get_current_time"],
+        );
+        request.tools.push(words_tool("save_memory", "text"));
+        request
+            .tools
+            .push(words_tool("everything__echo", "message"));
+        let deltas = DemoModel::answer(&request);
+        assert_eq!(called(&deltas), Some("save_memory"));
+        assert_eq!(
+            arguments_of(&deltas),
+            Some(json!({"text": "Sam is vegetarian"}))
+        );
+        let mut echo = request.clone();
+        echo.messages =
+            serde_json::from_value(user("everything echo: hello from the demo")).unwrap();
+        let deltas = DemoModel::answer(&echo);
+        assert_eq!(called(&deltas), Some("everything__echo"));
+        assert_eq!(
+            arguments_of(&deltas),
+            Some(json!({"message": "hello from the demo"}))
+        );
     }
 
     #[test]

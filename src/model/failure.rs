@@ -132,7 +132,7 @@ impl ModelError {
                 _ => FailureKind::Refused,
             },
             ModelError::ContextOverflow(_) => FailureKind::Overflow,
-            ModelError::Unreachable => FailureKind::Unavailable,
+            ModelError::Unreachable(_) => FailureKind::Unavailable,
             ModelError::IdleTimeout(_) => FailureKind::TimedOut,
             ModelError::Stream | ModelError::Incomplete | ModelError::Malformed => {
                 FailureKind::Broken
@@ -261,7 +261,7 @@ mod tests {
         let quota = status(429, Some("insufficient_quota"), none);
         assert_eq!(quota.kind(), FailureKind::QuotaExhausted);
         assert!(!quota.is_retryable());
-        assert!(ModelError::Unreachable.is_retryable());
+        assert!(ModelError::Unreachable("refused".into()).is_retryable());
         assert!(ModelError::Stream.is_retryable());
         assert!(ModelError::IdleTimeout(Duration::from_secs(1)).is_retryable());
         assert!(!ModelError::Malformed.is_retryable());

@@ -254,8 +254,10 @@ pub enum ModelError {
     /// The provider refused the prompt as longer than the model's context window.
     #[error("the conversation is longer than the model's context window ({0})")]
     ContextOverflow(refusal::Refusal),
-    #[error("the model API could not be reached")]
-    Unreachable,
+    /// The request never reached the model API; the cause is the connection's own words
+    /// (`Connection refused`, a DNS or TLS failure, a timeout), never a URL or a key.
+    #[error("the model API could not be reached: {0}")]
+    Unreachable(String),
     #[error("the model stream broke off")]
     Stream,
     #[error("the model stream ended before the model finished")]
@@ -276,6 +278,22 @@ pub enum ModelError {
     #[cfg(any(test, feature = "test-utils"))]
     #[error("the scripted model has no turn left")]
     ScriptExhausted,
+}
+
+/// Why a request never reached its server, in the words of the innermost cause (a `reqwest`
+/// error's own text names the URL, which stays in the log).
+pub(crate) fn unreachable_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut innermost = error;
+    while let Some(source) = innermost.source() {
+        innermost = source;
+    }
+    let cause = innermost.to_string();
+    let timed_out = cause.to_ascii_lowercase().contains("timed out");
+    if std::ptr::addr_eq(innermost, error) && !timed_out {
+        // No source to go by: the error's kind, not its text.
+        return "the connection failed".to_owned();
+    }
+    cause
 }
 
 /// `openai:gpt-5 ×2, anthropic:claude-haiku-4-5`: the models tried, in order, with their counts.

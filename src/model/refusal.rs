@@ -1,27 +1,50 @@
 //! What a provider said when it refused a request: its own error code and message (trimmed,
-//! for the run's error), and whether it refused because the prompt is longer than the model's
-//! context window, however the provider words that.
+//! for the run's error), whether it refused because the prompt is longer than the model's
+//! context window, however the provider words that, and the window it named, if it did.
 
 /// The longest provider message a run's error repeats, in characters.
 const MAX_MESSAGE_CHARS: usize = 300;
 
-/// Phrases providers use for a prompt over the window, lower-cased: OpenAI, vLLM, llama.cpp,
-/// Bedrock's models (its `ValidationException`), and gateways that pass those on.
+/// Phrases providers use for a prompt over the window, lower-cased: OpenAI (Chat Completions
+/// and Responses), Anthropic, Gemini, Bedrock's models (its `ValidationException`), vLLM,
+/// SGLang, llama.cpp and Ollama, and gateways that pass those on (LiteLLM names its own error).
 const OVERFLOW_PHRASES: &[&str] = &[
     "maximum context length",
     "context length exceeded",
     "context_length_exceeded",
+    "contextwindowexceedederror",
     "exceed_context_size_error",
     "exceeds the available context size",
     "exceeds the context",
     "exceed context limit",
+    "exceeds the maximum number of tokens allowed",
     "longer than the maximum model length",
     "longer than the model's context length",
+    "longer than the context length",
     "input tokens exceed the configured limit",
     "input is too long",
     "prompt is too long",
     "too many input tokens",
     "too many total text bytes",
+];
+
+/// Where providers name the window in an overflow message, lower-cased: the words before the
+/// number and after it.
+const WINDOW_WORDING: &[(&str, &str)] = &[
+    // OpenAI, vLLM, OpenRouter, Bedrock's Llama: "maximum context length is 8192 tokens".
+    ("maximum context length is ", " tokens"),
+    // llama.cpp, Ollama with `truncate: false`: "exceeds the available context size (8192 tokens)".
+    ("context size (", " tokens)"),
+    // SGLang: "is longer than the model's context length (8192 tokens)".
+    ("context length (", " tokens)"),
+    // vLLM: "is longer than the maximum model length of 8192."
+    ("maximum model length of ", "."),
+    // Gemini: "exceeds the maximum number of tokens allowed (1048576)".
+    ("tokens allowed (", ")"),
+    // OpenAI: "Input tokens exceed the configured limit of 272000 tokens."
+    ("configured limit of ", " tokens"),
+    // Mistral: "too large for model with 32768 maximum context length".
+    ("model with ", " maximum context length"),
 ];
 
 /// A provider's refusal, as much as it said.
@@ -31,6 +54,8 @@ pub struct Refusal {
     pub code: Option<String>,
     /// Its message, trimmed to [`MAX_MESSAGE_CHARS`].
     pub message: String,
+    /// The window its whole message named (read before the message was trimmed).
+    window: Option<u32>,
 }
 
 impl std::fmt::Display for Refusal {
@@ -53,6 +78,7 @@ impl Refusal {
         Self {
             code: code.filter(|code| !code.is_empty()),
             message: trimmed,
+            window: named_window(message),
         }
     }
 
@@ -112,20 +138,26 @@ impl Refusal {
     /// The window the provider named, when it did ("maximum context length is 8192 tokens",
     /// "… > 200000 maximum", llama.cpp's "context size (8192 tokens)").
     pub fn window(&self) -> Option<u32> {
-        let message = self.message.to_ascii_lowercase();
-        for (before, after) in [
-            ("maximum context length is ", " tokens"),
-            ("context size (", " tokens)"),
-            ("maximum model length of ", "."),
-        ] {
-            if let Some(number) = between(&message, before, after) {
-                return Some(number);
-            }
-        }
-        // Bedrock's Claude: "prompt is too long: 200049 tokens > 200000 maximum".
-        let (_, rest) = message.split_once(" > ")?;
-        rest.split_whitespace().next()?.parse().ok()
+        self.window
     }
+}
+
+/// The window an overflow message names, if it names one.
+fn named_window(message: &str) -> Option<u32> {
+    let message = message.to_ascii_lowercase();
+    for (before, after) in WINDOW_WORDING {
+        if let Some(number) = between(&message, before, after) {
+            return Some(number);
+        }
+    }
+    // Anthropic: "prompt is too long: 200049 tokens > 200000 maximum", and "input length and
+    // `max_tokens` exceed context limit: 198437 + 8192 > 200000".
+    let (_, rest) = message.split_once(" > ")?;
+    rest.split(|c: char| !c.is_ascii_digit() && c != ',')
+        .next()?
+        .replace(',', "")
+        .parse()
+        .ok()
 }
 
 fn between(text: &str, before: &str, after: &str) -> Option<u32> {
@@ -177,6 +209,80 @@ mod tests {
         assert!(bedrock.is_context_overflow());
         assert_eq!(bedrock.window(), Some(200_000));
         assert!(Refusal::new(None, "Input is too long for requested model.").is_context_overflow());
+    }
+
+    #[test]
+    fn each_providers_overflow_is_recognised_with_the_window_it_names() {
+        let named = |body: &str| {
+            let refusal = Refusal::from_body(body).unwrap();
+            assert!(refusal.is_context_overflow(), "{body}");
+            refusal.window()
+        };
+        // Gemini, with and without the count.
+        assert_eq!(
+            named(
+                r#"[{"error":{"code":400,"message":"The input token count (3475108) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}]"#
+            ),
+            Some(1_048_576)
+        );
+        assert_eq!(
+            named(
+                r#"{"error":{"code":400,"message":"The input token count exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}"#
+            ),
+            Some(1_048_576)
+        );
+        // OpenAI's Responses API names no window; its newer models name their input limit.
+        assert_eq!(
+            named(
+                r#"{"error":{"type":"invalid_request_error","code":"context_length_exceeded","message":"Your input exceeds the context window of this model. Please adjust your input and try again.","param":"input"}}"#
+            ),
+            None
+        );
+        assert_eq!(
+            named(
+                r#"{"error":{"message":"Input tokens exceed the configured limit of 272000 tokens. Your messages resulted in 272399 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#
+            ),
+            Some(272_000)
+        );
+        // Anthropic when the answer's cap does not fit beside the prompt.
+        assert_eq!(
+            named(
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"input length and `max_tokens` exceed context limit: 179413 + 32768 > 200000, decrease input length or `max_tokens` and try again"}}"#
+            ),
+            Some(200_000)
+        );
+        // SGLang; Ollama (`truncate: false` passes llama.cpp's words on, `shift: false` its own).
+        assert_eq!(
+            named(
+                r#"{"object":"error","message":"The input (9120 tokens) is longer than the model's context length (8192 tokens).","type":"BadRequestError","code":400}"#
+            ),
+            Some(8_192)
+        );
+        assert_eq!(
+            named(
+                r#"{"error":"{\"error\":{\"code\":400,\"message\":\"request (8889 tokens) exceeds the available context size (4096 tokens), try increasing it\",\"type\":\"exceed_context_size_error\",\"n_prompt_tokens\":8889,\"n_ctx\":4096}}"}"#
+            ),
+            Some(4_096)
+        );
+        assert_eq!(
+            named(
+                r#"{"error":"the prompt is longer than the context length currently available to the model"}"#
+            ),
+            None
+        );
+        // LiteLLM's proxy wraps the provider's words in its own, past the trimmed message.
+        let wrapped = format!(
+            r#"{{"error":{{"message":"litellm.BadRequestError: litellm.ContextWindowExceededError: {}AnthropicError - prompt is too long: 209303 tokens > 200000 maximum","type":null,"param":null,"code":"400"}}}}"#,
+            "Received Model Group=claude. ".repeat(12)
+        );
+        assert_eq!(named(&wrapped), Some(200_000));
+        // Mistral on Bedrock.
+        let mistral = Refusal::new(
+            Some("ValidationException".to_owned()),
+            "Prompt contains 40000 tokens and 0 draft tokens, too large for model with 32768 maximum context length",
+        );
+        assert!(mistral.is_context_overflow());
+        assert_eq!(mistral.window(), Some(32_768));
     }
 
     #[test]

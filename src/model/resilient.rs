@@ -233,7 +233,7 @@ impl ModelProvider for Resilient {
                 }
             }
         }
-        let last = last.unwrap_or(ModelError::Unreachable);
+        let last = last.unwrap_or_else(|| ModelError::Unreachable("no model to call".to_owned()));
         Err(if attempts.len() > 1 {
             ModelError::Exhausted {
                 last: Box::new(last),

@@ -487,6 +487,8 @@ impl RunUsage {
 #[serde(rename_all = "lowercase")]
 pub enum TextRole {
     Assistant,
+    /// A message the server made for the user (a click on a surface, in words).
+    User,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

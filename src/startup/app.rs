@@ -15,8 +15,6 @@ use crate::model::ModelProvider;
 use crate::store::{Blobs, ThreadStore};
 use crate::telemetry::emf::Emf;
 use std::sync::Arc;
-#[cfg(feature = "aws")]
-use std::time::Duration;
 
 /// The application as configured, with the parts a caller supplies in place of the ones
 /// configuration would build. The parts it builds are set up at once; the MCP servers' tools
@@ -183,14 +181,16 @@ fn assemble(
             context: config.context.settings(),
             memory: config.memory,
             subagents: config.subagents.settings,
+            a2ui: config.a2ui,
             ..config.agent.clone()
         },
     )
     .with_summarizer(models.summarizer)
     .with_transcriber(transcriber)
     .with_profiles(profiles)?
+    .serving_any_agent_type(config.subagents.demo_team)
     .serving(config.subagents.default_profile.as_deref())?;
-    if !config.profiles.is_empty() {
+    if !config.profiles.is_empty() && !config.subagents.demo_team {
         tracing::info!(
             profiles = ?agent.profile_names(),
             "AGENT_PROFILES: forwardedProps.agent_type must name one of these"
@@ -274,6 +274,7 @@ fn agent_profiles(
                 memory: profile.memory,
                 subagents: subagents::subagents_of(config, profile, (&http, &a2a))?,
                 subagent_visibility: profile.subagent_visibility,
+                a2ui: profile.a2ui,
             };
             Ok((name.clone(), agent_profile))
         })
@@ -285,55 +286,19 @@ fn agent_profiles(
 pub(crate) async fn dispatcher_from_config(
     config: &Config,
 ) -> Result<crate::api::dispatch::Dispatcher, StartupError> {
-    let under_lambda = std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some();
-    let function_name = std::env::var("AWS_LAMBDA_FUNCTION_NAME").ok();
-    match function_name {
-        #[cfg(feature = "aws")]
-        Some(function_name) if under_lambda => {
-            let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-            let region = aws
-                .region()
-                .map(ToString::to_string)
-                .unwrap_or_else(|| "us-east-1".to_owned());
-            let credentials = aws.credentials_provider().ok_or_else(|| {
-                StartupError::SelfInvoke("no AWS credentials to invoke this function".to_owned())
-            })?;
-            let emulated = config.store.self_invoke_endpoint.is_some();
-            // The standard AWS setting for the Lambda API's endpoint (an emulator that queues
-            // asynchronous invocations as Lambda does); `SELF_INVOKE_ENDPOINT` is for one that
-            // does not (`cargo lambda watch`).
-            let lambda_endpoint = std::env::var("AWS_ENDPOINT_URL_LAMBDA")
-                .ok()
-                .filter(|url| !url.trim().is_empty());
-            let endpoint = config
-                .store
-                .self_invoke_endpoint
-                .clone()
-                .or(lambda_endpoint)
-                .unwrap_or_else(|| format!("https://lambda.{region}.amazonaws.com"));
-            let qualifier = std::env::var("AWS_LAMBDA_FUNCTION_VERSION")
-                .ok()
-                .filter(|version| version != "$LATEST" && !emulated);
-            let http = reqwest::Client::builder()
-                .connect_timeout(Duration::from_secs(2))
-                .build()
-                .map_err(|error| StartupError::HttpClient(error.to_string()))?;
-            Ok(crate::api::dispatch::Dispatcher::Lambda(Arc::new(
-                crate::api::dispatch::LambdaInvoker {
-                    http,
-                    endpoint,
-                    function_name,
-                    qualifier,
-                    region,
-                    credentials,
-                    emulated,
-                },
-            )))
-        }
-        _ => {
-            let _ = (config, under_lambda);
-            Ok(crate::api::dispatch::Dispatcher::Local)
-        }
+    let environment = crate::api::dispatch::InvokeEnvironment::from_process(
+        config.store.self_invoke_endpoint.clone(),
+    );
+    #[cfg(feature = "aws")]
+    {
+        crate::api::dispatch::dispatcher(&environment)
+            .await
+            .map_err(StartupError::SelfInvoke)
+    }
+    #[cfg(not(feature = "aws"))]
+    {
+        let _ = environment;
+        Ok(crate::api::dispatch::Dispatcher::Local)
     }
 }
 

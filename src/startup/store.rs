@@ -10,21 +10,18 @@ use std::sync::Arc;
 #[cfg(feature = "aws")]
 use std::time::Duration;
 
-/// The DynamoDB client of the thread store: region, credentials and endpoint
-/// (`AWS_ENDPOINT_URL_DYNAMODB`) from the standard AWS configuration.
+/// The DynamoDB client of the thread store for `table`: region, credentials and endpoint
+/// (`AWS_ENDPOINT_URL_DYNAMODB`) from the standard AWS configuration, local placeholders for
+/// DynamoDB Local; `check` names a missing region or credentials before the first call.
 #[cfg(feature = "aws")]
-pub(crate) async fn dynamo_client() -> aws_sdk_dynamodb::Client {
-    // Bounded, so a store that is down answers 503 in seconds instead of hanging a run.
-    let timeouts = aws_config::timeout::TimeoutConfig::builder()
-        .connect_timeout(Duration::from_secs(2))
-        .operation_attempt_timeout(Duration::from_secs(5))
-        .operation_timeout(Duration::from_secs(12))
-        .build();
-    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .timeout_config(timeouts)
-        .load()
-        .await;
-    aws_sdk_dynamodb::Client::new(&aws)
+pub(crate) async fn dynamo_client(
+    table: &str,
+    check: bool,
+) -> Result<aws_sdk_dynamodb::Client, StartupError> {
+    let environment = crate::store::dynamo::AwsEnvironment::from_process();
+    crate::store::dynamo::connect(table, &environment, check)
+        .await
+        .map_err(|error| StartupError::Aws(error.to_string()))
 }
 
 /// DynamoDB when `THREADS_TABLE` is set, else memory.
@@ -33,7 +30,7 @@ pub async fn store_from_config(config: &Config) -> Result<Arc<dyn ThreadStore>, 
         #[cfg(feature = "aws")]
         Some(table) => Ok(Arc::new(
             DynamoStore::new(
-                dynamo_client().await,
+                dynamo_client(table, false).await?,
                 table.clone(),
                 config.store.thread_ttl_days,
             )
@@ -58,7 +55,7 @@ pub(crate) async fn check_threads_table(config: &Config) -> Result<(), StartupEr
     let Some(table) = &config.store.threads_table else {
         return Ok(());
     };
-    DynamoStore::check_table(&dynamo_client().await, table)
+    DynamoStore::check_table(&dynamo_client(table, true).await?, table)
         .await
         .map_err(|err| explain_table_error(err, table))
 }
@@ -72,7 +69,7 @@ pub(crate) async fn create_threads_table(
     let table = config.store.threads_table.as_deref().ok_or_else(|| {
         StartupError::Table("set THREADS_TABLE to the name of the table to create".to_owned())
     })?;
-    DynamoStore::create_table(&dynamo_client().await, table)
+    DynamoStore::create_table(&dynamo_client(table, true).await?, table)
         .await
         .map_err(|err| explain_table_error(err, table))
 }

@@ -3,7 +3,7 @@
 //! invocation, and lets exactly one runner take it over, fenced by the lease's epoch.
 
 use super::StoreError;
-use super::runs::{ContextUpdate, Lease};
+use super::runs::{ContextUpdate, Lease, ParentStep};
 use super::threads::StoredThread;
 use crate::auth::Principal;
 use crate::protocol::{Message, RunId, ThreadId};
@@ -30,6 +30,22 @@ pub struct RunCheckpoint<'a> {
     /// This runner lets go: the next runner may take the run over at once (`claim_run` with
     /// this lease's epoch), without waiting for the lease to expire.
     pub hand_off: bool,
+}
+
+impl<'a> From<ParentStep<'a>> for RunCheckpoint<'a> {
+    fn from(step: ParentStep<'a>) -> Self {
+        Self {
+            lease: step.lease,
+            new_messages: step.new_messages,
+            state: step.state,
+            interrupts: step.interrupts,
+            context: step.context,
+            record: step.record,
+            at_ms: step.at_ms,
+            lease_until_ms: step.lease_until_ms,
+            hand_off: false,
+        }
+    }
 }
 
 /// What a runner asks to take a run over with.

@@ -47,7 +47,7 @@ pub use history::{
 pub use memories::{Memories, Memory, MemoryEdit, MemoryId, MemorySet, NewMemory};
 pub use memory::MemoryStore;
 pub use runs::CancelState;
-pub use runs::{ContextUpdate, Lease, RunFinish, RunLeases, RunStart};
+pub use runs::{ContextUpdate, Lease, LinkedRun, ParentStep, RunFinish, RunLeases, RunStart};
 pub(crate) use runs::{Pulse, RunRef};
 pub(crate) use tasks::task_message;
 pub use tasks::{TaskFailure, TaskRecord, TaskRecords, TaskState};

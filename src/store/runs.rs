@@ -7,6 +7,7 @@ use super::threads::{Checkpoint, ContextMark, StoredThread, ThreadLink};
 use crate::auth::Principal;
 use crate::protocol::{Message, RunId, ThreadId};
 use async_trait::async_trait;
+use bytes::Bytes;
 use serde_json::Value;
 
 /// A run's place in the store: its thread's incarnation and its id.
@@ -73,6 +74,41 @@ pub struct RunStart<'a> {
     pub copied_at_ms: &'a [i64],
 }
 
+/// What a delegating run stores in the write that starts its child ([`RunLeases::begin_linked_run`]):
+/// its checkpoint, which marks the delegation started, and the events it sent that its event log
+/// lacks. Stored together with the child's start, or not at all, so a crash never leaves a child
+/// its parent does not know it started, nor a parent that says it started a child that never was.
+/// Its checkpoint holds what a [`RunCheckpoint`](super::RunCheckpoint) does (never a hand-off).
+#[derive(Debug, Clone, Copy)]
+pub struct ParentStep<'a> {
+    /// The parent run's lease (its version, run and epoch all checked).
+    pub lease: &'a Lease,
+    /// Appended to the parent's thread after what the run stored before.
+    pub new_messages: &'a [Message],
+    /// `Some` replaces the stored state.
+    pub state: Option<&'a Value>,
+    /// Replaces the parent thread's interrupt record; `None` removes it.
+    pub interrupts: Option<&'a Value>,
+    pub context: Option<&'a ContextUpdate>,
+    /// The agent's record of the parent run.
+    pub record: &'a str,
+    /// When the messages were stored (epoch ms).
+    pub at_ms: i64,
+    /// The parent's lease is renewed until then (epoch ms).
+    pub lease_until_ms: i64,
+    /// The sequence number of `events[0]` in the parent's event log.
+    pub events_from: u64,
+    pub events: &'a [Bytes],
+}
+
+/// A child's run begun by [`RunLeases::begin_linked_run`].
+#[derive(Debug, Clone)]
+pub struct LinkedRun {
+    pub lease: Lease,
+    /// The parent's thread version after its step, when one was stored with the start.
+    pub parent_version: Option<u64>,
+}
+
 /// What `finish_run` writes.
 #[derive(Debug, Clone)]
 pub struct RunFinish<'a> {
@@ -123,12 +159,16 @@ pub trait RunLeases: Send + Sync {
 
     /// [`begin_run`](Self::begin_run) for a sub-agent's new thread (`start.loaded` is `None`),
     /// linked to `parent` in the same write: only while `parent`'s thread (the same owner's, that
-    /// incarnation) exists and is not being deleted, else `NotFound`.
+    /// incarnation) exists and is not being deleted, else `NotFound`. With `step`, the parent's
+    /// checkpoint and pending events are stored atomically with it (under the parent's lease:
+    /// `LeaseLost` once another runner holds the parent's run): one write when they fit one
+    /// transaction; otherwise the events first, then the rest (see the DynamoDB store).
     async fn begin_linked_run(
         &self,
         start: RunStart<'_>,
         parent: &ThreadLink,
-    ) -> Result<Lease, StoreError>;
+        step: Option<ParentStep<'_>>,
+    ) -> Result<LinkedRun, StoreError>;
 
     /// Appends the run's output, stores the state, replaces the interrupt record and releases
     /// the lease, atomically; only while the lease is still held.

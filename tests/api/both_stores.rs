@@ -7,10 +7,12 @@ use std::sync::Arc;
 
 use crate::dynamo_local;
 
-/// One store under test; `table` is set for DynamoDB.
+/// One store under test; `table` and `dynamo` (the same store, for its call counts) are set
+/// for DynamoDB.
 pub(crate) struct Subject {
     pub(crate) store: Arc<dyn ThreadStore>,
     pub(crate) table: Option<(Client, String)>,
+    pub(crate) dynamo: Option<Arc<DynamoStore>>,
 }
 
 impl Subject {
@@ -18,15 +20,18 @@ impl Subject {
         Self {
             store: Arc::new(MemoryStore::new()),
             table: None,
+            dynamo: None,
         }
     }
 
     pub(crate) async fn dynamo() -> Self {
         let (client, table) = dynamo_local::new_table().await;
+        // With a TTL, so every write carries `expiresAt` as it does in production.
+        let dynamo = Arc::new(DynamoStore::new(client.clone(), table.clone(), 30));
         Self {
-            // With a TTL, so every write carries `expiresAt` as it does in production.
-            store: Arc::new(DynamoStore::new(client.clone(), table.clone(), 30)),
+            store: dynamo.clone(),
             table: Some((client, table)),
+            dynamo: Some(dynamo),
         }
     }
 }

@@ -10,21 +10,36 @@ use std::time::Duration;
 
 /// Runs the binary with `args` against DynamoDB Local and `table`; gives up after 60 s.
 async fn agui_lambda(args: &[&str], table: &str) -> Output {
+    agui_lambda_with(
+        args,
+        table,
+        &[
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_ACCESS_KEY_ID", "local"),
+            ("AWS_SECRET_ACCESS_KEY", "local"),
+            ("AWS_EC2_METADATA_DISABLED", "true"),
+        ],
+    )
+    .await
+}
+
+/// The same with `aws` as the only AWS settings besides the table and its endpoint.
+async fn agui_lambda_with(args: &[&str], table: &str, aws: &[(&str, &str)]) -> Output {
     let endpoint = dynamo_local::endpoint().await;
-    let command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agui-lambda"))
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agui-lambda"));
+    command
         .args(args)
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("PORT", "0")
         .env("THREADS_TABLE", table)
         .env("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "local")
-        .env("AWS_SECRET_ACCESS_KEY", "local")
-        .env("AWS_EC2_METADATA_DISABLED", "true")
         .env("RUST_LOG", "info")
-        .kill_on_drop(true)
-        .output();
+        .kill_on_drop(true);
+    for (name, value) in aws {
+        command.env(name, value);
+    }
+    let command = command.output();
     tokio::time::timeout(Duration::from_secs(60), command)
         .await
         .expect("agui-lambda exits within 60 s")
@@ -75,6 +90,24 @@ async fn create_table_twice_creates_then_accepts_the_existing_table() {
     assert_eq!(
         ttl.time_to_live_description().unwrap().attribute_name(),
         Some("expiresAt")
+    );
+}
+
+/// As docs/threads-and-quotas.md gives it: the table and a loopback endpoint, no AWS settings.
+#[tokio::test]
+async fn dynamodb_local_needs_nothing_but_the_table_and_its_endpoint() {
+    let table = fresh_name();
+    let created = agui_lambda_with(&["create-table"], &table, &[]).await;
+    assert!(created.status.success(), "{}", text(&created));
+    assert!(
+        text(&created).contains("table created"),
+        "{}",
+        text(&created)
+    );
+    assert!(
+        !text(&created).contains("IMDS"),
+        "no instance metadata asked: {}",
+        text(&created)
     );
 }
 

@@ -558,7 +558,7 @@ async fn a_crash_mid_child_frees_both_threads_within_their_lease_and_deleting_cl
         agent: "researcher".into(),
     };
     store
-        .begin_linked_run(dead_start(&owner, &child, &child_run, &said), &link)
+        .begin_linked_run(dead_start(&owner, &child, &child_run, &said), &link, None)
         .await
         .unwrap();
     // A link to a thread that is not there, or not the owner's, is refused.
@@ -569,14 +569,22 @@ async fn a_crash_mid_child_frees_both_threads_within_their_lease_and_deleting_cl
     let orphan = ThreadId::new_uuid();
     assert!(
         store
-            .begin_linked_run(dead_start(&owner, &orphan, &child_run, &said), &nowhere)
+            .begin_linked_run(
+                dead_start(&owner, &orphan, &child_run, &said),
+                &nowhere,
+                None,
+            )
             .await
             .is_err()
     );
     let mallory = Principal::new("mallory");
     assert!(
         store
-            .begin_linked_run(dead_start(&mallory, &orphan, &child_run, &said), &link)
+            .begin_linked_run(
+                dead_start(&mallory, &orphan, &child_run, &said),
+                &link,
+                None,
+            )
             .await
             .is_err()
     );

@@ -10,7 +10,11 @@
 //! models overshoot); a request to condense a summary with the same facts on one line, terse
 //! (`[fact] a; b; c`), which is as short as it gets: a fact survives any number of summaries if
 //! the server sends it to the summariser. A user message holding `[tool]` gets a call of
-//! `fetch_report`; anything else a short acknowledgement.
+//! `fetch_report`; one holding `[recall]` an answer that names every fact the request holds (as
+//! a model answers from what it was sent); anything else a short acknowledgement.
+//!
+//! Its refusal names the window as OpenAI's Chat Completions does, or, as OpenAI's Responses
+//! API, Bedrock and Ollama do, names none ([`Wording::Unnamed`]).
 
 use agui_lambda::testing::agent::{CONDENSE_MARKER, SUMMARY_MARKER};
 use serde_json::{Value, json};
@@ -55,6 +59,15 @@ struct Behaviour {
     fail_summaries: bool,
 }
 
+/// How the model words its refusal of a request over its window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wording {
+    /// OpenAI's Chat Completions: "This model's maximum context length is 8000 tokens. …".
+    Named,
+    /// OpenAI's Responses API: "Your input exceeds the context window of this model. …".
+    Unnamed,
+}
+
 pub(crate) struct WindowModel {
     pub url: String,
     seen: Arc<Mutex<Vec<Seen>>>,
@@ -64,6 +77,11 @@ pub(crate) struct WindowModel {
 
 impl WindowModel {
     pub(crate) async fn start(window: u64) -> Self {
+        Self::start_with(window, Wording::Named).await
+    }
+
+    /// A model whose refusals are worded as `wording` says.
+    pub(crate) async fn start_with(window: u64, wording: Wording) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/v1", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -76,7 +94,9 @@ impl WindowModel {
                     let (socket, _) = listener.accept().await.unwrap();
                     let seen = seen.clone();
                     let behaviour = behaviour.clone();
-                    tokio::spawn(async move { serve(socket, window, seen, behaviour).await });
+                    tokio::spawn(
+                        async move { serve(socket, (window, wording), seen, behaviour).await },
+                    );
                 }
             }
         });
@@ -100,7 +120,7 @@ impl WindowModel {
 
 async fn serve(
     mut socket: tokio::net::TcpStream,
-    window: u64,
+    (window, wording): (u64, Wording),
     seen: Arc<Mutex<Vec<Seen>>>,
     behaviour: Arc<Mutex<Behaviour>>,
 ) {
@@ -114,7 +134,7 @@ async fn serve(
     let (outcome, status, reply) = if let Some(error) = tool_order_error(&body) {
         ("invalid", 400, invalid_request(&error))
     } else if tokens > window {
-        ("overflow", 400, overflow(window, tokens))
+        ("overflow", 400, overflow(window, tokens, wording))
     } else if summary && fail_summaries {
         ("failed", 400, json!({"error": {"message": "the summariser is down today", "type": "invalid_request_error", "code": "test_failure"}}).to_string())
     } else {
@@ -248,9 +268,15 @@ fn invalid_request(message: &str) -> String {
     json!({"error": {"message": message, "type": "invalid_request_error", "param": "messages", "code": null}}).to_string()
 }
 
-fn overflow(window: u64, tokens: u64) -> String {
+fn overflow(window: u64, tokens: u64, wording: Wording) -> String {
+    let message = match wording {
+        Wording::Named => format!(
+            "This model's maximum context length is {window} tokens. However, your messages resulted in {tokens} tokens. Please reduce the length of the messages."
+        ),
+        Wording::Unnamed => "Your input exceeds the context window of this model. Please adjust your input and try again.".to_owned(),
+    };
     json!({"error": {
-        "message": format!("This model's maximum context length is {window} tokens. However, your messages resulted in {tokens} tokens. Please reduce the length of the messages."),
+        "message": message,
         "type": "invalid_request_error",
         "param": "messages",
         "code": "context_length_exceeded",
@@ -265,6 +291,10 @@ fn answer(body: &Value, tokens: u64, summary: bool) -> String {
     let mut frames = Vec::new();
     let finish = if summary {
         frames.push(json!({"content": summary_of(&messages)}));
+        "stop"
+    } else if last["role"] == "user" && content_text(&last["content"]).contains("[recall]") {
+        frames
+            .push(json!({"content": format!("You told me: {}.", facts_in(&messages).join("; "))}));
         "stop"
     } else if last["role"] == "user" && content_text(&last["content"]).contains("[tool]") {
         let call = format!("call_{}", messages.len());
@@ -289,6 +319,23 @@ fn answer(body: &Value, tokens: u64, summary: bool) -> String {
 /// The summariser's answer: every fact of the request, a bullet each; or, asked to condense, all
 /// of them on one line.
 fn summary_of(messages: &[Value]) -> String {
+    let facts = facts_in(messages);
+    let condense = messages
+        .iter()
+        .any(|message| content_text(&message["content"]).contains(CONDENSE_MARKER));
+    if condense {
+        format!("[fact] {}", facts.join("; "))
+    } else {
+        let bullets: Vec<String> = facts
+            .iter()
+            .map(|fact| format!("- [fact] {fact}"))
+            .collect();
+        format!("Facts:\n{}", bullets.join("\n"))
+    }
+}
+
+/// Every fact the messages state, once each, in the order they come.
+fn facts_in(messages: &[Value]) -> Vec<String> {
     let texts: Vec<String> = messages
         .iter()
         .map(|message| content_text(&message["content"]))
@@ -308,15 +355,7 @@ fn summary_of(messages: &[Value]) -> String {
             }
         }
     }
-    if texts.iter().any(|text| text.contains(CONDENSE_MARKER)) {
-        format!("[fact] {}", facts.join("; "))
-    } else {
-        let bullets: Vec<String> = facts
-            .iter()
-            .map(|fact| format!("- [fact] {fact}"))
-            .collect();
-        format!("Facts:\n{}", bullets.join("\n"))
-    }
+    facts
 }
 
 /// The fact a line states, without the transcript's speaker or a bullet.

@@ -1,9 +1,11 @@
 //! Carrying out a decision: the summariser called on the oldest whole turns (in chunks when they
-//! are more than it can read at once), a summary grown past its allowance condensed by the
-//! summariser, and, only when that fails too, the turns it could not summarise dropped with a
-//! note, the summary kept, so a thread is never stuck.
+//! are more than it can read at once, smaller again when it refuses one as too long), a summary
+//! grown past its allowance condensed by the summariser, and, only when that fails too, the
+//! turns it could not summarise dropped with a note, the summary kept, so a thread is never
+//! stuck.
 
-use super::estimate::text_tokens;
+use super::estimate::{messages_tokens, text_tokens};
+use super::learned::{LearnedWindows, Limit};
 use super::plan::Decision;
 use super::summary::{self, SummaryRejected};
 use super::view::ThreadView;
@@ -57,6 +59,16 @@ pub(crate) enum SummaryFailed {
     TooLarge,
     #[error("the context strategy is `window`: no summaries")]
     NotAsked,
+    /// The summariser refused a request as longer than its window; the limit it leaves.
+    #[error("the summariser refused a request as longer than its window")]
+    Overflow(Limit),
+}
+
+/// The model that summarises, and where what its refusals teach is kept.
+#[derive(Clone, Copy)]
+pub(crate) struct Summariser<'a> {
+    pub(crate) model: &'a dyn ModelProvider,
+    pub(crate) windows: &'a LearnedWindows,
 }
 
 /// How much the summariser may read and write.
@@ -66,6 +78,8 @@ pub(crate) struct SummaryBudget {
     pub(crate) read: u64,
     /// What the summary may take, in tokens: its allowance.
     pub(crate) write: u64,
+    /// What the summariser's refusals showed: no request is as large as one it refused.
+    pub(crate) limit: Limit,
 }
 
 impl SummaryBudget {
@@ -75,9 +89,14 @@ impl SummaryBudget {
         (self.write * 2).min(self.read / 2).max(self.write)
     }
 
-    /// What a request may take beside its answer.
+    /// What a request may take beside its answer: within the window, and less than any request
+    /// the summariser refused.
     fn room(self) -> u64 {
-        self.read.saturating_sub(self.answer_cap())
+        let cap = self.answer_cap();
+        let room = self.read.saturating_sub(cap);
+        self.limit
+            .input_limit(cap)
+            .map_or(room, |limit| room.min(limit))
     }
 
     /// The length a condensed summary is asked for: three quarters of the allowance, so the
@@ -94,7 +113,7 @@ impl SummaryBudget {
 /// Carries out `decision` on `view`. Only `Summarize` calls the model, and only when there is
 /// one: without, the oldest turns are dropped.
 pub(crate) async fn compact(
-    model: Option<&dyn ModelProvider>,
+    summariser: Option<Summariser<'_>>,
     decision: &Decision,
     view: &ThreadView<'_>,
     budget: SummaryBudget,
@@ -114,8 +133,10 @@ pub(crate) async fn compact(
         } => {
             let mut usage = Usage::default();
             let older = &view.messages[..cut];
-            let summarized = match model {
-                Some(model) => summarize(model, view.summary, older, budget, &mut usage).await,
+            let summarized = match summariser {
+                Some(summariser) => {
+                    summarize(summariser, view.summary, older, budget, &mut usage).await
+                }
                 None => Summarized {
                     summary: view.summary.map(str::to_owned),
                     covered: 0,
@@ -178,12 +199,13 @@ struct Summarized {
 }
 
 /// The running summary extended with `older`, in as many calls as it takes for each request to
-/// fit what the summariser may read; a summary over its allowance is condensed first.
+/// fit what the summariser may read; a summary over its allowance is condensed first. A request
+/// the summariser refuses as too long is made again smaller, within what the refusal taught.
 async fn summarize(
-    model: &dyn ModelProvider,
+    summariser: Summariser<'_>,
     previous: Option<&str>,
     older: &[Message],
-    budget: SummaryBudget,
+    mut budget: SummaryBudget,
     usage: &mut Usage,
 ) -> Summarized {
     let mut summarized = Summarized {
@@ -194,7 +216,14 @@ async fn summarize(
     // A summary made for a larger allowance (the window shrank, the prompt grew) is condensed
     // before it is extended.
     if let Some(over) = previous.filter(|previous| text_tokens(previous) > budget.write) {
-        match condense(model, over, budget, usage).await {
+        let condensed = loop {
+            match condense(summariser, over, budget, usage).await {
+                // Each refusal leaves less room: the next attempt fits or is `TooLarge`.
+                Err(SummaryFailed::Overflow(limit)) => budget.limit = limit,
+                other => break other,
+            }
+        };
+        match condensed {
             Ok(condensed) => summarized.summary = Some(condensed),
             Err(error) => {
                 summarized.failed = Some(error);
@@ -206,7 +235,7 @@ async fn summarize(
         let rest = &older[summarized.covered..];
         let chunk = chunk_len(summarized.summary.as_deref(), rest, budget);
         match extend(
-            model,
+            summariser,
             summarized.summary.as_deref(),
             &rest[..chunk],
             budget,
@@ -218,6 +247,8 @@ async fn summarize(
                 summarized.summary = Some(summary);
                 summarized.covered += chunk;
             }
+            // The same messages again, in smaller chunks.
+            Err(SummaryFailed::Overflow(limit)) => budget.limit = limit,
             Err(error) => {
                 summarized.failed = Some(error);
                 break;
@@ -229,7 +260,7 @@ async fn summarize(
 
 /// `previous` extended with `messages`; an answer over the allowance is condensed.
 async fn extend(
-    model: &dyn ModelProvider,
+    summariser: Summariser<'_>,
     previous: Option<&str>,
     messages: &[Message],
     budget: SummaryBudget,
@@ -239,16 +270,18 @@ async fn extend(
         return Err(SummaryFailed::TooLarge);
     }
     let request = summary::request(previous, messages, budget.write, budget.max_tokens());
-    let answer = ask(model, &request, usage).await?;
+    let answer = ask(summariser, &request, usage).await?;
     match summary::accept(&answer, budget.write) {
-        Err(SummaryRejected::TooLong { .. }) => condense(model, answer.trim(), budget, usage).await,
+        Err(SummaryRejected::TooLong { .. }) => {
+            condense(summariser, answer.trim(), budget, usage).await
+        }
         accepted => Ok(accepted?),
     }
 }
 
 /// `summary`, over its allowance, rewritten by the summariser within it.
 async fn condense(
-    model: &dyn ModelProvider,
+    summariser: Summariser<'_>,
     summary: &str,
     budget: SummaryBudget,
     usage: &mut Usage,
@@ -257,7 +290,7 @@ async fn condense(
         return Err(SummaryFailed::TooLarge);
     }
     let request = summary::condense_request(summary, budget.condensed(), budget.max_tokens());
-    let answer = ask(model, &request, usage).await?;
+    let answer = ask(summariser, &request, usage).await?;
     Ok(summary::accept(&answer, budget.write)?)
 }
 
@@ -273,7 +306,29 @@ fn chunk_len(previous: Option<&str>, rest: &[Message], budget: SummaryBudget) ->
 }
 
 /// The summariser's whole answer to `request`; its usage is added to `usage` even when it fails.
+/// A refusal as too long teaches the summariser's limit (`Overflow`).
 async fn ask(
+    summariser: Summariser<'_>,
+    request: &crate::model::ModelRequest,
+    usage: &mut Usage,
+) -> Result<String, SummaryFailed> {
+    match answer(summariser.model, request, usage).await {
+        Err(SummaryFailed::Model(ModelError::ContextOverflow(refusal))) => {
+            let input = request.system.as_deref().map_or(0, text_tokens)
+                + messages_tokens(&request.messages);
+            let reserve = request.sampling.max_tokens.map_or(0, u64::from);
+            let limit =
+                summariser
+                    .windows
+                    .learn(&summariser.model.identity(), &refusal, input, reserve);
+            Err(SummaryFailed::Overflow(limit))
+        }
+        other => other,
+    }
+}
+
+/// The model's whole answer to `request`, its usage added to `usage`.
+async fn answer(
     model: &dyn ModelProvider,
     request: &crate::model::ModelRequest,
     usage: &mut Usage,
@@ -328,7 +383,16 @@ mod tests {
     const BUDGET: SummaryBudget = SummaryBudget {
         read: 8_000,
         write: 100,
+        limit: Limit::NONE,
     };
+
+    /// The summariser on `model`, knowing nothing of its window yet.
+    fn summariser(model: &ScriptedModel) -> Option<Summariser<'_>> {
+        Some(Summariser {
+            model,
+            windows: Box::leak(Box::default()),
+        })
+    }
 
     fn prompt_of(request: &crate::model::ModelRequest) -> String {
         match &request.messages[0] {
@@ -350,9 +414,14 @@ mod tests {
             cut: 4,
             cleared_before: 0,
         };
-        let compacted = compact(Some(&model), &decision, &view(messages, previous), BUDGET)
-            .await
-            .unwrap();
+        let compacted = compact(
+            summariser(&model),
+            &decision,
+            &view(messages, previous),
+            BUDGET,
+        )
+        .await
+        .unwrap();
         let prompts = model.requests().iter().map(prompt_of).collect();
         (compacted, prompts)
     }
@@ -424,16 +493,74 @@ mod tests {
         let budget = SummaryBudget {
             read: room + 200,
             write: 100,
+            limit: Limit::NONE,
         };
-        let compacted = compact(Some(&model), &decision, &view(&messages, None), budget)
-            .await
-            .unwrap();
+        let compacted = compact(
+            summariser(&model),
+            &decision,
+            &view(&messages, None),
+            budget,
+        )
+        .await
+        .unwrap();
         assert_eq!(model.requests().len(), 2);
         assert_eq!(compacted.how, How::Dropped);
         assert_eq!(compacted.covers, 90);
         assert_eq!(
             compacted.summary.as_deref(),
             Some(format!("Codes 0 to 19.\n[40{DROPPED_NOTE_END}").as_str())
+        );
+    }
+
+    #[tokio::test]
+    async fn a_request_refused_as_too_long_is_summarised_again_in_smaller_parts_and_nothing_dropped()
+     {
+        let messages = turns(40);
+        let too_long = crate::model::Refusal::new(
+            Some("context_length_exceeded".to_owned()),
+            "Your input exceeds the context window of this model.",
+        );
+        let model = ScriptedModel::new([
+            ScriptedTurn::Refuse(ModelError::ContextOverflow(too_long)),
+            ScriptedTurn::text("Codes 0 to 19."),
+            ScriptedTurn::text("Codes 0 to 39."),
+        ]);
+        let decision = Decision::Summarize {
+            cut: 80,
+            cleared_before: 0,
+        };
+        // The window is not known: the first request takes every turn, and is refused.
+        let windows = LearnedWindows::default();
+        let budget = SummaryBudget {
+            read: 32_000,
+            write: 100,
+            limit: Limit::NONE,
+        };
+        let summariser = Summariser {
+            model: &model,
+            windows: &windows,
+        };
+        let compacted = compact(Some(summariser), &decision, &view(&messages, None), budget)
+            .await
+            .unwrap();
+        assert_eq!(compacted.how, How::Summarized);
+        assert_eq!(compacted.covers, 90, "every turn summarised");
+        assert_eq!(compacted.summary.as_deref(), Some("Codes 0 to 39."));
+        let sizes: Vec<u64> = model
+            .requests()
+            .iter()
+            .map(|request| text_tokens(&prompt_of(request)))
+            .collect();
+        assert_eq!(sizes.len(), 3);
+        assert!(
+            sizes[1] < sizes[0] && sizes[2] < sizes[0],
+            "each part is smaller than what was refused: {sizes:?}"
+        );
+        // The model's limit is kept for the next compaction.
+        let limit = windows.limit(&model.identity());
+        assert!(
+            limit.input_limit(200).unwrap() < sizes[0] + 500,
+            "{limit:?}"
         );
     }
 

@@ -1,16 +1,19 @@
 //! The model's view of a long thread: how large the model's window is, how large the thread has
 //! grown, and the compaction that keeps it under the window (a part too large cut, old tool
 //! results cleared, the oldest turns summarised or dropped). It changes what the model is sent,
-//! never what the thread holds.
+//! never what the thread holds. A window the configuration does not tell is learned from the
+//! model's refusals.
 
 pub(crate) mod compact;
 pub(crate) mod estimate;
+mod learned;
 pub(crate) mod plan;
 pub(crate) mod summary;
 pub(crate) mod view;
 mod window;
 
 pub(crate) use compact::Compacted;
+pub(crate) use learned::LearnedWindows;
 pub(crate) use window::{ContextWindow, DEFAULT_RESERVE_TOKENS, known_window};
 
 /// What a run does when a thread grows toward the model's window.
@@ -56,6 +59,7 @@ impl ContextSettings {
                 .unwrap_or(window::UNKNOWN_MODEL_TOKENS),
             reserve,
             compact_at: self.compact_at,
+            input_limit: None,
         }
     }
 }

@@ -159,6 +159,7 @@ mod tests {
             tokens: 8_000,
             reserve: 1_000,
             compact_at: 0.7,
+            input_limit: None,
         }
     }
 
@@ -254,6 +255,7 @@ mod tests {
             tokens: 8_000,
             reserve: 4_096,
             compact_at: 0.7,
+            input_limit: None,
         };
         assert_eq!(small.target(), 1_952);
         assert_eq!(summary_allowance(&small, 300), (1_952 - 300) * 2 / 3);

@@ -9,6 +9,8 @@ pub(crate) const UNKNOWN_MODEL_TOKENS: u32 = 32_000;
 /// The output reserve when neither the request nor the configuration caps the answer.
 pub(crate) const DEFAULT_RESERVE_TOKENS: u32 = 4_096;
 
+use super::learned::Limit;
+
 /// Cross-region inference-profile prefixes Bedrock puts before a model id.
 const REGION_PREFIXES: [&str; 6] = ["us.", "eu.", "apac.", "jp.", "au.", "global."];
 
@@ -60,16 +62,33 @@ pub(crate) struct ContextWindow {
     pub(crate) reserve: u32,
     /// The fraction of `tokens - reserve` past which the thread is compacted before the call.
     pub(crate) compact_at: f64,
+    /// Less than the smallest input the provider refused, when it refused one: the prompt
+    /// never takes as much.
+    pub(crate) input_limit: Option<u64>,
 }
 
 impl ContextWindow {
     /// What the prompt may take: the window less the answer's reserve (at least a quarter of
-    /// the window, so a huge output limit cannot leave nothing for the prompt).
+    /// the window, so a huge output limit cannot leave nothing for the prompt), and less than
+    /// any input the provider refused.
     pub(crate) fn budget(&self) -> u64 {
         let floor = u64::from(self.tokens) / 4;
-        u64::from(self.tokens)
+        let budget = u64::from(self.tokens)
             .saturating_sub(u64::from(self.reserve))
-            .max(floor)
+            .max(floor);
+        self.input_limit.map_or(budget, |limit| budget.min(limit))
+    }
+
+    /// This window within what the model's refusals showed: no larger than a window one named,
+    /// the prompt below any input refused.
+    pub(crate) fn within(self, limit: &Limit) -> Self {
+        Self {
+            tokens: limit
+                .named
+                .map_or(self.tokens, |named| self.tokens.min(named)),
+            input_limit: limit.input_limit(u64::from(self.reserve)),
+            ..self
+        }
     }
 
     /// The estimate past which the thread is compacted before the model call.
@@ -115,6 +134,7 @@ mod tests {
             tokens: 8_000,
             reserve: 1_000,
             compact_at: 0.7,
+            input_limit: None,
         };
         assert_eq!(window.budget(), 7_000);
         assert_eq!(window.trigger(), 4_900);
@@ -128,5 +148,11 @@ mod tests {
             2_000,
             "a quarter of the window stays for the prompt"
         );
+        let refused = ContextWindow {
+            input_limit: Some(5_000),
+            ..window
+        };
+        assert_eq!(refused.budget(), 5_000, "below what was refused");
+        assert_eq!(refused.trigger(), 3_500);
     }
 }

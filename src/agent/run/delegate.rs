@@ -10,8 +10,8 @@ use super::{Emitter, PreparedRun};
 use crate::agent::Agent;
 use crate::agent::spans::ToolSpan;
 use crate::agent::subagents::{
-    self, ChildAgent, ChildCall, Delegated, Delegation, DelegationEnd, ProfileChild, ResumedChild,
-    Retagger, Subagent, SubagentTarget, Visibility,
+    self, ChildAgent, ChildCall, Delegated, Delegation, DelegationEnd, FoldedStep, ProfileChild,
+    ResumedChild, Retagger, Subagent, SubagentTarget, Visibility,
 };
 use crate::agent::tools::{ToolError, ToolOutput};
 use crate::agent::turn::TurnCall;
@@ -43,6 +43,10 @@ pub(super) struct Delegator {
     allowed: u32,
     /// The A2A context each sub-agent last had in this thread: a new delegation continues it.
     contexts: std::collections::HashMap<String, String>,
+    /// The run's step, stored with the start of the first profile child of the batch.
+    step: Option<FoldedStep>,
+    /// Opens once the run's step is stored: the batch's other delegations start after it.
+    gate: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 /// A delegation's outcome with the parent's call it answers.
@@ -82,6 +86,8 @@ impl PreparedRun {
                 .max_per_run
                 .saturating_sub(self.progress.summary.subagent_runs),
             contexts: subagents::remote_contexts(&self.progress.history),
+            step: None,
+            gate: None,
         }
     }
 
@@ -174,6 +180,13 @@ impl PreparedRun {
 }
 
 impl Delegator {
+    /// The first profile child of the next batch stores `step` with its start; the batch's
+    /// other delegations wait for `gate`.
+    pub(super) fn carry(&mut self, step: FoldedStep, gate: tokio::sync::watch::Receiver<bool>) {
+        self.step = Some(step);
+        self.gate = Some(gate);
+    }
+
     /// Runs the calls side by side; each outcome with its call, in call order.
     pub(super) async fn run(
         &mut self,
@@ -185,12 +198,28 @@ impl Delegator {
         self.allowed = self
             .allowed
             .saturating_sub(u32::try_from(calls.len()).unwrap_or(u32::MAX));
+        let carrier = calls
+            .iter()
+            .take(allowed)
+            .position(|call| self.starts_a_profile(call));
+        // Without a profile child to carry it, the step goes back to the run at once.
+        let mut step = self.step.take().filter(|_| carrier.is_some());
+        let gate = self.gate.take();
         let this = &*self;
         let mut started = Vec::with_capacity(calls.len());
         for (index, call) in calls.iter().enumerate() {
+            let carried = if Some(index) == carrier {
+                step.take()
+            } else {
+                None
+            };
+            let mut gate = gate.clone().filter(|_| Some(index) != carrier);
             started.push(async move {
+                if let Some(gate) = gate.as_mut() {
+                    let _ = gate.wait_for(|open| *open).await;
+                }
                 let delegated = if index < allowed {
-                    this.start(call, parent_message_id, out).await
+                    this.start(call, parent_message_id, out, carried).await
                 } else {
                     refused(
                         &call.name,
@@ -204,12 +233,21 @@ impl Delegator {
         futures_util::future::join_all(started).await
     }
 
-    /// One call of a sub-agent, traced as a tool call.
+    /// Whether `call` starts a profile of ours as a child (a new thread).
+    fn starts_a_profile(&self, call: &TurnCall) -> bool {
+        self.agent
+            .subagent(&call.name)
+            .is_some_and(|subagent| matches!(subagent.target, SubagentTarget::Profile(_)))
+    }
+
+    /// One call of a sub-agent, traced as a tool call; `step`, the run's, stored with its
+    /// child's start.
     async fn start(
         &self,
         call: &TurnCall,
         parent_message_id: Option<&MessageId>,
         out: &Emitter<'_>,
+        step: Option<FoldedStep>,
     ) -> Delegated {
         let Some(subagent) = self.agent.subagent(&call.name) else {
             return refused(&call.name, "UNKNOWN_AGENT", "no such sub-agent");
@@ -229,6 +267,7 @@ impl Delegator {
         };
         let mut delegation = delegation;
         delegation.call.task = Some(task);
+        delegation.call.step = step;
         traced_delegation(call, delegation, out).await
     }
 
@@ -319,6 +358,7 @@ impl Delegator {
             stop: self.stop.child_token(),
             context_id: self.contexts.get(&subagent.name).cloned(),
             remote: None,
+            step: None,
         };
         let confirm = self.confirm_tool.as_ref().map(|tool| tool.name.clone());
         Ok(Delegation {

@@ -44,6 +44,9 @@ impl PreparedRun {
             result = Err(RunFailure::Store(StoreError::LeaseLost));
         }
         self.save(&mut result).await;
+        if let Some(failed) = self.abandoned_surface() {
+            live.push(failed);
+        }
         let terminal = self.terminal_event(&result);
         self.progress.summary.outcome = RunOutcomeKind::of(&result);
         live.push(terminal);

@@ -4,7 +4,7 @@
 
 use super::outcome::RunFailure;
 use super::{Emitter, PreparedRun};
-use crate::agent::context::compact::{SummaryBudget, compact};
+use crate::agent::context::compact::{Summariser, SummaryBudget, compact};
 use crate::agent::context::estimate::{message_tokens, messages_tokens, text_tokens};
 use crate::agent::context::plan::{self, Decision, Fixed};
 use crate::agent::context::view::{PartLimit, ThreadView};
@@ -77,7 +77,7 @@ impl Pressure {
     /// From the provider's refusal of a request estimated at `estimated` input tokens: three
     /// quarters of that, and no more than the window the refusal names (less the answer's
     /// `reserve`).
-    pub(super) fn after(refusal: &Refusal, estimated: u64, reserve: u32) -> Self {
+    fn after(refusal: &Refusal, estimated: u64, reserve: u32) -> Self {
         let named = refusal.window().map_or(u64::MAX, |window| {
             u64::from(window).saturating_sub(u64::from(reserve))
         });
@@ -104,7 +104,9 @@ impl PreparedRun {
     ) -> Result<Fitted, RunFailure> {
         let mut request = ModelRequest {
             system: self.request.system.clone(),
-            tools: self.agent.tool_specs(&self.request.client_tools),
+            tools: self
+                .agent
+                .tool_specs(&self.request.client_tools, self.request.a2ui.as_ref()),
             sampling: self.request.sampling.clone(),
             cache_key: Some(self.lease.thread_id.to_string()),
             ..ModelRequest::default()
@@ -148,6 +150,20 @@ impl PreparedRun {
         Ok(Fitted { request, estimated })
     }
 
+    /// The provider refused a request estimated at `estimated` input tokens as too long: its
+    /// window is learned for every later run, and this call is retried under the pressure it
+    /// leaves.
+    pub(super) fn refused(&self, refusal: &Refusal, estimated: u64) -> Pressure {
+        let reserve = self.reserve();
+        self.agent.windows.learn(
+            &self.agent.model.identity(),
+            refusal,
+            estimated,
+            u64::from(reserve),
+        );
+        Pressure::after(refusal, estimated, reserve)
+    }
+
     /// After a model call that reported `input_tokens`: the count the next estimate starts from.
     pub(super) fn note_input_tokens(&mut self, input_tokens: u64) {
         let context = &mut self.progress.context;
@@ -162,11 +178,15 @@ impl PreparedRun {
         });
     }
 
-    /// The model's window with the answer's reserve, or the smaller one `pressure` leaves.
+    /// The model's window with the answer's reserve, within what its refusals showed, or the
+    /// smaller one `pressure` leaves.
     fn window(&self, pressure: Option<Pressure>) -> ContextWindow {
         let reserve = self.reserve();
         let settings = self.agent.settings.context;
-        let mut window = settings.window(&self.agent.model.identity().model, reserve);
+        let model = self.agent.model.identity();
+        let mut window = settings
+            .window(&model.model, reserve)
+            .within(&self.agent.windows.limit(&model));
         if let Some(pressure) = pressure {
             // The input alone: what the provider refused had the reserve beside it already.
             let tokens = u32::try_from(pressure.input_tokens).unwrap_or(u32::MAX);
@@ -231,14 +251,13 @@ impl PreparedRun {
             ContextStrategy::Summarize => Some(self.summarizer()),
             ContextStrategy::Window | ContextStrategy::Off => None,
         };
-        // The summariser's own request and answer are bounded by the model's window, not by
-        // what the compacted request may take (nor by a refusal's guess at it).
-        let budget = SummaryBudget {
-            read: u64::from(self.window(None).tokens),
-            write: fixed.summary_allowance,
-        };
+        let budget = self.summary_budget(summarizer.as_deref(), fixed.summary_allowance);
+        let summariser = summarizer.as_deref().map(|model| Summariser {
+            model,
+            windows: &self.agent.windows,
+        });
         let span = crate::agent::spans::compaction(&decision);
-        let compacted = compact(summarizer.as_deref(), &decision, &view, budget)
+        let compacted = compact(summariser, &decision, &view, budget)
             .instrument(span)
             .await;
         let Some(compacted) = compacted else {
@@ -249,6 +268,30 @@ impl PreparedRun {
         self.apply(compacted, before, out, fixed, limit);
         if let Some(model) = summarizer {
             self.progress.summary.add_usage(&model.identity(), usage);
+        }
+    }
+
+    /// What the summariser may read and write: its request and answer are bounded by its
+    /// model's window (within what that model's refusals showed), not by what the compacted
+    /// request may take (nor by this call's pressure); its summary by `allowance`.
+    fn summary_budget(
+        &self,
+        summarizer: Option<&dyn crate::model::ModelProvider>,
+        allowance: u64,
+    ) -> SummaryBudget {
+        let model =
+            summarizer.map_or_else(|| self.agent.model.identity(), |model| model.identity());
+        let limit = self.agent.windows.limit(&model);
+        let window = self
+            .agent
+            .settings
+            .context
+            .window(&model.model, 0)
+            .within(&limit);
+        SummaryBudget {
+            read: u64::from(window.tokens),
+            write: allowance,
+            limit,
         }
     }
 

@@ -156,14 +156,18 @@ impl PreparedRun {
                 hand_off,
             })
             .await?;
-        let stored = new_messages.len();
+        self.checkpointed(version, new_messages.len());
+        Ok(())
+    }
+
+    /// A checkpoint that stored `stored` messages left the thread at `version`.
+    pub(super) fn checkpointed(&mut self, version: u64, stored: usize) {
         self.lease.version = version;
         self.lease.next_seq += stored;
         self.lease.input_messages += stored;
         self.lease.checkpointed = true;
         self.progress.stored += stored;
         self.progress.saved_state = self.progress.state.clone();
-        Ok(())
     }
 
     /// Lets the run go to its next runner: the events recorded, the checkpoint that lets the

@@ -68,6 +68,9 @@ pub(super) struct StoredRequest {
     /// What the run took from its caller's quota, settled once, at its end.
     pub(super) reserved_day: String,
     pub(super) reserved_tokens: u64,
+    /// The A2UI render tool it offers, and its catalog.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) a2ui: Option<crate::genui::a2ui::Offer>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -398,6 +401,7 @@ impl PreparedRun {
                 received_at_ms: request.received_at_ms.unwrap_or(received_at_ms),
                 reserved_day: self.reservation.day.clone(),
                 reserved_tokens: self.reservation.reserved_tokens,
+                a2ui: request.a2ui.clone(),
             },
             progress: StoredProgress {
                 steps: progress.summary.steps,

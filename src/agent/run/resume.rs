@@ -102,6 +102,8 @@ impl PreparedRun {
             depth: stored.depth,
             visibility: stored.visibility,
             repeat_only: false,
+            a2ui: stored.a2ui,
+            said: None,
         };
         let (time_to_first_byte_ms, first_output_ms) =
             (counted.time_to_first_byte_ms, counted.first_output_ms);

@@ -2,7 +2,8 @@
 //! each followed by its tool calls, until the model answers without calling a server tool, the
 //! calls wait for the client or a person, or the steps run out.
 
-use super::fit::{Fitted, Pressure};
+use super::fit::Fitted;
+use super::fold::Folding;
 use super::gate::{Ask, Gated};
 use super::outcome::{RunEnd, RunFailure};
 use super::record::{Phase, ToolPlan};
@@ -10,6 +11,7 @@ use super::resume::Next;
 use super::{Emitter, PreparedRun};
 use crate::agent::context::ContextStrategy;
 use crate::agent::spans::{ChatEnd, ChatSpan};
+use crate::agent::subagents::FoldedStep;
 use crate::agent::turn::{TurnAssembler, TurnCall};
 use crate::model::{ModelError, ModelRequest};
 use crate::protocol::{Event, Message, MessageId, ToolCall, ToolCallId};
@@ -178,6 +180,9 @@ impl PreparedRun {
                 self.progress.history.clone()
             };
             out.emit(Event::MessagesSnapshot { messages });
+        } else if let Some(said) = &self.request.said {
+            // A click on a surface: what the server made of it, where the client shows it.
+            super::surfaces::say(out, said);
         }
         Ok(())
     }
@@ -335,9 +340,16 @@ impl PreparedRun {
             }
             plan.started = batch.iter().map(|call| call.id.clone()).collect();
             self.progress.phase = Phase::Tools(Box::new(plan.clone()));
-            self.checkpoint(out).await?;
+            // A profile's child stores the run's checkpoint with its own start.
+            let folding = if self.folds(&batch) {
+                Some(self.folded_step(out).await?)
+            } else {
+                self.checkpoint(out).await?;
+                None
+            };
             self.segment.steps += 1;
-            self.run_batch(out, &batch, &mut plan, stop).await?;
+            self.run_batch(out, &batch, &mut plan, stop, folding)
+                .await?;
             plan.pending.retain(|call| !plan.started.contains(&call.id));
             plan.started.clear();
             self.progress.phase = Phase::Tools(Box::new(plan.clone()));
@@ -377,12 +389,24 @@ impl PreparedRun {
         batch: &[TurnCall],
         plan: &mut ToolPlan,
         stop: &CancellationToken,
+        folding: Option<(FoldedStep, Folding)>,
     ) -> Result<(), RunFailure> {
         let (delegations, server): (Vec<&TurnCall>, Vec<&TurnCall>) = batch
             .iter()
             .partition(|call| self.agent.subagent(&call.name).is_some());
         let mut delegator = self.delegator(stop);
+        let folding = folding.map(|(step, folding)| {
+            delegator.carry(step, folding.gate());
+            folding
+        });
         let parent_message_id = plan.parent_message_id.clone();
+        let delegating = delegator.run(&delegations, parent_message_id.as_ref(), out);
+        let mut delegating = std::pin::pin!(delegating);
+        // The server calls start once the step that says they started is stored.
+        let ended = match folding {
+            Some(folding) => self.step_stored(folding, &mut delegating, out).await?,
+            None => None,
+        };
         let (results, delegated) = tokio::join!(
             async {
                 tokio::select! {
@@ -391,7 +415,12 @@ impl PreparedRun {
                     results = self.run_tools(&server, stop) => results,
                 }
             },
-            delegator.run(&delegations, parent_message_id.as_ref(), out),
+            async {
+                match ended {
+                    Some(delegated) => delegated,
+                    None => delegating.await,
+                }
+            },
         );
         let settled: Vec<ToolCallId> = delegated.iter().map(|(id, _)| id.clone()).collect();
         plan.held.extend(self.settle_delegations(delegated));
@@ -473,7 +502,7 @@ impl PreparedRun {
                 }
                 Err(RunFailure::Overflow(refusal)) if pressure.is_none() => {
                     tracing::warn!(%refusal, estimated, "the model refused the request as too long: compacting harder");
-                    pressure = Some(Pressure::after(&refusal, estimated.max(1), self.reserve()));
+                    pressure = Some(self.refused(&refusal, estimated.max(1)));
                 }
                 Err(RunFailure::Overflow(refusal)) => {
                     tracing::warn!(%refusal, estimated, "the model refused the compacted request as too long");
@@ -523,6 +552,7 @@ impl PreparedRun {
             }
         };
         let mut events = Vec::new();
+        let mut surfaces = super::surfaces::SurfaceWatch::new(self.request.a2ui.is_some());
         loop {
             let next = tokio::select! {
                 biased;
@@ -546,6 +576,7 @@ impl PreparedRun {
             }
             chat.observe(&delta);
             turn.push(delta, used_call_ids, &mut events);
+            surfaces.watch(&mut events, &self.progress.history);
             out.emit_all(&mut events);
         }
         Ok(TurnEnd::Done(turn))

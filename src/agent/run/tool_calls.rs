@@ -30,13 +30,29 @@ type CallOutcome = Option<Result<ToolOutput, ToolError>>;
 impl PreparedRun {
     /// Runs server tools (and answers unknown ones): those that may run in parallel together,
     /// then the others one at a time, in call order; each sees the state as it was when they
-    /// began.
+    /// began. A2UI render calls are answered in place (checked, painted or refused).
     /// Results come back in call order as `tool` messages.
     pub(super) async fn run_tools(
         &mut self,
         calls: &[&TurnCall],
         stop: &CancellationToken,
     ) -> Result<Vec<ToolResult>, RunFailure> {
+        if calls.iter().any(|call| self.renders(&call.name)) {
+            let (renders, others): (Vec<&TurnCall>, Vec<&TurnCall>) =
+                calls.iter().partition(|call| self.renders(&call.name));
+            let mut ran = Box::pin(self.run_tools(&others, stop)).await?.into_iter();
+            let mut rendered = renders.iter().filter_map(|call| self.render_result(call));
+            return Ok(calls
+                .iter()
+                .filter_map(|call| {
+                    if self.renders(&call.name) {
+                        rendered.next()
+                    } else {
+                        ran.next()
+                    }
+                })
+                .collect());
+        }
         // A child: a tool can see the run stop, but cannot stop it.
         let context = ToolContext::new(
             self.lease.thread_id.clone(),
@@ -126,21 +142,34 @@ impl PreparedRun {
         Ok(())
     }
 
-    /// Streams a tool result and adds it to the history.
+    /// Streams a tool result (after what it paints, for a render call's) and adds it to the
+    /// history.
     pub(super) fn record_result(&mut self, out: &Emitter<'_>, result: ToolResult) {
-        out.emit(Event::ToolCallResult {
-            message_id: result.id.clone(),
-            tool_call_id: result.tool_call_id.clone(),
-            content: result.content.clone(),
-            role: ToolRole::Tool,
-        });
-        self.progress.keep(Message::Tool {
+        let message = Message::Tool {
             id: result.id,
             tool_call_id: result.tool_call_id,
             content: result.content,
             error: result.error,
             metadata: result.metadata,
-        });
+        };
+        if let Some(shown) = Self::shown_with(&message) {
+            out.emit(shown);
+        }
+        if let Message::Tool {
+            id,
+            tool_call_id,
+            content,
+            ..
+        } = &message
+        {
+            out.emit(Event::ToolCallResult {
+                message_id: id.clone(),
+                tool_call_id: tool_call_id.clone(),
+                content: content.clone(),
+                role: ToolRole::Tool,
+            });
+        }
+        self.progress.keep(message);
     }
 
     /// Streams the state changes the step's tools made.

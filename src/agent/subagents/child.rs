@@ -45,6 +45,9 @@ pub(crate) struct ChildCall {
     pub(crate) context_id: Option<String>,
     /// The remote task a suspended child waits on, when the child continues.
     pub(crate) remote: Option<RemoteTask>,
+    /// The delegating run's step, for a child whose start can store it (a profile's new
+    /// thread); any other child drops it, and the run then stores its step itself.
+    pub(crate) step: Option<super::FoldedStep>,
 }
 
 /// One thing a child says.

@@ -10,6 +10,7 @@ mod delegation;
 mod record;
 mod remote;
 mod retag;
+mod step;
 
 pub(crate) use a2a::{A2aAgent, A2aAgentSettings, shared_client};
 pub(crate) use child::{ChildAgent, ChildCall, ChildError, ChildStream, ProfileChild, child_event};
@@ -21,6 +22,7 @@ use record::is_child_id;
 pub(crate) use record::{ResumedChild, SuspendedChild, child_messages, remote_contexts};
 pub(crate) use remote::{RemoteAgent, RemoteAgentSettings};
 pub(crate) use retag::Retagger;
+pub(crate) use step::{FoldedStep, StepData, StepOutcome};
 
 use crate::model::ToolSpec;
 use std::sync::Arc;

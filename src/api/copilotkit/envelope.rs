@@ -48,7 +48,7 @@ impl App {
             Call::Transcribe { body } => (Method::POST, "/transcribe".to_owned(), Some(body)),
             Call::Resource { path, method, body } => {
                 let method = Method::from_bytes(method.as_bytes())
-                    .map_err(|_| ApiError::MethodNotAllowed)?;
+                    .map_err(|_| ApiError::UnreadableBody("httpMethod is not an HTTP method"))?;
                 (method, path, body)
             }
         };

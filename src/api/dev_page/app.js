@@ -6,8 +6,10 @@
 // MEMORY=on, Memories lists what the agent keeps about the caller (GET memories), each with a
 // delete button (DELETE memories/{id}), and Forget everything (DELETE memories). A sub-agent's
 // work (SUBAGENT_STARTED, then events tagged with its subagentRunId) is shown indented under
-// the tool call that delegated to it.
+// the tool call that delegated to it. A2UI surfaces (`a2ui-surface` activities) are painted by
+// a2ui.js; a click on one starts a run with `forwardedProps.a2uiAction`.
 import { renderMarkdown } from "./markdown.js";
+import { ACTIVITY_TYPE, keptSurface, paintActivity } from "./a2ui.js";
 
 // The AG-Kit send-message protocol's frontend tool, exactly as that protocol defines it (parameters as its JSON string).
 const CHANGE_BACKGROUND = {
@@ -185,8 +187,11 @@ function renderMessage(message) {
       }
       break;
     }
+    case "activity":
+      if (message.activityType === ACTIVITY_TYPE) paintActivity(nodeFor(message), message.content, sendAction);
+      break;
     default:
-      break; // system, developer and activity messages are not shown
+      break; // system, developer and other activity messages are not shown
   }
   scrollDown();
 }
@@ -195,7 +200,7 @@ function renderCall(container, call) {
   let node = container.querySelector(`[data-tool-call-id="${CSS.escape(call.id)}"]`);
   if (!node) {
     node = element("details", "tool-call");
-    node.open = true;
+    node.open = call.function.name !== "render_a2ui"; // the surface itself is shown below
     node.dataset.toolCallId = call.id;
     const summary = element("summary");
     summary.append("tool call ", element("span", "tool-name", call.function.name));
@@ -254,12 +259,12 @@ function handleEvent(event) {
       state.held = state.sentLast ?? state.held;
       break;
     case "MESSAGES_SNAPSHOT":
-      state.messages = event.messages.map((m) => ({ ...m }));
+      state.messages = withKeptSurfaces(event.messages.map((m) => ({ ...m })));
       renderAll();
       break;
     case "TEXT_MESSAGE_START":
       // A rejoined run replays from its start: the message starts over.
-      renderMessage(upsert(tagged(event, { id: event.messageId, role: "assistant", content: "" })));
+      renderMessage(upsert(tagged(event, { id: event.messageId, role: event.role ?? "assistant", content: "" })));
       break;
     case "TEXT_MESSAGE_CONTENT":
     case "TEXT_MESSAGE_CHUNK": {
@@ -310,6 +315,10 @@ function handleEvent(event) {
     }
     case "TOOL_CALL_RESULT":
       renderMessage(upsert(tagged(event, { id: event.messageId, role: "tool", toolCallId: event.toolCallId, content: event.content })));
+      break;
+    case "ACTIVITY_SNAPSHOT":
+      if (event.activityType !== ACTIVITY_TYPE) break;
+      renderMessage(upsert(tagged(event, { id: event.messageId, role: "activity", activityType: event.activityType, content: event.content })));
       break;
     default:
       break; // steps, state, custom and raw events change nothing shown here
@@ -409,7 +418,7 @@ function outgoing(messages) {
   return anchor && !messages.some((m) => m.id === anchor.id) ? [anchor, ...messages] : messages;
 }
 
-async function startRun({ messages = [], resume } = {}) {
+async function startRun({ messages = [], resume, a2uiAction } = {}) {
   const runId = uuid();
   const sent = outgoing(messages);
   state.sentLast = sent.at(-1)?.id ?? null;
@@ -420,7 +429,12 @@ async function startRun({ messages = [], resume } = {}) {
     messages: sent,
     tools: FRONTEND_TOOLS,
     context: [],
-    forwardedProps: timezone() ? { client_time: { device_timezone: timezone() } } : {},
+    // The page paints A2UI surfaces of the basic catalog (a2ui.js).
+    forwardedProps: {
+      ...(timezone() ? { client_time: { device_timezone: timezone() } } : {}),
+      a2uiCatalogAvailable: true,
+      ...(a2uiAction ? { a2uiAction } : {}),
+    },
   };
   if (resume) body.resume = resume;
   state.lastEventId = 0;
@@ -564,6 +578,22 @@ function showInterrupts(interrupts) {
 
 // ---- the page's controls --------------------------------------------------------------------
 
+// A click on a surface: a run with no new message, the action in `forwardedProps.a2uiAction`.
+function sendAction(userAction) {
+  if (state.running) return;
+  startRun({ a2uiAction: { userAction } });
+}
+
+// The thread as the history route returns it: each surface a tool result keeps (for a reload)
+// shown right after that result, as a MESSAGES_SNAPSHOT has it.
+function withKeptSurfaces(messages) {
+  const known = new Set(messages.map((m) => m.id));
+  return messages.flatMap((message) => {
+    const kept = message.role === "tool" ? keptSurface(message) : null;
+    return kept && !known.has(kept.id) ? [message, kept] : [message];
+  });
+}
+
 async function send(text) {
   const message = { id: uuid(), role: "user", content: text };
   renderMessage(upsert(message));
@@ -610,7 +640,7 @@ async function restore() {
     activeRunId = page.activeRunId ?? null;
     after = page.next ?? null;
   } while (after);
-  state.messages = messages;
+  state.messages = withKeptSurfaces(messages);
   state.held = messages.at(-1)?.id ?? null;
   renderAll();
   if (activeRunId) {
@@ -634,10 +664,17 @@ async function loadMemories() {
     if (!response.ok) {
       const line = document.createElement("li");
       line.className = "dim";
-      line.textContent = await refusal(response);
+      const why = await refusal(response);
+      const off = response.status === 404 && why.includes("memory_disabled");
+      // With memory off there is nothing to list or forget: say how to turn it on instead.
+      line.textContent = off
+        ? "Memory is off on this server: nothing is kept about you. Start it with MEMORY=on (or give a profile \"memory\": true) to keep facts across threads."
+        : why;
+      $("forget-all").hidden = off;
       $("memory-list").replaceChildren(line);
       return;
     }
+    $("forget-all").hidden = false;
     const page = await response.json();
     memories.push(...page.memories);
     cursor = page.next ?? null;
@@ -673,6 +710,31 @@ async function forgetMemory(path) {
   await loadMemories();
 }
 
+// The suggestions this agent can take: a delegation when it has sub-agents (GET capabilities),
+// and whether the clock asks first. `#hints[data-ready]` once settled, whatever the answer.
+async function suggest() {
+  const hints = $("hints");
+  try {
+    const response = await fetch(api("capabilities"), { headers: headers() });
+    if (!response.ok) return;
+    const capabilities = await response.json();
+    const first = capabilities.multiAgent?.subagents?.[0];
+    if (first?.name) {
+      const hint = element("button", "hint", `Ask the ${first.name.replaceAll("_", " ")}: what is AG-UI?`);
+      hint.type = "button";
+      hints.querySelector(".hint:last-of-type").after(hint);
+      $("hints-about").append(` "Ask the ${first.name.replaceAll("_", " ")}" delegates to the sub-agent ${first.name}, whose work shows under its call.`);
+    }
+    if (capabilities.humanInTheLoop?.approvals) {
+      $("hints-about").append(" Tools that need approval (APPROVAL_REQUIRED_TOOLS) ask you before they run.");
+    }
+  } catch (error) {
+    console.warn("no capabilities", error);
+  } finally {
+    hints.dataset.ready = "true";
+  }
+}
+
 function main() {
   const known = new URLSearchParams(location.hash.slice(1)).get("thread") || localStorage.getItem(THREAD_KEY);
   useThread(known || uuid());
@@ -697,13 +759,13 @@ function main() {
   });
   $("stop").addEventListener("click", stop);
   // The empty state's suggestions: a click sends the suggestion as if typed.
-  for (const hint of document.querySelectorAll("#hints .hint")) {
-    hint.addEventListener("click", () => {
-      if (state.running) return;
-      input.value = hint.textContent;
-      $("composer").requestSubmit();
-    });
-  }
+  $("hints").addEventListener("click", (event) => {
+    const hint = event.target.closest(".hint");
+    if (!hint || state.running) return;
+    input.value = hint.textContent;
+    $("composer").requestSubmit();
+  });
+  suggest();
   $("new-thread").addEventListener("click", () => {
     if (state.running) return;
     useThread(uuid());

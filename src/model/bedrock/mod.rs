@@ -155,7 +155,10 @@ fn send_error(
         }
         SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) => {
             tracing::warn!(error = %aws_sdk_bedrockruntime::error::DisplayErrorContext(&error), "Bedrock unreachable");
-            ModelError::Unreachable
+            ModelError::Unreachable(match &error {
+                SdkError::TimeoutError(_) => "the call timed out".to_owned(),
+                other => crate::model::unreachable_cause(other),
+            })
         }
         SdkError::ResponseError(context) => {
             let status = context.raw().status().as_u16();

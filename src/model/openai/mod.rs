@@ -138,7 +138,11 @@ pub(crate) async fn open_stream(
 ) -> Result<reqwest::Response, ModelError> {
     let response = builder.send().await.map_err(|error| {
         tracing::warn!(%error, "model API unreachable");
-        ModelError::Unreachable
+        ModelError::Unreachable(if error.is_timeout() {
+            "the connection timed out (MODEL_CONNECT_TIMEOUT_MS)".to_owned()
+        } else {
+            super::unreachable_cause(&error)
+        })
     })?;
     if response.status().is_success() {
         return Ok(response);

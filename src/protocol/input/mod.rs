@@ -8,6 +8,7 @@ mod error;
 mod limits;
 mod messages;
 pub(crate) mod sampling;
+mod ui_action;
 mod unrecognised;
 
 pub(crate) use content::SkippedPart;
@@ -16,6 +17,7 @@ pub(crate) use error::deserialize_at;
 pub use limits::Limits;
 pub(crate) use limits::is_valid_tool_name;
 pub(crate) use messages::{WireFunction, WireMessage, WireToolCall, check_new_messages};
+pub(crate) use ui_action::UiAction;
 pub(crate) use unrecognised::unrecognised;
 
 use super::ids::{IdError, MAX_ID_LEN, RunId, ThreadId};
@@ -131,6 +133,11 @@ pub struct ForwardedProps {
     pub busy_thread_policy: Option<BusyThreadPolicy>,
     /// `forwardedProps.temperature`, `top_p`, `max_tokens`, `stop`, `seed`.
     pub sampling: sampling::Sampling,
+    /// `forwardedProps.a2uiCatalogAvailable`: the client paints A2UI surfaces (CopilotKit with
+    /// a catalog).
+    pub a2ui_catalog_available: bool,
+    /// `forwardedProps.a2uiAction`: a click on a surface.
+    pub a2ui_action: Option<UiAction>,
 }
 
 #[cfg(any(test, feature = "test-utils"))]
@@ -414,6 +421,12 @@ fn parse_forwarded_props(props: Option<Value>) -> Result<ForwardedProps, InputEr
         device_timezone,
         busy_thread_policy,
         sampling: sampling::Sampling::from_fields(props.as_ref(), "forwardedProps")?,
+        a2ui_catalog_available: props
+            .as_ref()
+            .and_then(|props| props.get("a2uiCatalogAvailable"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        a2ui_action: ui_action::parse(props.as_ref())?,
     })
 }
 

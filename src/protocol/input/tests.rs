@@ -387,6 +387,60 @@ fn an_invalid_device_timezone_is_refused() {
 }
 
 #[test]
+fn a_click_on_a_surface_is_read_from_forwarded_props() {
+    let input = parse(
+        json!({"threadId": "t", "runId": "r", "messages": [], "forwardedProps": {
+            "a2uiCatalogAvailable": true,
+            "a2uiAction": {"userAction": {
+                "name": "submit", "surfaceId": "signup", "sourceComponentId": "send",
+                "timestamp": "2026-11-28T10:00:00.000Z", "context": {"email": "ada@example.com"},
+                "dataContextPath": "/"
+            }}
+        }}),
+    )
+    .unwrap();
+    assert!(input.forwarded_props.a2ui_catalog_available);
+    let action = input.forwarded_props.a2ui_action.unwrap();
+    assert_eq!(
+        (action.name.as_str(), action.surface_id.as_str()),
+        ("submit", "signup")
+    );
+    assert_eq!(action.source_component_id.as_deref(), Some("send"));
+    assert_eq!(action.context["email"], json!("ada@example.com"));
+    let plain = parse(json!({"threadId": "t", "runId": "r", "messages": []})).unwrap();
+    assert!(!plain.forwarded_props.a2ui_catalog_available);
+    assert_eq!(plain.forwarded_props.a2ui_action, None);
+}
+
+#[test]
+fn a_malformed_click_is_refused_naming_its_field() {
+    let with = |action: Value| {
+        parse(
+            json!({"threadId": "t", "runId": "r", "messages": [], "forwardedProps": {"a2uiAction": action}}),
+        )
+    };
+    assert_eq!(
+        field_of(with(json!({"name": "x"}))),
+        "forwardedProps.a2uiAction"
+    );
+    assert_eq!(
+        field_of(with(json!({"userAction": {"surfaceId": "s"}}))),
+        "forwardedProps.a2uiAction.userAction.name"
+    );
+    assert_eq!(
+        field_of(with(
+            json!({"userAction": {"name": "x", "surfaceId": "s", "context": [1]}})
+        )),
+        "forwardedProps.a2uiAction.userAction.context"
+    );
+    let huge = json!({"userAction": {"name": "x", "surfaceId": "s", "context": {"v": "a".repeat(20_000)}}});
+    assert_eq!(
+        field_of(with(huge)),
+        "forwardedProps.a2uiAction.userAction.context"
+    );
+}
+
+#[test]
 fn parts_of_kinds_agui_does_not_describe_are_skipped_and_named_and_file_handles_kept() {
     let mut skipped = Vec::new();
     let content = content::parse_user_content(

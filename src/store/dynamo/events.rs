@@ -67,7 +67,7 @@ impl EventLog for DynamoStore {
 impl DynamoStore {
     /// The items of one batch of events, newline-joined: one per part, the last carrying the
     /// count (a reader takes a batch without it as not written yet).
-    fn event_puts(
+    pub(super) fn event_puts(
         &self,
         lease: &Lease,
         first_seq: u64,

@@ -13,10 +13,12 @@ use std::time::Duration;
 mod a2a_tasks;
 mod calls;
 mod checkpoints;
+mod client;
 mod deletion;
 mod events;
 mod history;
 mod items;
+mod linked;
 mod memories;
 mod reads;
 mod runs;
@@ -27,6 +29,7 @@ mod threads;
 mod usage;
 mod writes;
 
+pub(crate) use client::{AwsEnvironment, connect};
 pub(crate) use table::TableError;
 pub use table::TableSetup;
 

@@ -8,7 +8,8 @@ use super::writes::{AppendEnd, NewMessages, cancelled_error};
 use crate::auth::Principal;
 use crate::protocol::{RunId, ThreadId};
 use crate::store::{
-    CancelState, Lease, Pulse, RunFinish, RunLeases, RunStart, StoreError, StoredThread, ThreadLink,
+    CancelState, Lease, LinkedRun, ParentStep, Pulse, RunFinish, RunLeases, RunStart, StoreError,
+    StoredThread, ThreadLink,
 };
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
@@ -19,13 +20,13 @@ use aws_sdk_dynamodb::types::{
 use std::sync::atomic::Ordering;
 
 /// What `begin_run`'s META write stores besides the lease.
-struct LeaseWrite<'a> {
-    start: &'a RunStart<'a>,
-    now: i64,
-    created_at_ms: i64,
+pub(super) struct LeaseWrite<'a> {
+    pub(super) start: &'a RunStart<'a>,
+    pub(super) now: i64,
+    pub(super) created_at_ms: i64,
     /// Messages in the thread once the first transaction is written.
-    msg_count: AttributeValue,
-    state: Option<AttributeValue>,
+    pub(super) msg_count: AttributeValue,
+    pub(super) state: Option<AttributeValue>,
 }
 
 #[async_trait]
@@ -38,11 +39,18 @@ impl RunLeases for DynamoStore {
         &self,
         start: RunStart<'_>,
         parent: &ThreadLink,
-    ) -> Result<Lease, StoreError> {
+        step: Option<ParentStep<'_>>,
+    ) -> Result<LinkedRun, StoreError> {
         if start.loaded.is_some() {
             return Err(StoreError::NotFound);
         }
-        self.begin(start, Some(parent)).await
+        match step {
+            Some(step) => self.begin_with_step(start, parent, step).await,
+            None => Ok(LinkedRun {
+                lease: self.begin(start, Some(parent)).await?,
+                parent_version: None,
+            }),
+        }
     }
 
     async fn finish_run(&self, finish: RunFinish<'_>) -> Result<(), StoreError> {
@@ -167,7 +175,7 @@ impl RunLeases for DynamoStore {
 impl DynamoStore {
     /// `begin_run`, and with `parent` `begin_linked_run`: the child's META carries the link,
     /// and the same transaction checks the parent and records the child in its partition.
-    async fn begin(
+    pub(super) async fn begin(
         &self,
         start: RunStart<'_>,
         parent: Option<&ThreadLink>,
@@ -269,6 +277,18 @@ impl DynamoStore {
             .expression_attribute_values(":created", n(parent.created_at_ms))
             .build()
             .map_err(unavailable)?;
+        Ok(vec![
+            TransactWriteItem::builder().condition_check(check).build(),
+            self.child_record(child, parent)?,
+        ])
+    }
+
+    /// The parent's record of a child, in the parent's partition.
+    pub(super) fn child_record(
+        &self,
+        child: &ThreadId,
+        parent: &ThreadLink,
+    ) -> Result<TransactWriteItem, StoreError> {
         let mut record = Put::builder()
             .table_name(&self.table)
             .item("pk", pk(&parent.thread_id))
@@ -278,16 +298,13 @@ impl DynamoStore {
         if let Some(expires) = self.expires_at(parent.created_at_ms) {
             record = record.item("expiresAt", expires);
         }
-        Ok(vec![
-            TransactWriteItem::builder().condition_check(check).build(),
-            TransactWriteItem::builder()
-                .put(record.build().map_err(unavailable)?)
-                .build(),
-        ])
+        Ok(TransactWriteItem::builder()
+            .put(record.build().map_err(unavailable)?)
+            .build())
     }
 
     /// `begin_run`'s META write for a thread it creates.
-    fn create_leased(
+    pub(super) fn create_leased(
         &self,
         write: &LeaseWrite<'_>,
         parent: Option<&ThreadLink>,

@@ -6,7 +6,8 @@ use super::items::*;
 use super::{DynamoStore, back_off};
 use crate::protocol::{Message, RunId, ThreadId};
 use crate::store::{
-    Checkpoint, ContextMark, ContextUpdate, Lease, MAX_MESSAGE_BYTES, StoreError, message_time,
+    Checkpoint, ContextMark, ContextUpdate, Lease, MAX_MESSAGE_BYTES, ParentStep, StoreError,
+    message_time,
 };
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::put_item::builders::PutItemFluentBuilder;
@@ -227,13 +228,68 @@ impl DynamoStore {
                 // Chunks hold at most MESSAGES_PER_WRITE messages, which leaves them room.
                 items.append(&mut closing_items);
             }
-            let update = self.held_meta_update(lease, version, seq, closes)?;
+            let update = self.held_meta_update(lease, version, seq, closes, false)?;
             self.transact_items(TransactWriteItem::builder().update(update).build(), items)
                 .await
                 .map_err(|error| cancelled_error(error, |_| StoreError::LeaseLost))?;
             version += 1;
         }
         Ok(version)
+    }
+
+    /// A delegating parent's step as items of the transaction that starts its child: its META
+    /// update first (under its lease, and not while its thread is being deleted), then its new
+    /// messages and what its checkpoint writes; with the bytes they take. `None` when its
+    /// messages need a transaction of their own.
+    pub(super) fn parent_step_items(
+        &self,
+        step: &ParentStep<'_>,
+    ) -> Result<Option<(Vec<TransactWriteItem>, usize)>, StoreError> {
+        // The record counts the messages stored with this write too, as a checkpoint's does.
+        let mut lease = step.lease.clone();
+        lease.input_messages += step.new_messages.len();
+        let end = AppendEnd::Checkpoint {
+            state: step.state,
+            interrupts: step.interrupts,
+            context: step.context,
+            record: step.record,
+            lease_until_ms: step.lease_until_ms,
+            hand_off: false,
+        };
+        let closing = self.closing(&lease, end)?;
+        let new = NewMessages {
+            first_seq: lease.next_seq,
+            messages: step.new_messages,
+            at_ms: step.at_ms,
+            copied_at_ms: &[],
+        };
+        let mut chunks = self.chunks(&lease.thread_id, lease.created_at_ms, new, &lease.run_id)?;
+        if chunks.len() > 1 {
+            return Ok(None);
+        }
+        let end_seq = new.first_seq + new.messages.len();
+        let update =
+            self.held_meta_update(&lease, lease.version, end_seq, closing.as_ref(), true)?;
+        let mut items = vec![TransactWriteItem::builder().update(update).build()];
+        items.extend(chunks.pop().unwrap_or_default().into_iter().map(as_item));
+        if let Some(closing) = &closing {
+            items.extend(self.closing_items(&lease, closing, end_seq, new.messages.len())?);
+        }
+        let bytes = step
+            .new_messages
+            .iter()
+            .map(|message| serde_json::to_string(message).map_or(0, |body| body.len()))
+            .sum::<usize>()
+            + step.record.len()
+            + step.state.map_or(0, |state| state.to_string().len())
+            + step.interrupts.map_or(0, |record| record.to_string().len())
+            + step
+                .context
+                .and_then(|context| context.checkpoint.as_ref())
+                .and_then(|checkpoint| checkpoint.summary.as_ref())
+                .map_or(0, String::len)
+            + items.len() * ITEM_OVERHEAD_BYTES;
+        Ok(Some((items, bytes)))
     }
 
     /// `end`'s attributes and items, serialised; `None` for more input.
@@ -329,20 +385,31 @@ impl DynamoStore {
 
     /// The META update of one of `append_held`'s transactions: from `version` on, with
     /// `msg_count` messages, and on the last of a checkpoint or a release what it changes.
+    /// `linking`: a child is linked to the thread in the same transaction, which it may not be
+    /// while a delete is sweeping the thread.
     fn held_meta_update(
         &self,
         lease: &Lease,
         version: u64,
         msg_count: usize,
         closing: Option<&Closing>,
+        linking: bool,
     ) -> Result<Update, StoreError> {
         let mut set = vec!["#v = :next", "updatedAt = :now", "msgCount = :count"];
         let mut remove = Vec::new();
+        let held = "#v = :expected AND leaseRun = :run AND leaseEpoch = :epoch";
         let mut update = Update::builder()
             .table_name(&self.table)
             .key("pk", pk(&lease.thread_id))
             .key("sk", s(META))
-            .condition_expression("#v = :expected AND leaseRun = :run AND leaseEpoch = :epoch")
+            .condition_expression(if linking {
+                format!("{held} AND attribute_not_exists(deletedAt)")
+            } else {
+                held.to_owned()
+            })
+            .return_values_on_condition_check_failure(
+                aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld,
+            )
             .expression_attribute_names("#v", "version")
             .expression_attribute_values(":expected", n(i64::try_from(version).unwrap_or(i64::MAX)))
             .expression_attribute_values(":next", n(i64::try_from(version + 1).unwrap_or(i64::MAX)))
@@ -535,8 +602,11 @@ pub(super) fn cancelled_error(
     }
 }
 
+/// What an item of a transaction takes besides its own text, at most (keys, names, numbers).
+pub(super) const ITEM_OVERHEAD_BYTES: usize = 1_000;
+
 /// A Put as one item of a transaction.
-fn as_item(put: Put) -> TransactWriteItem {
+pub(super) fn as_item(put: Put) -> TransactWriteItem {
     TransactWriteItem::builder().put(put).build()
 }
 

@@ -1,44 +1,19 @@
 //! The in-memory store's run checkpoints: a run's progress appended under its lease with its
 //! record, and one claim at a time taking a run over.
 
-use super::runs::leased;
-use super::{LiveRecord, MemoryStore, Record, now_ms};
+use super::{LiveRecord, MemoryStore, Record, leased, now_ms};
+use crate::protocol::ThreadId;
 use crate::store::{
     Claim, ClaimedRun, Lease, RunCheckpoint, RunCheckpoints, RunClaim, StoreError, check_sizes,
 };
 use async_trait::async_trait;
+use std::collections::HashMap;
 
 #[async_trait]
 impl RunCheckpoints for MemoryStore {
     async fn checkpoint_run(&self, checkpoint: RunCheckpoint<'_>) -> Result<u64, StoreError> {
-        let RunCheckpoint {
-            lease,
-            new_messages,
-            state,
-            interrupts,
-            context,
-            record: run_record,
-            at_ms,
-            lease_until_ms,
-            hand_off,
-        } = checkpoint;
-        check_sizes(new_messages, state)?;
-        let mut threads = self.threads();
-        let record = leased(&mut threads, lease)?;
-        record.apply_progress(new_messages, state, interrupts, context, at_ms);
-        if let Some(held) = record.lease.as_mut() {
-            held.until_ms = lease_until_ms;
-            held.handed_off = hand_off;
-        }
-        record.live = Some(LiveRecord {
-            run_id: lease.run_id.clone(),
-            record: run_record.to_owned(),
-            started_at_ms: lease.started_at_ms,
-            stored_messages: lease.input_messages + new_messages.len(),
-        });
-        record.version += 1;
-        record.updated_at_ms = now_ms();
-        Ok(record.version)
+        check_sizes(checkpoint.new_messages, checkpoint.state)?;
+        checkpoint_locked(&mut self.threads(), checkpoint)
     }
 
     async fn claim_run(&self, claim: RunClaim<'_>) -> Result<Claim, StoreError> {
@@ -82,6 +57,39 @@ impl RunCheckpoints for MemoryStore {
             &claim,
         ))))
     }
+}
+
+/// `checkpoint_run` on the locked threads (the sizes checked).
+pub(super) fn checkpoint_locked(
+    threads: &mut HashMap<ThreadId, Record>,
+    checkpoint: RunCheckpoint<'_>,
+) -> Result<u64, StoreError> {
+    let RunCheckpoint {
+        lease,
+        new_messages,
+        state,
+        interrupts,
+        context,
+        record: run_record,
+        at_ms,
+        lease_until_ms,
+        hand_off,
+    } = checkpoint;
+    let record = leased(threads, lease)?;
+    record.apply_progress(new_messages, state, interrupts, context, at_ms);
+    if let Some(held) = record.lease.as_mut() {
+        held.until_ms = lease_until_ms;
+        held.handed_off = hand_off;
+    }
+    record.live = Some(LiveRecord {
+        run_id: lease.run_id.clone(),
+        record: run_record.to_owned(),
+        started_at_ms: lease.started_at_ms,
+        stored_messages: lease.input_messages + new_messages.len(),
+    });
+    record.version += 1;
+    record.updated_at_ms = now_ms();
+    Ok(record.version)
 }
 
 /// The run as its new runner takes it: the lease of `epoch`, and the thread from its latest

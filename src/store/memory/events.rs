@@ -22,24 +22,7 @@ impl EventLog for MemoryStore {
             // A run's first write: once per run, drop every thread's expired logs.
             drop_expired_logs(&mut threads, self.events_ttl_ms);
         }
-        let Some(record) = threads
-            .get_mut(&lease.thread_id)
-            .filter(|record| record.created_at_ms == lease.created_at_ms)
-        else {
-            return Err(StoreError::NotFound);
-        };
-        let attempts = record.runs.entry(lease.run_id.clone()).or_default();
-        if attempts.last().map(|(started, _)| *started) != Some(lease.started_at_ms) {
-            attempts.push((lease.started_at_ms, Vec::new()));
-        }
-        if let Some((_, log)) = attempts.last_mut() {
-            // Sequence numbers are contiguous; a repeated batch (a retried write) is ignored.
-            let have = log.len() as u64;
-            let skip = have.saturating_sub(first_seq.saturating_sub(1));
-            let skip = usize::try_from(skip).unwrap_or(usize::MAX);
-            log.extend(events.iter().skip(skip).cloned());
-        }
-        Ok(())
+        append(&mut threads, lease, first_seq, events)
     }
 
     async fn read_events(
@@ -82,8 +65,35 @@ impl EventLog for MemoryStore {
     }
 }
 
+/// `append_events` on the locked threads.
+pub(super) fn append(
+    threads: &mut HashMap<ThreadId, Record>,
+    lease: &Lease,
+    first_seq: u64,
+    events: &[Bytes],
+) -> Result<(), StoreError> {
+    let Some(record) = threads
+        .get_mut(&lease.thread_id)
+        .filter(|record| record.created_at_ms == lease.created_at_ms)
+    else {
+        return Err(StoreError::NotFound);
+    };
+    let attempts = record.runs.entry(lease.run_id.clone()).or_default();
+    if attempts.last().map(|(started, _)| *started) != Some(lease.started_at_ms) {
+        attempts.push((lease.started_at_ms, Vec::new()));
+    }
+    if let Some((_, log)) = attempts.last_mut() {
+        // Sequence numbers are contiguous; a repeated batch (a retried write) is ignored.
+        let have = log.len() as u64;
+        let skip = have.saturating_sub(first_seq.saturating_sub(1));
+        let skip = usize::try_from(skip).unwrap_or(usize::MAX);
+        log.extend(events.iter().skip(skip).cloned());
+    }
+    Ok(())
+}
+
 /// Drops the run attempts that started longer ago than `events_ttl_ms`, in every thread.
-fn drop_expired_logs(threads: &mut HashMap<ThreadId, Record>, events_ttl_ms: i64) {
+pub(super) fn drop_expired_logs(threads: &mut HashMap<ThreadId, Record>, events_ttl_ms: i64) {
     let expired_before = now_ms().saturating_sub(events_ttl_ms);
     for record in threads.values_mut() {
         record.runs.retain(|_, attempts| {

@@ -12,7 +12,7 @@ mod threads;
 mod usage;
 
 use super::{
-    A2aTaskRecord, Checkpoint, ContextMark, ContextUpdate, ModelUsage, RunEnd, StoreError,
+    A2aTaskRecord, Checkpoint, ContextMark, ContextUpdate, Lease, ModelUsage, RunEnd, StoreError,
     StoredThread, TaskRecord,
 };
 use crate::auth::Principal;
@@ -263,4 +263,21 @@ fn owned_mut<'a>(
         .get_mut(thread_id)
         .filter(|record| &record.owner == owner)
         .ok_or(StoreError::NotFound)
+}
+
+/// Whether `lease` still holds `record`: its runner, at the version it last wrote.
+fn holds(record: &Record, lease: &Lease) -> bool {
+    record.version == lease.version
+        && matches!(&record.lease, Some(held) if held.run_id == lease.run_id && held.epoch == lease.epoch)
+}
+
+/// The thread `lease` is held on, while it is held.
+fn leased<'a>(
+    threads: &'a mut HashMap<ThreadId, Record>,
+    lease: &Lease,
+) -> Result<&'a mut Record, StoreError> {
+    threads
+        .get_mut(&lease.thread_id)
+        .filter(|record| holds(record, lease))
+        .ok_or(StoreError::LeaseLost)
 }

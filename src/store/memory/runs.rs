@@ -1,12 +1,12 @@
 //! The in-memory store's run leases: taking a thread for a run with its input, letting it go
 //! with the output, renewing the lease, and cancel requests.
 
-use super::{HeldLease, MemoryStore, Record, now_ms, owned_mut};
+use super::{HeldLease, MemoryStore, Record, leased, now_ms, owned_mut};
 use crate::auth::Principal;
 use crate::protocol::{RunId, ThreadId};
 use crate::store::{
-    CancelState, Lease, Pulse, RunEnd, RunFinish, RunLeases, RunStart, StoreError, ThreadLink,
-    check_sizes, message_time,
+    CancelState, Lease, LinkedRun, ParentStep, Pulse, RunEnd, RunFinish, RunLeases, RunStart,
+    StoreError, ThreadLink, check_sizes, message_time,
 };
 use async_trait::async_trait;
 use std::collections::HashMap;
@@ -15,93 +15,58 @@ use std::collections::HashMap;
 impl RunLeases for MemoryStore {
     async fn begin_run(&self, start: RunStart<'_>) -> Result<Lease, StoreError> {
         check_sizes(start.new_messages, start.state)?;
-        let now = now_ms();
-        let mut threads = self.threads();
-        let held = HeldLease {
-            run_id: start.run_id.clone(),
-            until_ms: start.lease_expires_at_ms,
-            cancel_requested: false,
-            epoch: 1,
-            handed_off: false,
-        };
-        let times = (0..start.new_messages.len())
-            .map(|index| message_time(start.copied_at_ms, index, start.at_ms));
-        let expected_version = start.loaded.map(|thread| thread.version);
-        let record = match (threads.get_mut(start.thread_id), expected_version) {
-            (None, None) => threads.entry(start.thread_id.clone()).or_insert(Record {
-                messages: start.new_messages.to_vec(),
-                message_at_ms: times.collect(),
-                state: start.state.cloned(),
-                title: start.title.map(str::to_owned),
-                lease: Some(held),
-                ..Record::new(start.owner.clone(), now)
-            }),
-            (Some(record), _) if &record.owner != start.owner => return Err(StoreError::NotFound),
-            (Some(record), Some(expected)) if record.version == expected => {
-                if record.live_lease().is_some() {
-                    return Err(StoreError::Conflict);
-                }
-                record.messages.extend_from_slice(start.new_messages);
-                record.message_at_ms.extend(times);
-                if let Some(state) = start.state {
-                    record.state = Some(state.clone());
-                }
-                record.version += 1;
-                record.lease = Some(held);
-                // A run that stalled and was never taken over is abandoned with its record.
-                record.live = None;
-                record.updated_at_ms = now;
-                if record.title.is_none() {
-                    record.title = start.title.map(str::to_owned);
-                }
-                record
-            }
-            // Created or changed by someone else since our load.
-            _ => return Err(StoreError::Conflict),
-        };
-        Ok(Lease {
-            owner: start.owner.clone(),
-            thread_id: start.thread_id.clone(),
-            run_id: start.run_id.clone(),
-            version: record.version,
-            epoch: 1,
-            created_at_ms: record.created_at_ms,
-            next_seq: record.messages.len(),
-            started_at_ms: now,
-            input_messages: start.new_messages.len(),
-            checkpointed: false,
-        })
+        begin(&mut self.threads(), &start)
     }
 
     async fn begin_linked_run(
         &self,
         start: RunStart<'_>,
         parent: &ThreadLink,
-    ) -> Result<Lease, StoreError> {
-        {
-            let threads = self.threads();
-            let linked = threads.get(&parent.thread_id).is_some_and(|record| {
-                &record.owner == start.owner && record.created_at_ms == parent.created_at_ms
-            });
-            if !linked || start.loaded.is_some() {
-                return Err(StoreError::NotFound);
-            }
+        step: Option<ParentStep<'_>>,
+    ) -> Result<LinkedRun, StoreError> {
+        check_sizes(start.new_messages, start.state)?;
+        if let Some(step) = &step {
+            check_sizes(step.new_messages, step.state)?;
         }
-        let lease = self.begin_run(start).await?;
+        // One lock for the whole step: every check before any change, so all of it is stored
+        // or none.
         let mut threads = self.threads();
-        // Checked again under the same lock as the link: the parent may have gone meanwhile.
-        let Some(parent_record) = threads
-            .get_mut(&parent.thread_id)
-            .filter(|record| record.owner == lease.owner)
-        else {
-            threads.remove(&lease.thread_id);
+        let linked = threads.get(&parent.thread_id).is_some_and(|record| {
+            &record.owner == start.owner && record.created_at_ms == parent.created_at_ms
+        });
+        if !linked || start.loaded.is_some() {
             return Err(StoreError::NotFound);
+        }
+        match threads.get(start.thread_id) {
+            Some(record) if &record.owner != start.owner => return Err(StoreError::NotFound),
+            Some(_) => return Err(StoreError::Conflict),
+            None => {}
+        }
+        let parent_version = match step {
+            Some(step) => {
+                leased(&mut threads, step.lease)?;
+                if step.events_from == 1 {
+                    super::events::drop_expired_logs(&mut threads, self.events_ttl_ms);
+                }
+                super::events::append(&mut threads, step.lease, step.events_from, step.events)?;
+                Some(super::checkpoints::checkpoint_locked(
+                    &mut threads,
+                    step.into(),
+                )?)
+            }
+            None => None,
         };
-        parent_record.children.push(lease.thread_id.clone());
+        let lease = begin(&mut threads, &start)?;
+        if let Some(parent_record) = threads.get_mut(&parent.thread_id) {
+            parent_record.children.push(lease.thread_id.clone());
+        }
         if let Some(child) = threads.get_mut(&lease.thread_id) {
             child.parent = Some(parent.clone());
         }
-        Ok(lease)
+        Ok(LinkedRun {
+            lease,
+            parent_version,
+        })
     }
 
     async fn finish_run(&self, finish: RunFinish<'_>) -> Result<(), StoreError> {
@@ -180,19 +145,64 @@ impl RunLeases for MemoryStore {
     }
 }
 
-/// Whether `lease` still holds `record`: its runner, at the version it last wrote.
-fn holds(record: &Record, lease: &Lease) -> bool {
-    record.version == lease.version
-        && matches!(&record.lease, Some(held) if held.run_id == lease.run_id && held.epoch == lease.epoch)
-}
-
-/// The thread `lease` is held on, while it is held.
-pub(super) fn leased<'a>(
-    threads: &'a mut HashMap<ThreadId, Record>,
-    lease: &Lease,
-) -> Result<&'a mut Record, StoreError> {
-    threads
-        .get_mut(&lease.thread_id)
-        .filter(|record| holds(record, lease))
-        .ok_or(StoreError::LeaseLost)
+/// `begin_run` on the locked threads.
+fn begin(
+    threads: &mut HashMap<ThreadId, Record>,
+    start: &RunStart<'_>,
+) -> Result<Lease, StoreError> {
+    let now = now_ms();
+    let held = HeldLease {
+        run_id: start.run_id.clone(),
+        until_ms: start.lease_expires_at_ms,
+        cancel_requested: false,
+        epoch: 1,
+        handed_off: false,
+    };
+    let times = (0..start.new_messages.len())
+        .map(|index| message_time(start.copied_at_ms, index, start.at_ms));
+    let expected_version = start.loaded.map(|thread| thread.version);
+    let record = match (threads.get_mut(start.thread_id), expected_version) {
+        (None, None) => threads.entry(start.thread_id.clone()).or_insert(Record {
+            messages: start.new_messages.to_vec(),
+            message_at_ms: times.collect(),
+            state: start.state.cloned(),
+            title: start.title.map(str::to_owned),
+            lease: Some(held),
+            ..Record::new(start.owner.clone(), now)
+        }),
+        (Some(record), _) if &record.owner != start.owner => return Err(StoreError::NotFound),
+        (Some(record), Some(expected)) if record.version == expected => {
+            if record.live_lease().is_some() {
+                return Err(StoreError::Conflict);
+            }
+            record.messages.extend_from_slice(start.new_messages);
+            record.message_at_ms.extend(times);
+            if let Some(state) = start.state {
+                record.state = Some(state.clone());
+            }
+            record.version += 1;
+            record.lease = Some(held);
+            // A run that stalled and was never taken over is abandoned with its record.
+            record.live = None;
+            record.updated_at_ms = now;
+            if record.title.is_none() {
+                record.title = start.title.map(str::to_owned);
+            }
+            record
+        }
+        // Created or changed by someone else since our load.
+        _ => return Err(StoreError::Conflict),
+    };
+    Ok(Lease {
+        owner: start.owner.clone(),
+        thread_id: start.thread_id.clone(),
+        run_id: start.run_id.clone(),
+        version: record.version,
+        epoch: 1,
+        created_at_ms: record.created_at_ms,
+        next_seq: record.messages.len(),
+        started_at_ms: now,
+        input_messages: start.new_messages.len(),
+        checkpointed: false,
+    })
 }

@@ -60,3 +60,35 @@ test("the Memories panel lists what is kept, deletes one, then forgets everythin
     await browser.close();
   }
 });
+
+// The same panel on a server with memory off (the demo-model server `cargo run` starts,
+// AGUI_DEMO_BASE): it says memory is off and how to turn it on, and offers nothing to forget.
+const OFF_BASE = process.env.AGUI_DEMO_BASE;
+
+test("with memory off the Memories panel says how to turn it on, with no button that cannot work", { skip: !OFF_BASE }, async () => {
+  const refused = await fetch(`${OFF_BASE}/memories`);
+  assert.equal(refused.status, 404);
+  assert.match((await refused.json()).error.message, /start it with MEMORY=on/);
+  const browser = await chromium.launch({ executablePath: CHROMIUM_PATH });
+  try {
+    const page = await browser.newPage();
+    const problems = [];
+    page.on("pageerror", (error) => problems.push(error.message));
+    await page.goto(`${OFF_BASE}/`);
+    await page.click("#memories > summary");
+    const line = page.locator("#memory-list li");
+    await line.filter({ hasText: "Memory is off" }).waitFor();
+    assert.equal(
+      await line.textContent(),
+      'Memory is off on this server: nothing is kept about you. Start it with MEMORY=on (or give a profile "memory": true) to keep facts across threads.',
+    );
+    assert.equal(await page.locator("#forget-all").isVisible(), false, "no Forget everything button");
+    if (SCREENSHOT_DIR) {
+      mkdirSync(SCREENSHOT_DIR, { recursive: true });
+      await page.screenshot({ path: path.join(SCREENSHOT_DIR, "devpage-memories-off.png"), fullPage: true });
+    }
+    assert.deepEqual(problems, []);
+  } finally {
+    await browser.close();
+  }
+});

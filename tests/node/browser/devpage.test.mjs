@@ -114,10 +114,12 @@ test("a new thread suggests what to try, and the demo model turns the page green
   const { page, problems, close } = await openPage(DEMO_BASE);
   const hints = page.locator("#hints");
   assert.ok(await hints.isVisible(), "the empty state shows its suggestions");
+  await page.waitForSelector("#hints[data-ready]");
   assert.deepEqual(await page.locator("#hints .hint").allTextContents(), [
     "What time is it?",
     "Change background color to green",
     "Please confirm action: delete the draft",
+    "Ask the researcher: what is AG-UI?",
   ]);
   await screenshot(page, "empty");
   await page.locator("#hints .hint", { hasText: "Change background color to green" }).click();
@@ -130,6 +132,23 @@ test("a new thread suggests what to try, and the demo model turns the page green
   assert.equal(await page.evaluate(() => getComputedStyle(document.body).backgroundColor), "rgb(0, 128, 0)");
   assert.match(await lastAnswer(page).textContent(), /scripted demo model .*The tool answered: Background color successfully changed to: green/);
   await screenshot(page, "demo-background");
+  assert.deepEqual(problems, []);
+  await close();
+});
+
+test("the demo team delegates as suggested: the researcher's answer shows under its call", { skip: !DEMO_BASE && "AGUI_DEMO_BASE not set" }, async () => {
+  const { page, problems, close } = await openPage(DEMO_BASE);
+  await page.waitForSelector("#hints[data-ready]");
+  await page.locator("#hints .hint", { hasText: "Ask the researcher: what is AG-UI?" }).click();
+  const box = page.locator('.tool-call .subagent[data-state="done"]');
+  await box.waitFor();
+  await waitStatus(page, "done");
+  assert.equal(await page.locator(".tool-call .tool-name").first().textContent(), "researcher");
+  assert.deepEqual(JSON.parse(await page.locator(".tool-call .tool-args").first().textContent()), { task: "what is AG-UI?" });
+  assert.match(await box.locator(".subagent-head").textContent(), /^researcher \(sub-agent\)$/);
+  assert.match(await box.locator(".msg-assistant .body").last().textContent(), /scripted demo model .*You said: what is AG-UI\?/);
+  assert.match(await lastAnswer(page).textContent(), /The tool answered: This is agui-lambda's scripted demo model/);
+  await screenshot(page, "demo-team");
   assert.deepEqual(problems, []);
   await close();
 });
