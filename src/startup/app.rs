@@ -215,7 +215,7 @@ fn assemble(
 }
 
 /// What CopilotKit's routes announce and serve beyond the agent: the profiles' descriptions,
-/// suggestions and voice input as configured; generative UI off until a feature turns it on.
+/// suggestions and voice input as configured, and A2UI when an agent may paint it.
 fn copilotkit_settings(config: &Config) -> crate::api::CopilotKitSettings {
     crate::api::CopilotKitSettings {
         descriptions: config
@@ -230,7 +230,38 @@ fn copilotkit_settings(config: &Config) -> crate::api::CopilotKitSettings {
             .transcription
             .as_ref()
             .map(|transcription| transcription.max_bytes),
-        generative_ui: Default::default(),
+        generative_ui: generative_ui(config),
+    }
+}
+
+/// `/info`'s generative-UI flags. A2UI is on when `A2UI` or a profile's `a2ui` is anything but
+/// `off` (in `auto` the render tool goes to clients that declare they paint, as CopilotKit's page
+/// does once told A2UI is on); `a2ui.agents` names the agents that paint when some do not.
+fn generative_ui(config: &Config) -> crate::dialects::copilotkit::GenerativeUi {
+    use crate::genui::a2ui::Mode;
+    let mode_of = |profile: Option<&str>| {
+        profile
+            .and_then(|name| config.profiles.get(name)?.a2ui)
+            .unwrap_or(config.a2ui.mode)
+    };
+    let default = mode_of(config.subagents.default_profile.as_deref());
+    let agents: Vec<(&str, Mode)> = std::iter::once(("default", default))
+        .chain(
+            config
+                .profiles
+                .keys()
+                .map(|name| (name.as_str(), mode_of(Some(name)))),
+        )
+        .collect();
+    let painting: Vec<String> = agents
+        .iter()
+        .filter(|(_, mode)| *mode != Mode::Off)
+        .map(|(name, _)| (*name).to_owned())
+        .collect();
+    crate::dialects::copilotkit::GenerativeUi {
+        a2ui: !painting.is_empty(),
+        a2ui_agents: (!painting.is_empty() && painting.len() < agents.len()).then_some(painting),
+        open_generative_ui: false,
     }
 }
 
@@ -308,4 +339,41 @@ pub(crate) fn metrics_from_config(config: &Config) -> Option<crate::telemetry::e
     telemetry.emf.then(|| {
         crate::telemetry::emf::Emf::stdout(&telemetry.metrics_namespace, &telemetry.service_name)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::generative_ui;
+    use crate::config::tests::config;
+
+    fn a2ui_of(pairs: &[(&str, &str)]) -> (bool, Option<Vec<String>>) {
+        let flags = generative_ui(&config(pairs).unwrap());
+        (flags.a2ui, flags.a2ui_agents)
+    }
+
+    #[test]
+    fn copilotkit_hears_of_a2ui_when_an_agent_may_paint_and_which_ones_when_not_all() {
+        let off = r#"{"plain": {"a2ui": "off"}, "forms": {}}"#;
+        let on = r#"{"forms": {"a2ui": "on"}, "plain": {}}"#;
+        assert_eq!(a2ui_of(&[]), (true, None), "auto by default");
+        assert_eq!(a2ui_of(&[("A2UI", "off")]), (false, None));
+        assert_eq!(a2ui_of(&[("A2UI", "on")]), (true, None));
+        assert_eq!(
+            a2ui_of(&[("AGENT_PROFILES", off)]),
+            (true, Some(vec!["default".to_owned(), "forms".to_owned()]))
+        );
+        assert_eq!(
+            a2ui_of(&[("A2UI", "off"), ("AGENT_PROFILES", on)]),
+            (true, Some(vec!["forms".to_owned()]))
+        );
+        assert_eq!(
+            a2ui_of(&[
+                ("A2UI", "off"),
+                ("AGENT_PROFILES", on),
+                ("AGENT_DEFAULT_PROFILE", "forms")
+            ]),
+            (true, Some(vec!["default".to_owned(), "forms".to_owned()])),
+            "the default agent is the profile it serves"
+        );
+    }
 }

@@ -30,6 +30,19 @@ async fn thread_of(app: &TestApp, key: &str, text: &str) -> String {
 }
 
 #[tokio::test]
+async fn info_says_a2ui_only_when_an_agent_paints_and_names_those_that_do() {
+    let off = spawn_app_with(&[("A2UI", "off")]).await;
+    let info = off.get("/copilotkit/info").await.json();
+    assert_eq!(info["a2ui"], json!({"enabled": false}));
+    assert_eq!(info["a2uiEnabled"], false);
+    let profiles = r#"{"forms": {"a2ui": "on"}, "plain": {}}"#;
+    let one = spawn_app_with(&[("A2UI", "off"), ("AGENT_PROFILES", profiles)]).await;
+    let info = one.get("/copilotkit/info").await.json();
+    assert_eq!(info["a2ui"], json!({"enabled": true, "agents": ["forms"]}));
+    assert_eq!(info["a2uiEnabled"], true);
+}
+
+#[tokio::test]
 async fn info_lists_the_agents_and_every_flag() {
     let profiles =
         r#"{"researcher": {"description": "Finds facts.", "systemPrompt": "Research."}}"#;
@@ -56,7 +69,9 @@ async fn info_lists_the_agents_and_every_flag() {
         );
     }
     assert_eq!(info["threadEndpoints"]["realtimeMetadata"], false);
-    assert_eq!(info["a2ui"]["enabled"], false);
+    // A2UI is `auto` unless set: CopilotKit's page, told so, declares it paints and gets the tool.
+    assert_eq!(info["a2ui"], json!({"enabled": true}));
+    assert_eq!(info["a2uiEnabled"], true);
     assert_eq!(info["openGenerativeUIEnabled"], false);
     assert_eq!(info["audioFileTranscriptionEnabled"], false);
     for never in ["intelligence", "licenseStatus", "runtimeEntitlements"] {
