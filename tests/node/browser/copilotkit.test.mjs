@@ -2,8 +2,9 @@
 // Playwright. The page is served from its own origin (the example's serve.mjs, static files
 // only) and its CopilotKit runtime is the agui-lambda server at AGUI_BASE itself (/copilotkit):
 // no Node runtime in between. The server's model is aimock (the "[copilotkit] …" fixtures of
-// tests/fixtures/aimock-openai.json), its get_current_time needs approval, and it answers CORS
-// for the page's origin.
+// tests/fixtures/aimock-openai.json, and "[a2ui] form" of tests/fixtures/aimock-a2ui.json), its
+// get_current_time needs approval, its A2UI is left `auto`, and it answers CORS for the page's
+// origin.
 //
 // Environment:
 //   AGUI_BASE      (required) the agui-lambda server, e.g. http://127.0.0.1:8787, started with
@@ -302,5 +303,34 @@ test("Stop ends the run: no more text arrives, the partial answer is kept and th
   await send(page, POEM);
   await waitForAnswer(page, answerTo(POEM));
   await screenshot(page, "stopped");
+  noErrors(problems);
+});
+
+// A2UI (the server's A2UI is `auto`, so /info says A2UI is on and the page declares it paints):
+// the model builds a form (tests/fixtures/aimock-a2ui.json's "[a2ui] form"), CopilotKit's own A2UI
+// renderer paints it in the chat, the user types into its field and presses its button, and the
+// agent's answer names what was typed (the click arrives as a new run, said as the user's).
+const A2UI_FIXTURES = JSON.parse(readFileSync(path.join(ROOT, "tests/fixtures/aimock-a2ui.json"), "utf8")).fixtures;
+const a2uiAnswer = (match) =>
+  A2UI_FIXTURES.find((f) => Object.entries(match).every(([key, value]) => f.match[key] === value)).response.content;
+
+test("A2UI: the model's form is painted, typed into and sent, and the answer names what was typed", async (t) => {
+  const { page, problems } = await openPage(t);
+  await send(page, "[a2ui] form please");
+  const field = page.getByLabel("Your name");
+  await field.waitFor();
+  await page.getByText(a2uiAnswer({ toolCallId: "call_a2ui_form" }), { exact: true }).waitFor();
+  await waitIdle(page);
+  await screenshot(page, "a2ui-form");
+  await field.fill("Grace Hopper");
+  await page.getByRole("button", { name: "Send", exact: true }).click();
+  await waitForAnswer(page, a2uiAnswer({ userMessage: '"name":"Grace Hopper"' }));
+  await waitIdle(page);
+  await screenshot(page, "a2ui-answered");
+  const stored = await thread(await threadIdOf(page));
+  const said = stored.messages
+    .filter((m) => m.role === "user")
+    .map((m) => (typeof m.content === "string" ? m.content : JSON.stringify(m.content)));
+  assert.ok(said.some((text) => text.includes('"name":"Grace Hopper"')), said.join("\n"));
   noErrors(problems);
 });
