@@ -38,7 +38,8 @@ impl Agent {
         let history =
             super::thread::merge_keeping_open(&[], input.messages, &HashSet::new())?.history;
         let request = ModelRequest {
-            system: self.system_prompt(&input.context),
+            // Without CopilotKit's A2UI entries (about 56 KB), as a run's prompt is.
+            system: self.system_prompt(&crate::genui::a2ui::client::model_context(&input.context)),
             messages: history,
             tools: input
                 .tools
