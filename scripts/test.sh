@@ -371,7 +371,7 @@ step "browser tests: Playwright + Debian chromium"
 # Headless chromium (apt, launched by its path) drives tests/node/browser/*.test.mjs: the dev
 # page (GET /) and the CopilotKit example, against a local server on aimock whose
 # get_current_time needs approval (and the dev page's first five minutes against the demo-model
-# server above, AGUI_DEMO_BASE). Screenshots land in .ci/artifacts/screenshots.
+# server above, AGUI_DEMO_BASE: its suggestions, the demo team, the demo's A2UI form). Screenshots land in .ci/artifacts/screenshots.
 # The same server as the AG-UI 1.0 tests above: its settings are the ones these tests need.
 # The dev page's Memories panel needs a server with MEMORY=on (the demo model is enough).
 MEMORY_PORT=$(free_port)

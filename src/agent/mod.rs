@@ -520,6 +520,15 @@ impl Agent {
                 "interrupts": true,
                 "approveWithEdits": true,
             },
+            // A2UI surfaces: `auto` paints for a client that declares it can (CopilotKit's
+            // catalog entries, `forwardedProps.a2uiCatalogAvailable`), `off` never.
+            "custom": {
+                "a2ui": {
+                    "mode": settings.a2ui.mode.name(),
+                    "version": "v0.9",
+                    "maxAttempts": settings.a2ui.max_attempts,
+                },
+            },
         })
     }
 

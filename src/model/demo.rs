@@ -22,6 +22,11 @@ use std::time::Duration;
 ///    nothing follows it); other parameters are left out;
 /// 3. when the message contains "time", it calls the server tool `get_current_time`;
 /// 4. otherwise it says what it is and repeats the message.
+///
+/// Before rule 2, when the client paints A2UI surfaces (the request offers `render_a2ui`): a
+/// click on a surface (the user message the run makes of `forwardedProps.a2uiAction`) is
+/// answered with the values the user entered, and a message naming the render tool or a "form"
+/// gets a small form (a text field bound to `/name`, a button whose `submit` event carries it).
 #[derive(Clone, Default)]
 pub struct DemoModel {
     pub word_delay: Duration,
@@ -40,6 +45,18 @@ impl DemoModel {
             _ => String::new(),
         };
         let lower = text.to_lowercase();
+        if request.tools.iter().any(|tool| tool.name == RENDER_TOOL) {
+            if let Some(click) = surface_click(&text) {
+                return Self::speak(&click);
+            }
+            if words_after(&text, RENDER_TOOL).is_some()
+                || lower
+                    .split(|c: char| !c.is_alphanumeric())
+                    .any(|word| word == "form")
+            {
+                return Self::call(RENDER_TOOL, &demo_form().to_string());
+            }
+        }
         let named = request
             .tools
             .iter()
@@ -88,6 +105,61 @@ impl DemoModel {
             ModelDelta::Finish(FinishReason::ToolCalls),
         ]
     }
+}
+
+/// The render tool the run offers a client that paints A2UI (`genui::a2ui::describe::TOOL_NAME`).
+const RENDER_TOOL: &str = "render_a2ui";
+
+/// How the run words a click on a surface for the model (`genui::a2ui::action`).
+const CLICK_OPENING: &str = "User performed action \"";
+
+/// The demo's form, as the render tool takes it: the components and the data as JSON text.
+fn demo_form() -> Value {
+    let components = json!([
+        {"id": "root", "component": "Card", "child": "body"},
+        {"id": "body", "component": "Column", "children": ["title", "name", "send"]},
+        {"id": "title", "component": "Text", "text": "A form from the demo model", "variant": "h3"},
+        {"id": "name", "component": "TextField", "label": "Your name", "value": {"path": "/name"}},
+        {"id": "send", "component": "Button", "child": "send-label", "variant": "primary",
+         "action": {"event": {"name": "submit", "context": {"name": {"path": "/name"}}}}},
+        {"id": "send-label", "component": "Text", "text": "Send"}
+    ]);
+    json!({
+        "surfaceId": "demo-form",
+        "components": components.to_string(),
+        "data": json!({"name": ""}).to_string(),
+    })
+}
+
+/// The demo's answer to a click on a surface, `None` when `text` is not one: the event, the
+/// surface and each value the user entered (`User performed action "submit" on surface
+/// "demo-form" (component: send). Context: {"name":"Ada"}`).
+fn surface_click(text: &str) -> Option<String> {
+    let rest = text.strip_prefix(CLICK_OPENING)?;
+    let (event, rest) = rest.split_once('"')?;
+    let surface = rest
+        .strip_prefix(" on surface \"")
+        .and_then(|rest| rest.split_once('"'))
+        .map_or("", |(surface, _)| surface);
+    let context = text
+        .split_once(". Context: ")
+        .and_then(|(_, context)| serde_json::from_str::<Map<String, Value>>(context).ok())
+        .unwrap_or_default();
+    let values: Vec<String> = context
+        .iter()
+        .map(|(key, value)| match value {
+            Value::String(text) => format!("{key}: {text}"),
+            other => format!("{key}: {other}"),
+        })
+        .collect();
+    let entered = if values.is_empty() {
+        "nothing entered".to_owned()
+    } else {
+        values.join(", ")
+    };
+    Some(format!(
+        "This is agui-lambda's scripted demo model (no OPENAI_API_KEY is set). You pressed \"{event}\" on the surface \"{surface}\" with {entered}."
+    ))
 }
 
 /// The colours a `color` parameter takes when its schema names none: the AG-Kit send-message
@@ -446,5 +518,60 @@ mod tests {
         });
         let deltas = DemoModel::answer(&request);
         assert_eq!(arguments_of(&deltas), Some(json!({"mode": "dark"})));
+    }
+
+    #[test]
+    fn the_demo_builds_a_form_through_the_render_tool_when_asked() {
+        for message in ["Show me a form", "render a2ui please", "A FORM, please"] {
+            let deltas = DemoModel::answer(&request(
+                user(message),
+                &["render_a2ui", "get_current_time"],
+            ));
+            assert_eq!(called(&deltas), Some("render_a2ui"), "{message}");
+            let arguments = arguments_of(&deltas).unwrap();
+            assert_eq!(arguments["surfaceId"], "demo-form");
+            let components: Vec<Value> =
+                serde_json::from_str(arguments["components"].as_str().unwrap()).unwrap();
+            let field = components
+                .iter()
+                .find(|c| c["component"] == "TextField")
+                .unwrap();
+            assert_eq!(field["value"], json!({"path": "/name"}));
+            let button = components
+                .iter()
+                .find(|c| c["component"] == "Button")
+                .unwrap();
+            assert_eq!(
+                button["action"]["event"],
+                json!({"name": "submit", "context": {"name": {"path": "/name"}}})
+            );
+            let data: Value = serde_json::from_str(arguments["data"].as_str().unwrap()).unwrap();
+            assert_eq!(data, json!({"name": ""}));
+        }
+        // A client that cannot paint is not offered the tool: the demo describes nothing.
+        let deltas = DemoModel::answer(&request(user("Show me a form"), &["get_current_time"]));
+        assert_eq!(called(&deltas), None);
+        assert!(text(&deltas).ends_with("You said: Show me a form"));
+    }
+
+    #[test]
+    fn the_demo_answers_a_click_on_its_form_with_the_values_entered() {
+        let click = "User performed action \"submit\" on surface \"demo-form\" (component: send). Context: {\"name\":\"Ada Lovelace\"}";
+        let deltas = DemoModel::answer(&request(user(click), &["render_a2ui"]));
+        assert_eq!(
+            called(&deltas),
+            None,
+            "a click on the form is not a new request for one"
+        );
+        assert_eq!(
+            text(&deltas),
+            "This is agui-lambda's scripted demo model (no OPENAI_API_KEY is set). You pressed \"submit\" on the surface \"demo-form\" with name: Ada Lovelace."
+        );
+        let empty = "User performed action \"cancel\" on surface \"s\". Context: {}";
+        let deltas = DemoModel::answer(&request(user(empty), &["render_a2ui"]));
+        assert!(
+            text(&deltas)
+                .ends_with("You pressed \"cancel\" on the surface \"s\" with nothing entered.")
+        );
     }
 }

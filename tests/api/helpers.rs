@@ -122,6 +122,8 @@ enum TestModel {
     Aimock(Box<Aimock>),
     /// An OpenAI-compatible server the test started itself, named by `OPENAI_BASE_URL`.
     Loopback,
+    /// A model the test scripts itself, in process.
+    Scripted(Arc<dyn ModelProvider>),
 }
 
 pub(crate) struct Reply {
@@ -163,6 +165,15 @@ pub(crate) async fn spawn_app_on(
 ) -> TestApp {
     let model = Arc::new(FixtureModel::load());
     spawn(overrides, store, TestModel::Fixture(model)).await
+}
+
+/// An app on a model the test scripts itself (in process) and the given store.
+pub(crate) async fn spawn_app_on_scripted(
+    model: Arc<dyn ModelProvider>,
+    overrides: &[(&str, &str)],
+    store: Arc<dyn ThreadStore>,
+) -> TestApp {
+    spawn(overrides, Some(store), TestModel::Scripted(model)).await
 }
 
 /// An app whose model is aimock over HTTP: for the tests about the OpenAI wire format.
@@ -330,6 +341,7 @@ async fn spawn_full(
             let fixture: Arc<dyn ModelProvider> = fixture.clone();
             fixture.into()
         }
+        TestModel::Scripted(model) => model.clone().into(),
         TestModel::Aimock(_) | TestModel::Loopback => {
             startup::models_from_config(&config).await.unwrap()
         }
@@ -366,7 +378,7 @@ impl TestApp {
     pub(crate) fn aimock(&self) -> &Aimock {
         match &self.model {
             TestModel::Aimock(aimock) => aimock,
-            TestModel::Fixture(_) | TestModel::Loopback => {
+            TestModel::Fixture(_) | TestModel::Loopback | TestModel::Scripted(_) => {
                 panic!("a wire test: start the app with spawn_wire_app")
             }
         }
@@ -377,7 +389,9 @@ impl TestApp {
         match &self.model {
             TestModel::Fixture(fixture) => fixture.requests().len(),
             TestModel::Aimock(aimock) => aimock.journal().await.len(),
-            TestModel::Loopback => panic!("the test's own model counts its requests"),
+            TestModel::Loopback | TestModel::Scripted(_) => {
+                panic!("the test's own model counts its requests")
+            }
         }
     }
 
@@ -385,7 +399,7 @@ impl TestApp {
     pub(crate) fn fixture_requests_about(&self, user_text: &str) -> Vec<ModelRequest> {
         match &self.model {
             TestModel::Fixture(fixture) => fixture.requests_about(user_text),
-            TestModel::Aimock(_) | TestModel::Loopback => {
+            TestModel::Aimock(_) | TestModel::Loopback | TestModel::Scripted(_) => {
                 panic!("fixture_requests_about needs the fixture model")
             }
         }

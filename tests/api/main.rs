@@ -33,6 +33,7 @@ mod window_model;
 mod a2a_client;
 mod a2a_server;
 mod a2a_subagents;
+mod a2ui_surfaces;
 mod agent_runs;
 mod agentscope;
 mod agkit;

@@ -12,9 +12,9 @@
 //!
 //! What it answers is decided by a marker in the last user message with text, as
 //! `tests/strict_models.py` does for the other providers: `[time]` calls get_current_time,
-//! `[color]` calls change-background-color (a frontend tool), `[parallel]` makes two calls at
-//! once, a turn after tool results answers `Done: <the last result>`, anything else `Hello from
-//! the strict model.`. With thinking on, every answer opens with a thinking block (signed) and a
+//! `[color]` calls change-background-color (a frontend tool), `[form]` renders an A2UI form
+//! (`render_a2ui`), `[parallel]` makes two calls at once, a turn after tool results answers
+//! `Done: <the last result>`, anything else `Hello from the strict model.`. With thinking on, every answer opens with a thinking block (signed) and a
 //! redacted one. Failures: `[529]` an overloaded 529 and `[overload-in-stream]` an
 //! `overloaded_error` event after the 200 before any output (each once per message); `[stall]`
 //! the headers then silence (for any model but `fallback-model`), `[overload-after-output]`
@@ -282,6 +282,20 @@ fn plan(text: &str, answered: &[Value]) -> Vec<Step> {
         vec![Step::Call(
             "change-background-color",
             json!({"color": "green"}),
+        )]
+    } else if text.contains("[form]") {
+        // A2UI's render tool, offered when the client paints surfaces: a name field and a button.
+        let components = json!([
+            {"id": "root", "component": "Column", "children": ["name", "send"]},
+            {"id": "name", "component": "TextField", "label": "Your name", "value": {"path": "/name"}},
+            {"id": "send", "component": "Button", "child": "send-label",
+             "action": {"event": {"name": "submit", "context": {"name": {"path": "/name"}}}}},
+            {"id": "send-label", "component": "Text", "text": "Send"}
+        ]);
+        vec![Step::Call(
+            "render_a2ui",
+            json!({"surfaceId": "signup", "components": components.to_string(),
+                   "data": json!({"name": ""}).to_string()}),
         )]
     } else if text.contains("[parallel]") {
         vec![

@@ -711,7 +711,7 @@ async function forgetMemory(path) {
 }
 
 // The suggestions this agent can take: a delegation when it has sub-agents (GET capabilities),
-// and whether the clock asks first. `#hints[data-ready]` once settled, whatever the answer.
+// a form when it paints A2UI surfaces, and whether the clock asks first. `#hints[data-ready]` once settled, whatever the answer.
 async function suggest() {
   const hints = $("hints");
   try {
@@ -724,6 +724,15 @@ async function suggest() {
       hint.type = "button";
       hints.querySelector(".hint:last-of-type").after(hint);
       $("hints-about").append(` "Ask the ${first.name.replaceAll("_", " ")}" delegates to the sub-agent ${first.name}, whose work shows under its call.`);
+    }
+    // This page declares it paints A2UI (a2uiCatalogAvailable): unless the server turned A2UI
+    // off, the model is offered the render tool and the demo model builds a form when asked.
+    const a2ui = capabilities.custom?.a2ui?.mode;
+    if (a2ui && a2ui !== "off") {
+      const hint = element("button", "hint", "Show me a form");
+      hint.type = "button";
+      hints.querySelector(".hint:last-of-type").after(hint);
+      $("hints-about").append(" \"Show me a form\" asks for an A2UI surface, painted here; fill it in and press its button.");
     }
     if (capabilities.humanInTheLoop?.approvals) {
       $("hints-about").append(" Tools that need approval (APPROVAL_REQUIRED_TOOLS) ask you before they run.");

@@ -37,6 +37,18 @@ impl FromStr for Mode {
     }
 }
 
+impl Mode {
+    /// The setting's own spelling (`A2UI=auto`), as `GET /capabilities` reports it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Off => "off",
+            Self::On => "on",
+            Self::AssistantUi => "assistant-ui",
+        }
+    }
+}
+
 /// The components assistant-ui's renderer paints (`react-generative-ui` 0.0.16's A2UI convert).
 pub(crate) const ASSISTANT_UI_COMPONENTS: [&str; 9] = [
     "Text",

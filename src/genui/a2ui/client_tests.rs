@@ -109,4 +109,11 @@ fn modes_read_as_written() {
     assert_eq!("auto".parse(), Ok(Mode::Auto));
     assert_eq!("assistant-ui".parse(), Ok(Mode::AssistantUi));
     assert_eq!("On".parse::<Mode>(), Err(()));
+    for mode in [Mode::Auto, Mode::Off, Mode::On, Mode::AssistantUi] {
+        assert_eq!(
+            mode.name().parse(),
+            Ok(mode),
+            "{mode:?} reads back as it is named"
+        );
+    }
 }

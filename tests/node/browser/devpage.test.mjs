@@ -120,6 +120,7 @@ test("a new thread suggests what to try, and the demo model turns the page green
     "Change background color to green",
     "Please confirm action: delete the draft",
     "Ask the researcher: what is AG-UI?",
+    "Show me a form",
   ]);
   await screenshot(page, "empty");
   await page.locator("#hints .hint", { hasText: "Change background color to green" }).click();
