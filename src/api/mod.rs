@@ -23,6 +23,8 @@ pub(crate) mod stream;
 mod threads;
 mod v1_agent;
 
+/// What `/info` says of generative UI, filled at start-up from the features' settings.
+pub(crate) use crate::dialects::copilotkit::GenerativeUi;
 pub(crate) use app::ApiSettings;
 pub use app::App;
 pub(crate) use copilotkit::CopilotKitSettings;

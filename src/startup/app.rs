@@ -237,7 +237,7 @@ fn copilotkit_settings(config: &Config) -> crate::api::CopilotKitSettings {
 /// `/info`'s generative-UI flags. A2UI is on when `A2UI` or a profile's `a2ui` is anything but
 /// `off` (in `auto` the render tool goes to clients that declare they paint, as CopilotKit's page
 /// does once told A2UI is on); `a2ui.agents` names the agents that paint when some do not.
-fn generative_ui(config: &Config) -> crate::dialects::copilotkit::GenerativeUi {
+fn generative_ui(config: &Config) -> crate::api::GenerativeUi {
     use crate::genui::a2ui::Mode;
     let mode_of = |profile: Option<&str>| {
         profile
@@ -258,7 +258,7 @@ fn generative_ui(config: &Config) -> crate::dialects::copilotkit::GenerativeUi {
         .filter(|(_, mode)| *mode != Mode::Off)
         .map(|(name, _)| (*name).to_owned())
         .collect();
-    crate::dialects::copilotkit::GenerativeUi {
+    crate::api::GenerativeUi {
         a2ui: !painting.is_empty(),
         a2ui_agents: (!painting.is_empty() && painting.len() < agents.len()).then_some(painting),
         open_generative_ui: false,
