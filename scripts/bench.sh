@@ -20,7 +20,8 @@
 #    (benches/full_history.rs) and the criterion hot paths
 #    (benches/hot_paths.rs); on DynamoDB Local, store reads per run with long-term memory
 #    (benches/memory_reads.rs), what a delegation costs before its child's first event
-#    (benches/subagents.rs), and what a hand-off to the next Lambda invocation costs under the
+#    (benches/subagents.rs), CopilotKit's reload of a thread (benches/copilotkit_connect.rs), and
+#    what a hand-off to the next Lambda invocation costs under the
 #    test suite's Lambda emulator (benches/handoff.rs: invocations, the take-over's store calls,
 #    the gap a client sees)
 # Everything listens on 127.0.0.1 on free ports; every process started here is stopped on exit.
@@ -130,6 +131,9 @@ AGUI_BENCH_DYNAMODB_ENDPOINT="http://127.0.0.1:$DDB_PORT" cargo bench --locked -
 
 step "cargo bench --bench subagents (store round trips before a child's first event; time to its first text vs the same agent run directly)"
 AGUI_BENCH_DYNAMODB_ENDPOINT="http://127.0.0.1:$DDB_PORT" cargo bench --locked --bench subagents | tee "$OUT/subagents.txt"
+
+step "cargo bench --bench copilotkit_connect (CopilotKit's reload: a 10-, 100- and 1,000-message thread's replay next to GET /threads/{id}; /info)"
+AGUI_BENCH_DYNAMODB_ENDPOINT="http://127.0.0.1:$DDB_PORT" cargo bench --locked --bench copilotkit_connect | tee "$OUT/copilotkit_connect.txt"
 
 step "run event recording on vs off: the release binary on DynamoDB Local"
 DDB_ENV=(THREADS_TABLE=bench-recording AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$DDB_PORT"

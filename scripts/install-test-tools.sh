@@ -79,9 +79,10 @@ npm_ci "$NODE_DIR"
 npm_ci "$ROOT/clients/resumable-agent"
 
 # ---- The browser examples: installed and built for their browser tests ------------------------
-# (tests/node/browser/{copilotkit,subagents}.test.mjs start their server.mjs; the tests build
-# nothing themselves). examples/copilotkit, first run: npm ci ~2.5 min on 2 busy cores and ~680 MB
-# (CopilotKit's runtime and React packages), build ~15 s; examples/assistant-ui: npm ci ~25 s and
+# (tests/node/browser/copilotkit.test.mjs serves examples/copilotkit's dist/, subagents.test.mjs
+# starts examples/assistant-ui's server.mjs; the tests build nothing themselves).
+# examples/copilotkit, first run: npm ci ~1 min and ~510 MB (CopilotKit's React packages), build
+# ~15 s; examples/assistant-ui: npm ci ~25 s and
 # ~100 MB, build ~3 s.
 build_example() { # directory
   local dir="$1" name="${1#"$ROOT"/}"

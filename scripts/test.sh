@@ -15,12 +15,15 @@
 #      mock as remote children; 1.0.0, 0.0.59, and 0.0.58 for `inline`), and the
 #      example agent's own binary (examples/calculator) calling its tool; an API Gateway REST
 #      event through `cargo lambda invoke`; AgentCore Runtime mode with @ag-ui/client 1.0.0 through
-#      /invocations, then its SIGTERM; streams cut by STREAM_MAX_SECS through both clients; the
+#      /invocations, then its SIGTERM; streams cut by STREAM_MAX_SECS through both clients;
+#      CopilotKit's own client (@copilotkit/core 1.75.0 and 1.70.0) with the function as its
+#      runtime (/copilotkit), under cargo lambda watch and on the local server; the
 #      AG-UI 1.1 conformance suite (scripts/agui_conformance.py) driving the servers, then over
 #      every captured stream, with docs/conformance.md as it generates it; every captured
 #      stream checked by ag-ui-validate
 #      then the browser tests: Playwright driving Debian's chromium through the dev page (also
-#      across streams cut short by STREAM_MAX_SECS), the CopilotKit example and the assistant-ui
+#      across streams cut short by STREAM_MAX_SECS), the CopilotKit example (a static page on
+#      its own origin whose runtime is the function) and the assistant-ui
 #      sub-agents example (screenshots in
 #      .ci/artifacts/screenshots)
 #   5. the links and anchors of README.md, CHANGELOG.md and docs/*.md (scripts/check_links.py);
@@ -160,6 +163,10 @@ done
 # cargo lambda watch serves one request at a time: the double-texting tests run in the next step.
 (cd tests/node && E2E_SEQUENTIAL=1 AGUI_URL="$WATCH_URL/agent" CAPTURE_DIR="$ARTIFACTS/captures" node --test --test-concurrency=1 e2e.test.mjs) 2>&1 | tee "$SUITES/e2e-watch.log" \
   || { echo "--- cargo lambda watch log"; tail -n 50 "$ARTIFACTS/watch.log"; exit 1; }
+# CopilotKit's own client (@copilotkit/core 1.75.0 and 1.70.0) with the function as its runtime
+# (/copilotkit): one request at a time here, so Stop and joining run against the local server.
+(cd tests/node && COPILOTKIT_BASE="$WATCH_URL" COPILOTKIT_SERIAL=1 CAPTURE_DIR="$ARTIFACTS/captures" node --test --test-concurrency=1 copilotkit.test.mjs) 2>&1 | tee "$SUITES/copilotkit-watch.log" \
+  || { echo "--- cargo lambda watch log"; tail -n 50 "$ARTIFACTS/watch.log"; exit 1; }
 # The v1 agent API's detached run, started and followed to its end: the function invokes itself
 # through the emulator's Invoke API, with no AWS variable set.
 (cd tests/node && AGUI_BASE="$WATCH_URL" CAPTURE_DIR="$ARTIFACTS/captures" node --test v1-agent.test.mjs) 2>&1 | tee "$SUITES/v1-agent-watch.log" \
@@ -209,11 +216,14 @@ wait_for_function "http://127.0.0.1:$CUT_PORT" "the local server (STREAM_MAX_SEC
 # (0.0.59), usage, capabilities. A server whose get_current_time needs approval.
 APPROVAL_PORT=$(free_port)
 PORT="$APPROVAL_PORT" OPENAI_BASE_URL="http://127.0.0.1:$AIMOCK_PORT/v1" OPENAI_API_KEY=e2e-test-key AGENT_MODEL=test-model \
-  APPROVAL_REQUIRED_TOOLS=get_current_time MODEL_MAX_RETRIES=1 RUST_LOG=info setsid target/debug/agui-lambda \
+  APPROVAL_REQUIRED_TOOLS=get_current_time CORS_ALLOWED_ORIGINS='*' MODEL_MAX_RETRIES=1 RUST_LOG=info setsid target/debug/agui-lambda \
   </dev/null >"$ARTIFACTS/approval.log" 2>&1 &
 PIDS+=($!)
 wait_for_function "http://127.0.0.1:$APPROVAL_PORT" "the local server (approvals)" "${PIDS[-1]}"
 (cd tests/node && AGUI_BASE="http://127.0.0.1:$APPROVAL_PORT" CAPTURE_DIR="$ARTIFACTS/captures" node --test agui10.test.mjs) 2>&1 | tee "$SUITES/agui10.log" \
+  || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/approval.log"; exit 1; }
+# CopilotKit's own client on the same server, with Stop and a second client joining a run.
+(cd tests/node && COPILOTKIT_BASE="http://127.0.0.1:$APPROVAL_PORT" CAPTURE_DIR="$ARTIFACTS/captures" node --test --test-concurrency=1 copilotkit.test.mjs) 2>&1 | tee "$SUITES/copilotkit-local.log" \
   || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/approval.log"; exit 1; }
 # A2A 1.0 on the same server, driven by both official SDKs over JSON-RPC and HTTP+JSON: the
 # approval is the input-required round trip.

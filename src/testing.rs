@@ -56,6 +56,12 @@ pub mod model {
         ModelProvider, ModelRequest, RetryHint, Served, ToolCallAccumulator, Usage,
     };
 
+    pub mod transcription {
+        pub use crate::model::transcription::{
+            Audio, Transcriber, TranscriptionError, TranscriptionSettings,
+        };
+    }
+
     #[cfg(feature = "bedrock")]
     pub mod bedrock {
         pub use crate::model::bedrock::{
@@ -125,13 +131,14 @@ pub mod startup {
 
 pub mod store {
     pub use crate::store::{
-        Blobs, CancelState, Checkpoint, Claim, ClaimedRun, ContextMark, ContextUpdate, Deletion,
-        EventLog, History, HistoryQuery, Lease, LinkedRun, Memories, Memory, MemoryEdit, MemoryId,
-        MemorySet, MemoryStore, NewMemory, NewThread, ParentStep, QuotaExceeded, QuotaLimits,
-        RunCheckpoint, RunCheckpoints, RunClaim, RunFinish, RunLeases, RunStart, RunTokens, Runner,
-        Settlement, StoreError, StoredBlob, TaskFailure, TaskRecord, TaskRecords, TaskState,
-        ThreadActivity, ThreadLink, ThreadStore, Threads, TimedMessage, TimedPage, TimedQuery,
-        Upload, UsageLedger, usage_day,
+        AfterQuery, Archived, Blobs, CancelState, Checkpoint, Claim, ClaimedRun, ContextMark,
+        ContextUpdate, Deletion, EventLog, History, HistoryQuery, Lease, LinkedRun, Memories,
+        Memory, MemoryEdit, MemoryId, MemorySet, MemoryStore, MessagesAfter, NewMemory, NewThread,
+        ParentStep, QuotaExceeded, QuotaLimits, RunCheckpoint, RunCheckpoints, RunClaim, RunFinish,
+        RunLeases, RunStart, RunTokens, Runner, Settlement, ShelfPage, ShelfQuery, ShelvedThread,
+        StoreError, StoredBlob, TaskFailure, TaskRecord, TaskRecords, TaskState, ThreadActivity,
+        ThreadLink, ThreadShelf, ThreadStore, Threads, TimedMessage, TimedPage, TimedQuery, Upload,
+        UsageLedger, usage_day,
     };
     #[cfg(feature = "aws")]
     pub use crate::store::{DynamoStore, StoreUsage};

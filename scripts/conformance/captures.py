@@ -78,7 +78,11 @@ def check_ours(parsed: sse.Parsed, report: Report) -> None:
     fail = lambda rule, index, message: report.findings.append(Finding(rule, index, message))  # noqa: E731
     previous = None
     unnumbered_from = None
-    for index, frame in enumerate(parsed.frames):
+    frames = list(enumerate(parsed.frames))
+    replayed = replay_length(parsed.frames)
+    if replayed == len(frames):
+        return  # a thread at rest replayed: no run's log, so no numbering
+    for index, frame in frames[replayed:]:
         if frame.id is None:
             unnumbered_from = index if unnumbered_from is None else unnumbered_from
             continue
@@ -107,6 +111,17 @@ def check_ours(parsed: sse.Parsed, report: Report) -> None:
         pointer = vendor(parsed.frames[index].event).get("continues")
         if not isinstance(pointer, dict) or pointer.get("lastEventId") != (previous or 0):
             fail("ours.notice", index, f"an event of the stream's end whose metadata[{VENDOR!r}].continues does not point after the last event sent ({previous})")
+
+
+def replay_length(frames: list) -> int:
+    """How many leading events are a thread's replay (CopilotKit's `/connect`): `RUN_STARTED`
+    and `MESSAGES_SNAPSHOT` without an id, then the rest without one. They are read from the
+    thread, not the run's log, so they carry no id; a run in progress that the replay joins goes
+    on with its log's numbered events, which the rules above then check."""
+    types = [frame.event.get("type") for frame in frames[:2]]
+    if types != ["RUN_STARTED", "MESSAGES_SNAPSHOT"] or any(frame.id is not None for frame in frames[:2]):
+        return 0
+    return next((index for index, frame in enumerate(frames) if frame.id is not None), len(frames))
 
 
 def check_directory(schema: Schema, directory: Path, ours: bool) -> Summary:

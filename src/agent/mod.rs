@@ -25,6 +25,7 @@ mod run;
 mod spans;
 mod start;
 pub(crate) mod subagents;
+mod suggest;
 pub(crate) mod thread;
 mod threads;
 pub mod tools;
@@ -40,11 +41,13 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub(crate) use crate::model::transcription::{Audio, Transcriber, TranscriptionError};
 pub(crate) use crate::store::QuotaLimits;
 pub(crate) use approval::InterruptError;
 pub use context::{ContextSettings, ContextStrategy};
 pub(crate) use profiles::{AgentProfile, INTERNAL_AGENT_TYPE, ProfileSetupError};
 pub(crate) use run::PreparedRun;
+pub(crate) use suggest::Suggestion;
 pub(crate) use thread::MergeError;
 pub use threads::Quotas;
 pub(crate) use threads::{ForkError, QuotaOverride};
@@ -144,6 +147,8 @@ pub struct Agent {
     continuations: Option<Arc<dyn continuation::Continuations>>,
     /// The agents this one may delegate to, each a tool its model sees.
     subagents: Arc<Vec<subagents::Subagent>>,
+    /// Voice input's transcription model (`TRANSCRIPTION_MODEL`), when one is configured.
+    transcriber: Option<Arc<Transcriber>>,
     /// The models' windows as their refusals showed them, for every run of the process.
     windows: Arc<context::LearnedWindows>,
 }
@@ -277,8 +282,40 @@ impl Agent {
             summarizer: None,
             continuations: None,
             subagents: Arc::default(),
+            transcriber: None,
             windows: Arc::default(),
         }
+    }
+
+    /// Voice input through `transcriber`.
+    pub(crate) fn with_transcriber(mut self, transcriber: Option<Arc<Transcriber>>) -> Self {
+        self.transcriber = transcriber;
+        self
+    }
+
+    /// The text spoken in `audio`, by the transcription model.
+    pub(crate) async fn transcribe(&self, audio: &Audio) -> Result<String, TranscriptionError> {
+        match &self.transcriber {
+            Some(transcriber) => transcriber.transcribe(audio).await,
+            None => Err(TranscriptionError::Unreachable(
+                "no transcription model is configured (TRANSCRIPTION_MODEL)".to_owned(),
+            )),
+        }
+    }
+
+    /// The configured prompt with the client's `context` entries appended.
+    fn system_prompt(&self, context: &[crate::protocol::ContextEntry]) -> Option<String> {
+        let mut prompt = self.settings.system_prompt.clone().unwrap_or_default();
+        if !context.is_empty() {
+            if !prompt.is_empty() {
+                prompt.push_str("\n\n");
+            }
+            prompt.push_str("Context provided by the application:");
+            for entry in context {
+                prompt.push_str(&format!("\n- {}: {}", entry.description, entry.value));
+            }
+        }
+        (!prompt.is_empty()).then_some(prompt)
     }
 
     /// Runs hand off to `continuations` when their invocation ends (under Lambda).

@@ -17,9 +17,7 @@ use super::thread::{self, Merged};
 use super::{Agent, StartError, lease_expiry, spans};
 use crate::auth::Principal;
 use crate::protocol::input::{BusyThreadPolicy, check_new_messages};
-use crate::protocol::{
-    ContextEntry, Message, MessageId, RunId, RunInput, SkippedPart, ThreadId, UserContent,
-};
+use crate::protocol::{Message, MessageId, RunId, RunInput, SkippedPart, ThreadId, UserContent};
 use crate::store::{
     Lease, Reservation, RunStart, StoreError, StoredThread, ThreadActivity, ThreadLink,
 };
@@ -598,21 +596,6 @@ impl Agent {
             tracing::warn!(run_id = %input.run_id, field = %part.field, reason = %part.reason, "content part skipped");
         }
         skipped
-    }
-
-    /// The configured prompt with the client's `context` entries appended.
-    fn system_prompt(&self, context: &[ContextEntry]) -> Option<String> {
-        let mut prompt = self.settings.system_prompt.clone().unwrap_or_default();
-        if !context.is_empty() {
-            if !prompt.is_empty() {
-                prompt.push_str("\n\n");
-            }
-            prompt.push_str("Context provided by the application:");
-            for entry in context {
-                prompt.push_str(&format!("\n- {}: {}", entry.description, entry.value));
-            }
-        }
-        (!prompt.is_empty()).then_some(prompt)
     }
 }
 

@@ -1,12 +1,14 @@
-//! What a caller does with its threads besides running them: list, rename, delete (stopping a
-//! run first), fork; and its token usage with the quotas a run is admitted under.
+//! What a caller does with its threads besides running them: list (our list, and the shelf a
+//! thread list UI shows), rename, archive, delete (stopping a run first), fork; and its token
+//! usage with the quotas a run is admitted under.
 
 use super::{Agent, StartError};
 use crate::auth::Principal;
 use crate::protocol::{MessageId, RunId, ThreadId};
 use crate::store::{
-    DayUsage, Deletion, EventCursor, EventPage, HistoryPage, HistoryQuery, NewThread, QuotaLimits,
-    Reservation, RunRef, RunTokens, Settlement, StoreError, ThreadActivity, ThreadList,
+    AfterQuery, DayUsage, Deletion, EventCursor, EventPage, HistoryPage, HistoryQuery,
+    MessagesAfter, NewThread, QuotaLimits, Reservation, RunRef, RunTokens, Settlement, ShelfPage,
+    ShelfQuery, StoreError, ThreadActivity, ThreadList,
 };
 use std::collections::HashMap;
 use std::time::Duration;
@@ -72,6 +74,34 @@ impl Agent {
         cursor: Option<&str>,
     ) -> Result<ThreadList, StoreError> {
         self.store.list_threads(owner, limit, cursor).await
+    }
+
+    /// A page of `owner`'s threads as a thread list UI shows them (CopilotKit's), archived ones
+    /// left out unless asked for.
+    pub(crate) async fn shelf(
+        &self,
+        owner: &Principal,
+        query: ShelfQuery<'_>,
+    ) -> Result<ShelfPage, StoreError> {
+        self.store.shelf(owner, query).await
+    }
+
+    /// Archives `owner`'s thread, or brings it back.
+    pub(crate) async fn set_archived(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        archived: bool,
+    ) -> Result<(), StoreError> {
+        self.store.set_archived(owner, thread_id, archived).await
+    }
+
+    /// The pages after the first of a whole thread's read: messages only, no record.
+    pub(crate) async fn messages_after(
+        &self,
+        query: AfterQuery<'_>,
+    ) -> Result<MessagesAfter, StoreError> {
+        self.store.messages_after(query).await
     }
 
     /// A page of `owner`'s thread history (the history route).

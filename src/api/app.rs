@@ -44,6 +44,8 @@ pub struct App {
     pub(super) a2a_public_url: Option<String>,
     /// Where MCP Apps' views' requests go, when a listed MCP server has views.
     pub(super) views: Option<std::sync::Arc<dyn crate::genui::mcp_apps::ViewRequests>>,
+    /// What CopilotKit's routes announce and serve beyond the agent.
+    pub(super) copilotkit: super::copilotkit::CopilotKitSettings,
 }
 
 /// The way back for MCP Apps' views (their servers' sessions), as start-up found them.
@@ -108,6 +110,7 @@ impl App {
             this: std::sync::OnceLock::new(),
             a2a_public_url: settings.a2a_public_url,
             views: None,
+            copilotkit: super::copilotkit::CopilotKitSettings::default(),
         }
     }
 
@@ -115,6 +118,15 @@ impl App {
     /// their servers through `views`.
     pub(crate) fn with_mcp_views(mut self, views: McpViews) -> Self {
         self.views = views.0;
+        self
+    }
+
+    /// CopilotKit's routes with these descriptions and features.
+    pub(crate) fn with_copilotkit(
+        mut self,
+        settings: super::copilotkit::CopilotKitSettings,
+    ) -> Self {
+        self.copilotkit = settings;
         self
     }
 
@@ -156,6 +168,14 @@ impl App {
             Ok(Route::Run(Dialect::AgUi | Dialect::SniffAgKit) | Route::Invocations) => {
                 let limit = self.limits.agui_max_payload_bytes;
                 (limit, InputError::HistoryTooLarge { limit })
+            }
+            Ok(Route::CopilotKit(route)) if route.carries_history() => {
+                let limit = self.limits.agui_max_payload_bytes;
+                (limit, InputError::HistoryTooLarge { limit })
+            }
+            Ok(Route::CopilotKit(route)) if route.body_limit(&self.copilotkit).is_some() => {
+                let limit = route.body_limit(&self.copilotkit).unwrap_or_default();
+                (limit, InputError::TooLarge { limit })
             }
             _ => {
                 let limit = self.limits.max_payload_bytes;
@@ -237,6 +257,7 @@ impl App {
         // AG-UI one.
         let parsed = Route::parse(request.method(), request.uri().path(), self.routes);
         let agentscope_route = parsed.as_ref().is_ok_and(Route::is_agentscope);
+        let transcription_route = parsed.as_ref().is_ok_and(Route::is_transcription);
         let a2a_binding = parsed.ok().and_then(|route| route.a2a_binding());
         let mut response = if request.method() == Method::OPTIONS {
             preflight(origin.is_some())
@@ -253,7 +274,9 @@ impl App {
                             "request refused"
                         );
                     }
-                    if let Some(binding) = a2a_binding {
+                    if transcription_route {
+                        super::response::transcription_refusal(&error)
+                    } else if let Some(binding) = a2a_binding {
                         let body = super::a2a::refusal_body(&error, binding);
                         let mut response =
                             json_response(error.status(), Bytes::from(body.to_string()));
@@ -303,7 +326,13 @@ impl App {
             code = error.code(),
             "request refused"
         );
-        let mut response = error_response(error);
+        let transcription = Route::parse(&Method::POST, path, self.routes)
+            .is_ok_and(|route| route.is_transcription());
+        let mut response = if transcription {
+            super::response::transcription_refusal(error)
+        } else {
+            error_response(error)
+        };
         add_cors(&mut response, self.allowed_origin(headers));
         response
     }
@@ -437,6 +466,10 @@ impl App {
             }
             Route::CreateUpload => {
                 self.create_upload(&principal, request.headers(), request.body())
+                    .await
+            }
+            Route::CopilotKit(route) => {
+                self.copilotkit(principal, route, request, invocation_deadline)
                     .await
             }
         }

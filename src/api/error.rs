@@ -67,6 +67,9 @@ pub(crate) enum ApiError {
     /// `MEMORY_MAX_ITEMS` reached.
     #[error("{0}")]
     MemoryFull(String),
+    /// CopilotKit's routes: an agent id that names neither the default agent nor a profile.
+    #[error("no agent is named {0:?} here; GET /copilotkit/info lists them")]
+    AgentNotFound(String),
     /// An A2A operation's error, written in its binding's shape.
     #[error("{}", .0.error)]
     A2a(Box<A2aRefusal>),
@@ -119,6 +122,18 @@ impl From<StartError> for ApiError {
             StartError::Input(input) => ApiError::Input(input),
             other => ApiError::Start(other),
         }
+    }
+}
+
+impl From<crate::dialects::copilotkit::BodyError> for ApiError {
+    /// A CopilotKit body refused as every JSON body is: 400 when it is not JSON, else 422
+    /// naming the field.
+    fn from(error: crate::dialects::copilotkit::BodyError) -> Self {
+        use crate::dialects::copilotkit::BodyError;
+        ApiError::Input(match error {
+            BodyError::Syntax(message) => InputError::Syntax(message),
+            BodyError::Invalid { field, message } => InputError::Invalid { field, message },
+        })
     }
 }
 
@@ -176,6 +191,7 @@ impl ApiError {
             ApiError::Start(StartError::Dispatch(_)) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Start(StartError::NotFound)
             | ApiError::NotFound(_)
+            | ApiError::AgentNotFound(_)
             | ApiError::RunNotFound
             | ApiError::MemoryOff
             | ApiError::MemoryNotFound => StatusCode::NOT_FOUND,
@@ -222,6 +238,7 @@ impl ApiError {
             ApiError::Start(StartError::StoreCorrupt) => "store_corrupt",
             ApiError::UnsupportedMediaType => "unsupported_media_type",
             ApiError::NotFound(_) => "not_found",
+            ApiError::AgentNotFound(_) => "agent_not_found",
             ApiError::MethodNotAllowed { .. } | ApiError::DevPageOff => "method_not_allowed",
             ApiError::BadQuery(_) => "invalid_query",
             ApiError::Unauthorized(_) => "unauthorized",

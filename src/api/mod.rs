@@ -7,6 +7,7 @@ mod a2a;
 mod agentcore;
 mod app;
 mod body;
+pub(crate) mod copilotkit;
 mod dev_page;
 pub(crate) mod dispatch;
 mod error;
@@ -23,6 +24,9 @@ pub(crate) mod stream;
 mod threads;
 mod v1_agent;
 
+/// What `/info` says of generative UI, filled at start-up from the features' settings.
+pub(crate) use crate::dialects::copilotkit::GenerativeUi;
 pub(crate) use app::ApiSettings;
 pub use app::App;
 pub(crate) use app::McpViews;
+pub(crate) use copilotkit::CopilotKitSettings;

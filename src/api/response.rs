@@ -1,8 +1,9 @@
-//! Building responses: JSON bodies, refusals and their headers, SSE streams with the run's ids,
-//! CORS headers and the preflight answer.
+//! Building responses: JSON bodies, refusals and their headers (CopilotKit's voice input's in
+//! its own shape), SSE streams with the run's ids, CORS headers and the preflight answer.
 
 use super::body::ResponseBody;
 use super::error::ApiError;
+use crate::dialects::copilotkit::{TranscriptionCode, transcription_error};
 use crate::protocol::{RunId, ThreadId, sse};
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
@@ -101,5 +102,21 @@ pub(super) fn sse_response(
     if let Ok(value) = HeaderValue::from_str(run_id.as_str()) {
         headers.insert("x-run-id", value);
     }
+    response
+}
+
+/// A refusal of the transcription route made before it is answered (authentication, a body
+/// too large, a server stopping), in the shape CopilotKit's chat reads, at our status.
+pub(crate) fn transcription_refusal(error: &ApiError) -> Response<ResponseBody> {
+    let code = match error.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => TranscriptionCode::AudioTooLong,
+        StatusCode::TOO_MANY_REQUESTS => TranscriptionCode::RateLimited,
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => TranscriptionCode::AuthFailed,
+        status if status.is_server_error() => TranscriptionCode::ProviderError,
+        _ => TranscriptionCode::InvalidRequest,
+    };
+    let body = transcription_error(code, &error.to_string());
+    let mut response = json_response(error.status(), Bytes::from(body.to_string()));
+    refusal_headers(&mut response, error);
     response
 }

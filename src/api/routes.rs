@@ -2,6 +2,7 @@
 //! with no route is 404, a method its path does not take 405.
 
 use super::a2a::{self, A2aRoute};
+use super::copilotkit::CopilotKitRoute;
 use super::dev_page;
 use super::error::ApiError;
 use crate::dialects::agkit;
@@ -95,6 +96,8 @@ pub(super) enum Route {
     DeleteMemory(String),
     /// A2A 1.0: the agent card, the JSON-RPC endpoint, the HTTP+JSON paths.
     A2a(A2aRoute),
+    /// CopilotKit's runtime protocol under `/copilotkit`.
+    CopilotKit(CopilotKitRoute),
 }
 
 /// The routes that are there only when a setting turns them on.
@@ -158,6 +161,10 @@ impl Route {
                     run: owned(run),
                 },
             )],
+            ["copilotkit", rest @ ..] => CopilotKitRoute::routes(rest)
+                .into_iter()
+                .map(|(method, route)| (method, Route::CopilotKit(route)))
+                .collect(),
             ["invocations"] if optional.agentcore => vec![(Method::POST, Route::Invocations)],
             ["ping"] if optional.agentcore => vec![(Method::GET, Route::Ping)],
             _ => a2a::routes(&segments)
@@ -197,11 +204,17 @@ impl Route {
         matches!(self, Route::Run(Dialect::AgentScope))
     }
 
+    /// CopilotKit's voice input, whose refusals take CopilotKit's transcription shape.
+    pub(super) fn is_transcription(&self) -> bool {
+        matches!(self, Route::CopilotKit(route) if route.is_transcription())
+    }
+
     /// Starts a run: refused while the server is stopping.
     pub(super) fn starts_a_run(&self) -> bool {
         match self {
             Route::Run(_) | Route::Invocations | Route::AcceptRun => true,
             Route::A2a(route) => route.may_start_a_run(),
+            Route::CopilotKit(route) => route.starts_a_run(),
             _ => false,
         }
     }

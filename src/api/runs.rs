@@ -8,7 +8,7 @@ use super::request::{check_content_type, query_pairs};
 use super::response::{json_response, sse_response};
 use super::routes::Dialect;
 use super::stream;
-use crate::agent::{InterruptError, Observed, RunSource, StartError};
+use crate::agent::{Agent, InterruptError, Observed, RunSource, StartError};
 use crate::dialects::agentscope::AgentScopeEncoder;
 use crate::dialects::{AguiEncoder, Encoder, agentscope, agkit};
 use crate::protocol::events::Event;
@@ -22,9 +22,25 @@ use http::{HeaderValue, Request, Response, StatusCode, header};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+/// A run to start, decoded from its request.
+pub(super) struct RunRequest<'a> {
+    /// The agent (or profile) that runs it.
+    pub agent: &'a Agent,
+    pub principal: Principal,
+    pub input: RunInput,
+    pub answer: RunAnswer,
+    pub invocation_deadline: Option<Instant>,
+    /// The metrics' `dialect` dimension.
+    pub dialect: &'static str,
+    /// Answered with AG-Kit's conversation header too.
+    pub agkit: bool,
+    /// An input the interrupt rules refuse is answered as a stream that opens with `RUN_ERROR`.
+    pub interrupt_stream: bool,
+}
+
 /// How a run is answered: streamed through an encoder, or (AgentScope's `stream: false`) the
 /// whole run encoded first and sent as the completed response object.
-enum RunAnswer {
+pub(super) enum RunAnswer {
     Stream(Box<dyn Encoder>),
     Buffered(Box<AgentScopeEncoder>),
 }
@@ -55,10 +71,33 @@ impl App {
             .into());
         }
         let (input, answer) = self.decode_run(dialect, body)?;
-        // An MCP App view's request riding on a run (CopilotKit): answered without one.
-        if let Some(view_request) = &input.forwarded_props.proxied_mcp_request {
+        let run = RunRequest {
+            agent: &self.agent,
+            principal,
+            input,
+            answer,
+            invocation_deadline,
+            dialect: dialect.label(),
+            agkit: dialect == Dialect::AgKit,
+            // AG-UI's interrupt rules name RUN_ERROR for a refused input; the other dialects'
+            // clients read no such stream.
+            interrupt_stream: dialect != Dialect::AgentScope && dialect != Dialect::AgKit,
+        };
+        self.answer_run(run, &request).await
+    }
+
+    /// Starts a decoded run on `run.agent` and answers it as `run.answer` says: the one path of
+    /// every run a client streams (`POST /agent` and the other dialects, CopilotKit's `/run`).
+    pub(super) async fn answer_run(
+        &self,
+        run: RunRequest<'_>,
+        request: &Request<Bytes>,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        // An MCP App view's request riding on a run (CopilotKit's `/run`, the single route's
+        // `agent/run`, `POST /agent`): answered without one.
+        if let Some(view_request) = &run.input.forwarded_props.proxied_mcp_request {
             return self
-                .proxied_view_request(&principal, &input, view_request)
+                .proxied_view_request(&run.principal, &run.input, view_request)
                 .await;
         }
         let deadline = self.run_deadline();
@@ -66,41 +105,37 @@ impl App {
             .extensions()
             .get::<Arrival>()
             .map_or_else(std::time::Instant::now, |arrival| arrival.0);
-        let mut run = match self.agent.start(principal, input, deadline).await {
-            Ok(run) => run,
-            // AG-UI's interrupt rules name RUN_ERROR for these: a stream that opens with it.
-            Err(StartError::Interrupt(error))
-                if dialect != Dialect::AgentScope && dialect != Dialect::AgKit =>
-            {
+        let mut started = match run.agent.start(run.principal, run.input, deadline).await {
+            Ok(started) => started,
+            Err(StartError::Interrupt(error)) if run.interrupt_stream => {
                 return Ok(interrupt_refusal(&error));
             }
             Err(error) => return Err(error.into()),
         };
-        run.observe(Observed {
+        started.observe(Observed {
             received,
-            dialect: dialect.label(),
+            dialect: run.dialect,
         });
-        if let Some(ends) = self.invocation_end(invocation_deadline) {
-            run.end_invocation_at(ends);
+        if let Some(ends) = self.invocation_end(run.invocation_deadline) {
+            started.end_invocation_at(ends);
         }
-        let thread_id = run.thread_id().clone();
-        let run_id = run.run_id().clone();
-        match answer {
+        let thread_id = started.thread_id().clone();
+        let run_id = started.run_id().clone();
+        match run.answer {
             RunAnswer::Buffered(encoder) => {
-                Ok(whole_response(run.into_events(), encoder, &thread_id).await)
+                Ok(whole_response(started.into_events(), encoder, &thread_id).await)
             }
             RunAnswer::Stream(encoder) => {
                 // The run goes on by itself; this response is only its first follower.
                 let batches = stream::until(
-                    run.into_batches(),
+                    started.into_batches(),
                     self.stream_end(None),
                     &thread_id,
                     &run_id,
                     0,
                 );
                 let frames = stream::frames(batches, self.ping_interval, encoder);
-                let agkit = dialect == Dialect::AgKit;
-                Ok(sse_response(frames, &thread_id, &run_id, agkit))
+                Ok(sse_response(frames, &thread_id, &run_id, run.agkit))
             }
         }
     }
@@ -192,28 +227,50 @@ impl App {
             }
         }
         let after = after.unwrap_or(0);
+        let batches = self
+            .follow_run(principal, &thread_id, &run_id, after, invocation_deadline)
+            .await?;
+        Ok(sse_response(
+            stream::frames(batches, self.ping_interval, AguiEncoder),
+            &thread_id,
+            &run_id,
+            false,
+        ))
+    }
+
+    /// A run's events after `after`, then live until its terminal event (or the notice that ends
+    /// a stream while the run goes on), wherever the run is: from this process's live log, else
+    /// from its log in the store. `RunNotFound` for a run that has no events and holds no thread.
+    pub(super) async fn follow_run(
+        &self,
+        principal: &Principal,
+        thread_id: &ThreadId,
+        run_id: &RunId,
+        after: u64,
+        invocation_deadline: Option<Instant>,
+    ) -> Result<futures_util::stream::BoxStream<'static, stream::Batch>, ApiError> {
         let source = self
             .agent
-            .run_source(principal, &thread_id, &run_id)
+            .run_source(principal, thread_id, run_id)
             .await
             .map_err(ApiError::from_store)?
             .ok_or(ApiError::RunNotFound)?;
         let invocation_end = self.invocation_end(invocation_deadline);
-        let batches = match source {
+        Ok(match source {
             // From the live log, unless the client needs events another runner sent.
             RunSource::Live(run) if after >= run.base() => {
                 run.note_rejoin();
                 stream::until(
                     run.follow(after),
                     self.stream_end(None),
-                    &thread_id,
-                    &run_id,
+                    thread_id,
+                    run_id,
                     after,
                 )
                 .boxed()
             }
             RunSource::Live(_) => self
-                .follow_stored(principal, &thread_id, &run_id, after, invocation_end)
+                .follow_stored(principal, thread_id, run_id, after, invocation_end)
                 .await?
                 .boxed(),
             RunSource::Stored { run, active } => {
@@ -236,13 +293,7 @@ impl App {
                 )
                 .boxed()
             }
-        };
-        Ok(sse_response(
-            stream::frames(batches, self.ping_interval, AguiEncoder),
-            &thread_id,
-            &run_id,
-            false,
-        ))
+        })
     }
 
     /// A run's events from its log in the store after `after`, then as they are written.

@@ -6,6 +6,7 @@ mod a2ui;
 mod agent;
 mod auth;
 mod context;
+mod copilotkit;
 mod hosting;
 mod http_server;
 mod limits;
@@ -29,6 +30,7 @@ use vars::Vars;
 pub(crate) use auth::{AuthConfig, JwksSource};
 pub(crate) use context::ContextConfig;
 pub use context::PromptCache;
+pub(crate) use copilotkit::CopilotKitConfig;
 pub(crate) use hosting::{Hosting, HostingConfig};
 pub(crate) use http_server::HttpConfig;
 pub use model::ModelChoice;
@@ -75,6 +77,8 @@ pub struct Config {
     pub memory: crate::agent::memory::MemorySettings,
     /// How sub-agents are shown and bounded, and the profile the AG-UI routes serve.
     pub subagents: SubagentsConfig,
+    /// What CopilotKit's runtime (`/copilotkit`) serves beyond runs and threads.
+    pub copilotkit: CopilotKitConfig,
     /// When the A2UI render tool is offered (`A2UI`).
     pub a2ui: crate::genui::a2ui::A2uiSettings,
 }
@@ -173,6 +177,7 @@ pub(crate) const SETTINGS: &[&[&str]] = &[
     ContextConfig::SETTINGS,
     crate::agent::memory::MemorySettings::SETTINGS,
     SubagentsConfig::SETTINGS,
+    CopilotKitConfig::SETTINGS,
     crate::genui::a2ui::A2uiSettings::SETTINGS,
     SET_BY_LAMBDA,
 ];
@@ -224,6 +229,7 @@ impl Config {
             context: ContextConfig::from_vars(vars)?,
             memory: crate::agent::memory::MemorySettings::from_vars(vars)?,
             subagents: SubagentsConfig::from_vars(vars)?,
+            copilotkit: CopilotKitConfig::from_vars(vars)?,
             a2ui: crate::genui::a2ui::A2uiSettings::from_vars(vars)?,
         };
         if let Some(profile) = &config.subagents.default_profile
@@ -392,8 +398,9 @@ pub(crate) mod tests {
             ("JWT_AUDIENCE", "a"),
             ("JWT_JWKS_FILE", "/k.json"),
         ];
+        let voice = [("TRANSCRIPTION_MODEL", "whisper-1")];
         let mut read = BTreeSet::new();
-        for pairs in [&[][..], &api_key, &jwt] {
+        for pairs in [&[][..], &api_key, &jwt, &voice] {
             let map = map(pairs);
             let vars = Vars::new(&map);
             Config::from_vars(&vars).unwrap();

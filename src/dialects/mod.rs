@@ -1,10 +1,12 @@
 //! Dialects: the same run spoken in other protocols (the AG-Kit `send-message` dialect, the
-//! AgentScope Agent API, the v1 agent API's strict input and answers). A dialect is an input transform into the
+//! AgentScope Agent API, the v1 agent API's strict input and answers, CopilotKit's runtime
+//! protocol). A dialect is an input transform into the
 //! one validated [`RunInput`](crate::protocol::RunInput) plus an [`Encoder`] over the run's AG-UI events.
 //! AG-UI itself is the identity dialect.
 
 pub(crate) mod agentscope;
 pub(crate) mod agkit;
+pub(crate) mod copilotkit;
 pub(crate) mod v1_agent;
 
 use crate::protocol::events::{Event, RecordedEvent};

@@ -32,8 +32,8 @@ fn agent_layer(entry: &str) -> Option<Layer> {
         "run" => Some(Layer::Loop),
         "start" | "continuation" | "profile_child" => Some(Layer::Client),
         "a2a_tasks" | "approval" | "background" | "context" | "detached" | "history_day"
-        | "live" | "memory" | "profiles" | "spans" | "subagents" | "thread" | "threads"
-        | "tools" | "turn" => Some(Layer::Part),
+        | "live" | "memory" | "profiles" | "spans" | "subagents" | "suggest" | "thread"
+        | "threads" | "tools" | "turn" => Some(Layer::Part),
         _ => None,
     }
 }

@@ -14,6 +14,7 @@ pub(crate) mod refusal;
 pub(crate) mod resilient;
 #[cfg(any(test, feature = "test-utils"))]
 pub(crate) mod scripted;
+pub(crate) mod transcription;
 
 use crate::protocol::{Message, UserPart};
 use async_trait::async_trait;
@@ -36,6 +37,9 @@ pub struct ModelRequest {
     pub summary: Option<String>,
     /// What the provider's prompt cache may route this thread's requests by (its thread id).
     pub cache_key: Option<String>,
+    /// The tool the model must call this turn (one of `tools`); `None` leaves it to the model.
+    /// Claude cannot be forced while it thinks: that call goes without extended thinking.
+    pub tool_choice: Option<String>,
 }
 
 pub(crate) use crate::protocol::input::sampling::Sampling;

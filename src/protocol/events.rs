@@ -34,7 +34,7 @@ pub enum Event {
         thread_id: ThreadId,
         run_id: RunId,
         /// AG-UI 1.0's `outcome`; absent means success.
-        #[serde(skip_serializing_if = "Option::is_none")]
+        #[serde(skip_serializing_if = "RunOutcome::unsent")]
         outcome: Option<RunOutcome>,
         #[serde(skip_serializing_if = "RunUsage::is_empty")]
         usage: RunUsage,
@@ -216,6 +216,17 @@ pub enum RunOutcome {
     Interrupt { interrupts: Vec<Interrupt> },
     /// Stopped by the cancel endpoint or by a newer run on the thread.
     Cancelled,
+    /// Stopped, for a client that declares no version: 0.0.59 refuses a `cancelled` outcome, so
+    /// none is sent and `metadata["agui-lambda"].outcome` says `"cancelled"` instead.
+    #[serde(skip)]
+    CancelledInMetadata,
+}
+
+impl RunOutcome {
+    /// No `outcome` on the wire: success, or a cancel told only in the metadata.
+    fn unsent(outcome: &Option<RunOutcome>) -> bool {
+        matches!(outcome, None | Some(RunOutcome::CancelledInMetadata))
+    }
 }
 
 /// `REASONING_ENCRYPTED_VALUE.subtype`: what `entityId` names.
@@ -268,6 +279,10 @@ pub(crate) struct Placed {
 struct Place {
     /// What `Last-Event-ID` resumes after.
     event_id: u64,
+    /// How the run ended, where the event's own `outcome` cannot say it (a cancel, to a client
+    /// that declares no version).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    outcome: Option<&'static str>,
 }
 
 /// `event`'s JSON with its timestamp and its place in `metadata`. An event with metadata of its
@@ -282,11 +297,22 @@ fn placed_json(event: &Event, seq: u64, timestamp_ms: i64) -> serde_json::Result
         _ => false,
     };
     if !own_metadata {
+        let outcome = matches!(
+            event,
+            Event::RunFinished {
+                outcome: Some(RunOutcome::CancelledInMetadata),
+                ..
+            }
+        )
+        .then_some("cancelled");
         return serde_json::to_vec(&Stamped {
             event,
             timestamp: timestamp_ms,
             metadata: Some(Placed {
-                place: Place { event_id: seq },
+                place: Place {
+                    event_id: seq,
+                    outcome,
+                },
             }),
         });
     }

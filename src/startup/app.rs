@@ -2,7 +2,7 @@
 //! caller does not supply (your tools, a test's scripted model or its own store), then the agent
 //! and the app around it.
 
-use super::models::{Models, models_from_config};
+use super::models::{Models, models_from_config, transcriber_from_config};
 use super::store::{blobs_from_config, store_from_config};
 use super::tools::{add_mcp_tools, mcp_server_offers_nothing};
 use super::{StartupError, authenticator, subagents};
@@ -107,7 +107,7 @@ impl<'a> AppBuilder<'a> {
             None => ToolRegistry::with_builtins()?,
         };
         // Each part's future on the heap: together they are too large for a test thread's stack.
-        let (models, store, auth, views, blobs, dispatcher, secrets) = tokio::try_join!(
+        let (models, store, auth, views, blobs, dispatcher, secrets, transcriber) = tokio::try_join!(
             supplied_or(self.models, Box::pin(models_from_config(config))),
             supplied_or(self.store, Box::pin(store_from_config(config))),
             supplied_or(self.auth, Box::pin(authenticator(&config.auth))),
@@ -115,12 +115,13 @@ impl<'a> AppBuilder<'a> {
             supplied_or(self.blobs.map(Some), Box::pin(blobs_from_config(config))),
             Box::pin(dispatcher_from_config(config)),
             Box::pin(subagents::subagent_secrets(config)),
+            Box::pin(transcriber_from_config(config)),
         )?;
         let mut config = config.clone();
         config.subagents.secret_headers = secrets.headers;
         config.subagents.a2a_secrets = secrets.a2a;
         let metrics = self.metrics.or_else(|| metrics_from_config(&config));
-        Ok(assemble(&config, models, store, auth, tools)?
+        Ok(assemble(&config, models, store, auth, tools, transcriber)?
             .with_mcp_views(views)
             .with_blobs(blobs)
             .with_dispatcher(dispatcher)
@@ -147,6 +148,7 @@ fn assemble(
     store: Arc<dyn ThreadStore>,
     auth: Authenticator,
     mut tools: ToolRegistry,
+    transcriber: Option<Arc<crate::agent::Transcriber>>,
 ) -> Result<App, StartupError> {
     for name in &config.agent.approval_required_tools {
         match tools.require_approval(name) {
@@ -185,6 +187,7 @@ fn assemble(
         },
     )
     .with_summarizer(models.summarizer)
+    .with_transcriber(transcriber)
     .with_profiles(profiles)?
     .serving_any_agent_type(config.subagents.demo_team)
     .serving(config.subagents.default_profile.as_deref())?;
@@ -208,7 +211,60 @@ fn assemble(
             agentcore: config.hosting.mode == crate::config::Hosting::AgentCore,
             a2a_public_url: config.http.a2a_public_url.clone(),
         },
-    ))
+    )
+    .with_copilotkit(copilotkit_settings(config)))
+}
+
+/// What CopilotKit's routes announce and serve beyond the agent: the profiles' descriptions,
+/// suggestions and voice input as configured, and A2UI when an agent may paint it.
+fn copilotkit_settings(config: &Config) -> crate::api::CopilotKitSettings {
+    crate::api::CopilotKitSettings {
+        descriptions: config
+            .profiles
+            .iter()
+            .filter_map(|(name, profile)| Some((name.clone(), profile.description.clone()?)))
+            .collect(),
+        default_description: None,
+        suggestions: config.copilotkit.suggestions,
+        transcription_max_bytes: config
+            .copilotkit
+            .transcription
+            .as_ref()
+            .map(|transcription| transcription.max_bytes),
+        generative_ui: generative_ui(config),
+    }
+}
+
+/// `/info`'s generative-UI flags. A2UI is on when `A2UI` or a profile's `a2ui` is anything but
+/// `off` (in `auto` the render tool goes to clients that declare they paint, as CopilotKit's page
+/// does once told A2UI is on); `a2ui.agents` names the agents that paint when some do not.
+fn generative_ui(config: &Config) -> crate::api::GenerativeUi {
+    use crate::genui::a2ui::Mode;
+    let mode_of = |profile: Option<&str>| {
+        profile
+            .and_then(|name| config.profiles.get(name)?.a2ui)
+            .unwrap_or(config.a2ui.mode)
+    };
+    let default = mode_of(config.subagents.default_profile.as_deref());
+    let agents: Vec<(&str, Mode)> = std::iter::once(("default", default))
+        .chain(
+            config
+                .profiles
+                .keys()
+                .map(|name| (name.as_str(), mode_of(Some(name)))),
+        )
+        .collect();
+    let painting: Vec<String> = agents
+        .iter()
+        .filter(|(_, mode)| *mode != Mode::Off)
+        .map(|(name, _)| (*name).to_owned())
+        .collect();
+    crate::api::GenerativeUi {
+        a2ui: !painting.is_empty(),
+        a2ui_agents: (!painting.is_empty() && painting.len() < agents.len()).then_some(painting),
+        // `OPEN_GENERATIVE_UI`: CopilotKit's page offers `generateSandboxedUi` once told.
+        open_generative_ui: config.tools.open_generative_ui,
+    }
 }
 
 /// `AGENT_PROFILES` as the agent takes them. A tool of an MCP server that offers nothing at
@@ -285,4 +341,41 @@ pub(crate) fn metrics_from_config(config: &Config) -> Option<crate::telemetry::e
     telemetry.emf.then(|| {
         crate::telemetry::emf::Emf::stdout(&telemetry.metrics_namespace, &telemetry.service_name)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::generative_ui;
+    use crate::config::tests::config;
+
+    fn a2ui_of(pairs: &[(&str, &str)]) -> (bool, Option<Vec<String>>) {
+        let flags = generative_ui(&config(pairs).unwrap());
+        (flags.a2ui, flags.a2ui_agents)
+    }
+
+    #[test]
+    fn copilotkit_hears_of_a2ui_when_an_agent_may_paint_and_which_ones_when_not_all() {
+        let off = r#"{"plain": {"a2ui": "off"}, "forms": {}}"#;
+        let on = r#"{"forms": {"a2ui": "on"}, "plain": {}}"#;
+        assert_eq!(a2ui_of(&[]), (true, None), "auto by default");
+        assert_eq!(a2ui_of(&[("A2UI", "off")]), (false, None));
+        assert_eq!(a2ui_of(&[("A2UI", "on")]), (true, None));
+        assert_eq!(
+            a2ui_of(&[("AGENT_PROFILES", off)]),
+            (true, Some(vec!["default".to_owned(), "forms".to_owned()]))
+        );
+        assert_eq!(
+            a2ui_of(&[("A2UI", "off"), ("AGENT_PROFILES", on)]),
+            (true, Some(vec!["forms".to_owned()]))
+        );
+        assert_eq!(
+            a2ui_of(&[
+                ("A2UI", "off"),
+                ("AGENT_PROFILES", on),
+                ("AGENT_DEFAULT_PROFILE", "forms")
+            ]),
+            (true, Some(vec!["default".to_owned(), "forms".to_owned()])),
+            "the default agent is the profile it serves"
+        );
+    }
 }

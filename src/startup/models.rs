@@ -340,3 +340,31 @@ async fn provider_key(
         None => Ok(key.clone()),
     }
 }
+
+/// Voice input's transcription model (`TRANSCRIPTION_MODEL`), when configured: its key is
+/// `TRANSCRIPTION_API_KEY`, else OpenAI's as the model provider reads it.
+pub(super) async fn transcriber_from_config(
+    config: &Config,
+) -> Result<Option<Arc<crate::model::transcription::Transcriber>>, StartupError> {
+    let Some(transcription) = &config.copilotkit.transcription else {
+        return Ok(None);
+    };
+    let api_key = match &transcription.api_key {
+        Some(key) => Some(key.clone()),
+        None => provider_key(config, ModelChoice::OpenAi).await?,
+    };
+    let http = reqwest::Client::builder()
+        .connect_timeout(config.model.connect_timeout)
+        .build()
+        .map_err(|err| StartupError::HttpClient(err.to_string()))?;
+    let transcriber = crate::model::transcription::Transcriber::new(
+        http,
+        crate::model::transcription::TranscriptionSettings {
+            base_url: transcription.base_url.clone(),
+            api_key,
+            model: transcription.model.clone(),
+        },
+    );
+    tracing::info!(transcription = %transcriber.describe(), "voice input on");
+    Ok(Some(Arc::new(transcriber)))
+}

@@ -44,6 +44,27 @@ pub struct Runner {
     pub handed_off: bool,
 }
 
+/// The messages of one incarnation of a thread after a cursor, read without its record: the
+/// pages after the first of a read whose first page ([`History::history`]) found the thread
+/// and checked its owner (the incarnation keys the items; no other owner's thread has it).
+#[derive(Debug, Clone, Copy)]
+pub struct AfterQuery<'a> {
+    pub owner: &'a Principal,
+    pub thread_id: &'a ThreadId,
+    /// The incarnation the first page read (the thread's `created_at_ms`).
+    pub created_at_ms: i64,
+    /// The previous page's `next`.
+    pub after: &'a str,
+    pub limit: usize,
+}
+
+/// Messages after a cursor, and where the next page starts (`None` on the last).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MessagesAfter {
+    pub messages: Vec<Message>,
+    pub next: Option<String>,
+}
+
 /// Which of a thread's messages to read newest first.
 #[derive(Debug, Clone, Copy)]
 pub struct TimedQuery<'a> {
@@ -77,6 +98,11 @@ pub struct TimedPage {
 pub trait History: Send + Sync {
     /// History for the history endpoint, `limit` messages from after the cursor `after`.
     async fn history(&self, query: HistoryQuery<'_>) -> Result<HistoryPage, StoreError>;
+
+    /// Up to `limit` messages after `query.after`, one Query of the message items alone (no
+    /// record: a long thread's replay reads it once). A thread since deleted or recreated has no
+    /// messages of that incarnation left: an empty last page.
+    async fn messages_after(&self, query: AfterQuery<'_>) -> Result<MessagesAfter, StoreError>;
 
     /// Up to `limit` of the thread's messages with seq < `before_seq` (all when None), newest
     /// first, with their seq and time. `more`: older messages exist. `NotFound` for another

@@ -1,4 +1,4 @@
-//! Thread persistence, one trait per capability: [`Threads`], [`History`], [`RunLeases`],
+//! Thread persistence, one trait per capability: [`Threads`], [`ThreadShelf`], [`History`], [`RunLeases`],
 //! [`RunCheckpoints`], [`EventLog`], [`UsageLedger`], [`TaskRecords`], [`A2aTasks`] and [`Memories`], gathered by [`ThreadStore`] and implemented
 //! by [`MemoryStore`] and `DynamoStore`. Shared here: who owns a thread, the errors, the limits.
 
@@ -41,7 +41,9 @@ pub use dynamo::StoreUsage;
 pub use events::EventLog;
 pub(crate) use events::{EventCursor, EventPage};
 pub(crate) use history::HistoryPage;
-pub use history::{History, HistoryQuery, Runner, TimedMessage, TimedPage, TimedQuery};
+pub use history::{
+    AfterQuery, History, HistoryQuery, MessagesAfter, Runner, TimedMessage, TimedPage, TimedQuery,
+};
 pub use memories::{Memories, Memory, MemoryEdit, MemoryId, MemorySet, NewMemory};
 pub use memory::MemoryStore;
 pub use runs::CancelState;
@@ -49,8 +51,11 @@ pub use runs::{ContextUpdate, Lease, LinkedRun, ParentStep, RunFinish, RunLeases
 pub(crate) use runs::{Pulse, RunRef};
 pub(crate) use tasks::task_message;
 pub use tasks::{TaskFailure, TaskRecord, TaskRecords, TaskState};
+pub use threads::{
+    Archived, Deletion, NewThread, ShelfPage, ShelfQuery, ShelvedThread, ThreadActivity,
+    ThreadLink, ThreadShelf, Threads,
+};
 pub use threads::{Checkpoint, ContextMark};
-pub use threads::{Deletion, NewThread, ThreadActivity, ThreadLink, Threads};
 pub(crate) use threads::{RunEnd, StoredThread, ThreadList, ThreadSummary};
 pub(crate) use usage::{DayUsage, ModelUsage, Reservation, secs_to_next_day, secs_to_next_minute};
 pub use usage::{QuotaExceeded, QuotaLimits, RunTokens, Settlement, UsageLedger, usage_day};
@@ -59,6 +64,7 @@ pub use usage::{QuotaExceeded, QuotaLimits, RunTokens, Settlement, UsageLedger, 
 /// any type with all of them is one.
 pub trait ThreadStore:
     Threads
+    + ThreadShelf
     + History
     + RunLeases
     + RunCheckpoints
@@ -72,6 +78,7 @@ pub trait ThreadStore:
 
 impl<T> ThreadStore for T where
     T: Threads
+        + ThreadShelf
         + History
         + RunLeases
         + RunCheckpoints

@@ -1,5 +1,6 @@
 //! Threads as wholes: [`Threads`] loads one at the start of a run, creates one (a fork), lists,
-//! renames and deletes a caller's threads, and says where a finished run left its thread.
+//! renames and deletes a caller's threads, and says where a finished run left its thread;
+//! [`ThreadShelf`] lists them as a thread list UI shows them, archived ones apart.
 
 use super::StoreError;
 use crate::auth::Principal;
@@ -135,6 +136,40 @@ pub struct ThreadList {
     pub next: Option<String>,
 }
 
+/// Whether a shelf page shows the caller's archived threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Archived {
+    /// Left out: the threads a user is working on.
+    Hidden,
+    /// Listed with the others, each with its flag.
+    Shown,
+}
+
+/// Which page of a caller's shelf to read.
+#[derive(Debug, Clone, Copy)]
+pub struct ShelfQuery<'a> {
+    pub limit: usize,
+    /// A previous page's `next`; `None` reads from the newest thread.
+    pub cursor: Option<&'a str>,
+    pub archived: Archived,
+}
+
+/// One thread on a caller's shelf: its list entry and whether it is archived.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShelvedThread {
+    pub summary: ThreadSummary,
+    pub archived: bool,
+}
+
+/// A page of a caller's shelf, most recently updated first.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ShelfPage {
+    pub threads: Vec<ShelvedThread>,
+    /// Pass back as `cursor` for the next page; `None` on the last page. A page may hold fewer
+    /// threads than asked for and still have a next one.
+    pub next: Option<String>,
+}
+
 /// Where a finished run left its thread: a new thread forked from the run copies this much.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunEnd {
@@ -214,4 +249,26 @@ pub trait Threads: Send + Sync {
 
     /// Which store this is, for the start-up log.
     fn describe(&self) -> String;
+}
+
+/// A caller's threads as a thread list UI shows them (CopilotKit's `useThreads`): newest first,
+/// archived threads left out unless asked for, and archiving. Neither archiving nor its undoing
+/// moves a thread in the list or disturbs a run on it.
+#[async_trait]
+pub trait ThreadShelf: Send + Sync {
+    /// A page of `owner`'s threads, most recently updated first.
+    async fn shelf(
+        &self,
+        owner: &Principal,
+        query: ShelfQuery<'_>,
+    ) -> Result<ShelfPage, StoreError>;
+
+    /// Archives `owner`'s thread, or brings it back; `NotFound` for another's or a missing
+    /// thread. Archiving an archived thread (or the reverse) changes nothing.
+    async fn set_archived(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        archived: bool,
+    ) -> Result<(), StoreError>;
 }

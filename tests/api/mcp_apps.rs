@@ -5,6 +5,7 @@
 //! CopilotKit's proxied run and assistant-ui's route. The refusals that need no server run in
 //! the Node-less pass.
 
+use super::copilotkit_runs::{input, post};
 use super::helpers::*;
 use agui_lambda::testing::auth::hash_api_key;
 use agui_lambda::testing::protocol::verify::parse_sse;
@@ -580,4 +581,107 @@ async fn wire_mcp_apps_a_views_request_costs_one_store_read_and_no_write() {
         (1, 0),
         "assistant-ui's route: the same"
     );
+}
+
+/// CopilotKit's own routes take a view's request as `POST /agent` does: `/copilotkit/agent/{id}/run`
+/// and the single route's `agent/run` answer it without a run (here, with no server with views,
+/// as an MCP error result) and leave the thread as it was.
+#[tokio::test]
+async fn a_views_request_through_copilotkits_routes_is_answered_without_a_run() {
+    let app = spawn_app().await;
+    let thread = new_thread();
+    app.run(&run_input(
+        &thread,
+        "r1",
+        json!([{"id": "u1", "role": "user", "content": "hello"}]),
+    ))
+    .await
+    .events();
+    let before = app.get(&format!("/threads/{thread}")).await.json();
+    let request = proxied(
+        &thread,
+        "resources/read",
+        json!({"uri": "ui://weather/view.html"}),
+        by_name(),
+    );
+    let rest = post(&app, "/copilotkit/agent/default/run", &request).await;
+    let single = post(
+        &app,
+        "/copilotkit",
+        &json!({"method": "agent/run", "params": {"agentId": "default"}, "body": request}),
+    )
+    .await;
+    for reply in [rest, single] {
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        let result = proxied_result(&reply.events());
+        assert_eq!(result["isError"], true);
+        assert_eq!(
+            text_result(&result),
+            "no MCP server with views is listed here"
+        );
+    }
+    assert_eq!(app.get(&format!("/threads/{thread}")).await.json(), before);
+}
+
+/// `OPEN_GENERATIVE_UI` is what CopilotKit's `/info` says of Open Generative UI.
+#[tokio::test]
+async fn copilotkits_info_says_open_generative_ui_as_its_setting_does() {
+    let off = spawn_app().await;
+    let info = off.get("/copilotkit/info").await.json();
+    assert_eq!(info["openGenerativeUIEnabled"], false);
+    let on = spawn_app_with(&[("OPEN_GENERATIVE_UI", "true")]).await;
+    let info = on.get("/copilotkit/info").await.json();
+    assert_eq!(info["openGenerativeUIEnabled"], true);
+}
+
+/// Through CopilotKit's routes: the view shows after its call on `/run`, `/connect`'s replay
+/// shows it again right after the call's result, and the view's request on `/run` is answered.
+#[tokio::test]
+async fn wire_mcp_apps_copilotkits_routes_show_the_view_and_answer_its_requests() {
+    let server = WeatherServer::start().await;
+    let app = spawn_app_with(&[("MCP_SERVERS", &server.servers(json!({})))]).await;
+    let thread = new_thread();
+    let first = post(&app, "/copilotkit/agent/default/run", &ask(&thread))
+        .await
+        .events();
+    let view = one(&first, "ACTIVITY_SNAPSHOT").clone();
+    assert_eq!(view["activityType"], "mcp-apps");
+
+    let replay = post(
+        &app,
+        "/copilotkit/agent/default/connect",
+        &input(&thread, "c1", json!([])),
+    )
+    .await
+    .events();
+    let messages = one(&replay, "MESSAGES_SNAPSHOT")["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let tool = messages.iter().position(|m| m["role"] == "tool").unwrap();
+    let shown = &messages[tool + 1];
+    assert_eq!(shown["role"], "activity");
+    assert_eq!(shown["id"], view["messageId"]);
+    assert_eq!(shown["activityType"], "mcp-apps");
+    assert_eq!(shown["content"], view["content"]);
+    assert!(
+        messages[tool].get("metadata").is_none(),
+        "the tool message does not carry the view twice: {}",
+        messages[tool]
+    );
+
+    let read = post(
+        &app,
+        "/copilotkit/agent/default/run",
+        &proxied(
+            &thread,
+            "resources/read",
+            json!({"uri": "ui://weather/view.html"}),
+            by_name(),
+        ),
+    )
+    .await
+    .events();
+    let read = proxied_result(&read);
+    assert_eq!(read["contents"][0]["mimeType"], "text/html;profile=mcp-app");
 }

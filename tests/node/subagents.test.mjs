@@ -208,7 +208,7 @@ for (const { version, HttpAgent } of CLIENTS) {
       assert.equal(error.code, "CANCELLED");
       const end = events.at(-1);
       if (v1) assert.deepEqual(end.outcome, { type: "cancelled" });
-      else assert.deepEqual([end.type, end.code], ["RUN_ERROR", "CANCELLED"]);
+      else assert.deepEqual([end.type, end.metadata?.["agui-lambda"]?.outcome], ["RUN_FINISHED", "cancelled"]);
     });
 
     test("remote children: another agui-lambda process, and aimock's AG-UI mock", async () => {

@@ -1,14 +1,12 @@
-// A CopilotKit 1.75 app talking to agui-lambda through the CopilotKit runtime (server.mjs).
+// A CopilotKit page whose runtime is agui-lambda itself (its /copilotkit routes): chat, a frontend
+// tool, approvals, reload and Stop, and a thread list beside the chat. No Node server.
 import { StrictMode, useState } from "react";
 import { createRoot } from "react-dom/client";
-import {
-  CopilotChat,
-  CopilotKitProvider,
-  useFrontendTool,
-  useHumanInTheLoop,
-} from "@copilotkit/react-core/v2";
+import { CopilotChat, CopilotKitProvider, useFrontendTool, useHumanInTheLoop } from "@copilotkit/react-core/v2";
 import "@copilotkit/react-core/v2/styles.css";
 import "./app.css";
+import { ThreadList } from "./threads.jsx";
+import { Settings, readSettings } from "./settings.jsx";
 
 // The AG-Kit send-message protocol's frontend tool, as that protocol writes it (its parameters are a JSON Schema string).
 const CHANGE_BACKGROUND_COLOR = {
@@ -20,7 +18,7 @@ const CHANGE_BACKGROUND_COLOR = {
 };
 
 // The confirm tool agui-lambda asks approvals through for AG-UI 0.0.x clients such as
-// CopilotKit 1.75 (APPROVAL_CONFIRM_TOOL, default `confirmAction`; the AG-UI HTTP Agent document's scenario 4).
+// CopilotKit 1.74 (APPROVAL_CONFIRM_TOOL, default `confirmAction`).
 const CONFIRM_ACTION = {
   name: "confirmAction",
   description: "Ask the user to confirm an action before it is carried out.",
@@ -32,8 +30,8 @@ const CONFIRM_ACTION = {
 };
 
 // CopilotKit takes tool parameters as a Standard Schema; this one carries a plain JSON Schema
-// (Standard JSON Schema V1), so that schema is used as it is, without zod. CopilotKit
-// removes `$schema` and `additionalProperties` before it sends a tool's schema to the agent.
+// (Standard JSON Schema V1), so that schema is used as it is, without zod. CopilotKit removes
+// `$schema` and `additionalProperties` before it sends a tool's schema to the agent.
 function jsonSchema(schema) {
   const check = (value) => {
     if (typeof value !== "object" || value === null || Array.isArray(value)) return "expected an object";
@@ -58,8 +56,8 @@ function jsonSchema(schema) {
   };
 }
 
-// One conversation per browser until "New conversation": the thread id lives in localStorage (or
-// comes from ?thread=), so a reload reconnects to the same thread, and to its run in progress.
+// The conversation on screen: its id lives in localStorage (or comes from ?thread=), so a reload
+// reconnects to it, and to its run in progress.
 const THREAD_KEY = "agui-copilotkit-thread";
 function initialThreadId() {
   const fromUrl = new URLSearchParams(location.search).get("thread");
@@ -115,30 +113,50 @@ function Tools() {
 }
 
 function App() {
+  const [settings, setSettings] = useState(readSettings);
   const [threadId, setThreadId] = useState(initialThreadId);
-  const newConversation = () => {
-    const next = crypto.randomUUID();
+  const [errors, setErrors] = useState([]);
+  const open = (next) => {
     localStorage.setItem(THREAD_KEY, next);
-    document.body.style.background = "";
-    delete document.body.dataset.background;
+    if (next !== threadId) {
+      document.body.style.background = "";
+      delete document.body.dataset.background;
+    }
     setThreadId(next);
   };
+  const headers = settings.apiKey ? { Authorization: `Bearer ${settings.apiKey}` } : {};
   return (
-    <CopilotKitProvider runtimeUrl="/api/copilotkit" enableInspector={false}>
+    <CopilotKitProvider
+      runtimeUrl={settings.runtimeUrl}
+      headers={headers}
+      enableInspector={false}
+      onError={({ error, code }) => {
+        console.error(`[copilotkit] ${code}: ${error.message}`);
+        setErrors((all) => [...all, `${code}: ${error.message}`]);
+      }}
+    >
       <Tools />
       <main className="app">
-        <header>
-          <h1>agui-lambda × CopilotKit</h1>
-          <span className="thread" data-testid="thread-id" title="thread id">
-            {threadId}
-          </span>
-          <button type="button" onClick={newConversation}>
-            New conversation
-          </button>
-        </header>
-        <div className="chat">
-          <CopilotChat key={threadId} threadId={threadId} />
-        </div>
+        <ThreadList current={threadId} onOpen={open} onNew={() => open(crypto.randomUUID())} />
+        <section className="conversation">
+          <header>
+            <h1>agui-lambda × CopilotKit</h1>
+            <span className="thread" data-testid="thread-id" title="thread id">
+              {threadId}
+            </span>
+            <Settings settings={settings} onChange={setSettings} />
+          </header>
+          {errors.length > 0 && (
+            <div className="errors" data-testid="copilotkit-errors">
+              {errors.map((error, index) => (
+                <div key={index}>{error}</div>
+              ))}
+            </div>
+          )}
+          <div className="chat">
+            <CopilotChat threadId={threadId} />
+          </div>
+        </section>
       </main>
     </CopilotKitProvider>
   );

@@ -250,8 +250,10 @@ impl PreparedRun {
                     .collect(),
             })),
             Ok(RunEnd::Finished { .. } | RunEnd::HandedOff) => finished(None),
-            // AG-UI 1.0's cancelled outcome; 0.0.x clients reject it, so they get RUN_ERROR.
+            // A stop is no failure: AG-UI's cancelled outcome. 0.0.x clients refuse it (and
+            // CopilotKit shows a RUN_ERROR as a failed run), so they get the metadata's instead.
             Err(RunFailure::Cancelled) if speaks_v1 => finished(Some(RunOutcome::Cancelled)),
+            Err(RunFailure::Cancelled) => finished(Some(RunOutcome::CancelledInMetadata)),
             Err(failure) => Event::RunError {
                 message: failure.to_string(),
                 code: failure.code(),

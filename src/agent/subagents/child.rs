@@ -6,7 +6,7 @@
 
 use super::record::RemoteTask;
 use crate::auth::Principal;
-use crate::protocol::events::TokenUsage;
+use crate::protocol::events::{METADATA_KEY, TokenUsage};
 use crate::protocol::interrupt::{Interrupt, ResumeEntry};
 use crate::protocol::{ClientTool, Message, RunId, ThreadId};
 use crate::store::ThreadLink;
@@ -171,6 +171,16 @@ fn finished(event: &Map<String, Value>) -> ChildEnd {
             ChildEnd::Suspended { interrupts, usage }
         }
         Some("cancelled") => ChildEnd::Cancelled { usage },
+        // A child that was not told a version says a stop in our metadata.
+        _ if event
+            .get("metadata")
+            .and_then(|metadata| metadata.get(METADATA_KEY))
+            .and_then(|ours| ours.get("outcome"))
+            .and_then(Value::as_str)
+            == Some("cancelled") =>
+        {
+            ChildEnd::Cancelled { usage }
+        }
         _ => ChildEnd::Finished { usage },
     }
 }
@@ -215,6 +225,11 @@ mod tests {
             matches!(asked, ChildEnd::Suspended { interrupts, .. } if interrupts[0].id == "i1")
         );
         let stopped = end(json!({"type": "RUN_ERROR", "message": "x", "code": "CANCELLED"}));
+        assert!(matches!(stopped, ChildEnd::Cancelled { .. }));
+        let stopped = end(
+            json!({"type": "RUN_FINISHED", "threadId": "t", "runId": "r",
+            "metadata": {"agui-lambda": {"eventId": 9, "outcome": "cancelled"}}}),
+        );
         assert!(matches!(stopped, ChildEnd::Cancelled { .. }));
         let failed = end(json!({"type": "RUN_ERROR", "message": "boom"}));
         assert!(

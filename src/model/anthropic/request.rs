@@ -30,7 +30,10 @@ pub(super) struct MessagesBody {
 
 /// The body of `POST /v1/messages` for `request`.
 pub(super) fn body(request: &ModelRequest, settings: &AnthropicSettings) -> MessagesBody {
-    let mut budget = settings.thinking_budget_tokens;
+    // Claude refuses a forced tool call while it thinks.
+    let mut budget = settings
+        .thinking_budget_tokens
+        .filter(|_| request.tool_choice.is_none());
     let mut conversation = Conversation::build(request, budget.is_some());
     if budget.is_some() && !conversation.thinking_heads_its_tool_loop() {
         // Thinking cannot be turned on in the middle of a tool loop whose turn began without
@@ -63,6 +66,9 @@ pub(super) fn body(request: &ModelRequest, settings: &AnthropicSettings) -> Mess
     );
     if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(name) = &request.tool_choice {
+        body.insert("tool_choice".into(), json!({"type": "tool", "name": name}));
     }
     if let Some(budget) = budget {
         body.insert(

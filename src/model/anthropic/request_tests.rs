@@ -432,3 +432,34 @@ fn user_parts_become_content_blocks() {
         ])
     );
 }
+
+#[test]
+fn a_forced_tool_is_named_and_that_call_goes_without_thinking() {
+    let request = ModelRequest {
+        messages: vec![user("u1", "what next?")],
+        tools: vec![crate::model::ToolSpec {
+            name: "copilotkitSuggest".into(),
+            description: "Suggest what the user could say next".into(),
+            parameters: json!({"type": "object", "properties": {}}),
+        }],
+        tool_choice: Some("copilotkitSuggest".into()),
+        ..ModelRequest::default()
+    };
+    let forced = body(&request, &thinking());
+    assert_eq!(
+        forced.body["tool_choice"],
+        json!({"type": "tool", "name": "copilotkitSuggest"})
+    );
+    assert!(
+        !forced.thinking,
+        "Claude refuses a forced tool while it thinks"
+    );
+    assert!(forced.body.get("thinking").is_none());
+    let free = ModelRequest {
+        tool_choice: None,
+        ..request
+    };
+    let free = body(&free, &thinking());
+    assert!(free.thinking);
+    assert!(free.body.get("tool_choice").is_none());
+}

@@ -77,11 +77,10 @@ impl BedrockProvider {
 #[async_trait]
 impl ModelProvider for BedrockProvider {
     async fn stream(&self, request: &ModelRequest) -> Result<DeltaStream, ModelError> {
-        let input = converse_input(
-            request,
-            self.settings.reasoning_budget_tokens.is_some(),
-            self.settings.cache_points,
-        )?;
+        // Claude refuses a forced tool call while it thinks: that call goes without.
+        let thinking =
+            self.settings.reasoning_budget_tokens.is_some() && request.tool_choice.is_none();
+        let input = converse_input(request, thinking, self.settings.cache_points)?;
         let output = self
             .client
             .converse_stream()
@@ -90,7 +89,9 @@ impl ModelProvider for BedrockProvider {
             .set_system((!input.system.is_empty()).then_some(input.system))
             .set_tool_config(input.tool_config)
             .set_inference_config(inference_config(&self.settings, &request.sampling))
-            .set_additional_model_request_fields(additional_fields(&self.settings))
+            .set_additional_model_request_fields(
+                additional_fields(&self.settings).filter(|_| thinking),
+            )
             .send()
             .await
             .map_err(send_error)?;

@@ -15,8 +15,9 @@ use crate::model::{ModelError, ModelRequest, Sampling, ToolSpec};
 use crate::protocol::{Message, ToolCall, UserContent, UserPart};
 use aws_sdk_bedrockruntime::types::{
     CachePointBlock, CachePointType, ContentBlock, ConversationRole, InferenceConfiguration,
-    ReasoningContentBlock, ReasoningTextBlock, SystemContentBlock, Tool, ToolConfiguration,
-    ToolInputSchema, ToolResultBlock, ToolResultContentBlock, ToolSpecification, ToolUseBlock,
+    ReasoningContentBlock, ReasoningTextBlock, SpecificToolChoice, SystemContentBlock, Tool,
+    ToolChoice, ToolConfiguration, ToolInputSchema, ToolResultBlock, ToolResultContentBlock,
+    ToolSpecification, ToolUseBlock,
 };
 use serde_json::{Value, json};
 use std::collections::HashSet;
@@ -111,7 +112,12 @@ pub(crate) fn converse_input(
     Ok(ConverseInput {
         system,
         messages,
-        tool_config: tool_config(&request.tools, history_tools, cache == CachePoints::All)?,
+        tool_config: tool_config(
+            &request.tools,
+            history_tools,
+            cache == CachePoints::All,
+            request.tool_choice.as_deref(),
+        )?,
     })
 }
 
@@ -321,6 +327,7 @@ fn tool_config(
     offered: &[ToolSpec],
     history_tools: Vec<String>,
     cache: bool,
+    forced: Option<&str>,
 ) -> Result<Option<ToolConfiguration>, ModelError> {
     let mut specs: Vec<ToolSpec> = offered.to_vec();
     for name in history_tools {
@@ -340,8 +347,18 @@ fn tool_config(
     if cache {
         tools.push(Tool::CachePoint(cache_point()?));
     }
+    let choice = forced
+        .map(|name| {
+            SpecificToolChoice::builder()
+                .name(name)
+                .build()
+                .map(ToolChoice::Tool)
+                .map_err(build_error)
+        })
+        .transpose()?;
     let config = ToolConfiguration::builder()
         .set_tools(Some(tools))
+        .set_tool_choice(choice)
         .build()
         .map_err(build_error)?;
     Ok(Some(config))

@@ -571,3 +571,28 @@ fn cache_points_go_only_to_models_that_take_them() {
         assert_eq!(CachePoints::for_model(model), points, "{model}");
     }
 }
+
+#[test]
+fn a_forced_tool_is_the_tool_configs_choice() {
+    let request = ModelRequest {
+        messages: vec![user("what next?")],
+        tools: vec![ToolSpec {
+            name: "copilotkitSuggest".into(),
+            description: "Suggest what the user could say next".into(),
+            parameters: json!({"type": "object", "properties": {}}),
+        }],
+        tool_choice: Some("copilotkitSuggest".into()),
+        ..ModelRequest::default()
+    };
+    let input = converse_input(&request, false, CachePoints::Off).unwrap();
+    match input.tool_config.unwrap().tool_choice() {
+        Some(ToolChoice::Tool(choice)) => assert_eq!(choice.name(), "copilotkitSuggest"),
+        other => panic!("{other:?}"),
+    }
+    let free = ModelRequest {
+        tool_choice: None,
+        ..request
+    };
+    let input = converse_input(&free, false, CachePoints::Off).unwrap();
+    assert!(input.tool_config.unwrap().tool_choice().is_none());
+}

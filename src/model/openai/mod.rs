@@ -105,6 +105,9 @@ impl OpenAiProvider {
                 })
                 .collect();
         }
+        if let Some(name) = &request.tool_choice {
+            body["tool_choice"] = json!({"type": "function", "function": {"name": name}});
+        }
         body
     }
 
@@ -485,6 +488,29 @@ mod tests {
         for key in ["temperature", "top_p", "max_tokens", "stop", "seed"] {
             assert!(plain.get(key).is_none(), "{key} sent unset");
         }
+    }
+
+    #[test]
+    fn a_forced_tool_is_named_in_tool_choice() {
+        let request = ModelRequest {
+            tools: vec![crate::model::ToolSpec {
+                name: "copilotkitSuggest".into(),
+                description: "Suggest what the user could say next".into(),
+                parameters: json!({"type": "object", "properties": {}}),
+            }],
+            tool_choice: Some("copilotkitSuggest".into()),
+            ..ModelRequest::default()
+        };
+        assert_eq!(
+            provider().body(&request)["tool_choice"],
+            json!({"type": "function", "function": {"name": "copilotkitSuggest"}})
+        );
+        assert!(
+            provider()
+                .body(&ModelRequest::default())
+                .get("tool_choice")
+                .is_none()
+        );
     }
 
     #[test]

@@ -104,7 +104,8 @@ impl DynamoStore {
     }
 
     /// Deletes the items of one incarnation of a thread: its messages, its runs' event logs,
-    /// the records of where its runs ended, its A2A tasks, and its sub-agents' threads.
+    /// the records of where its runs ended, its A2A tasks, its archive marker, and its
+    /// sub-agents' threads.
     pub(super) async fn sweep(
         &self,
         owner: &Principal,
@@ -167,6 +168,7 @@ impl DynamoStore {
         );
         keys.push((pk(thread_id), checkpoint_sk(created_at_ms)));
         keys.push((pk(thread_id), live_sk(created_at_ms)));
+        keys.push((pk(thread_id), archived_sk(created_at_ms)));
         self.batch_write(delete_requests(keys)?).await
     }
 

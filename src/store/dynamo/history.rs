@@ -6,7 +6,8 @@ use super::items::*;
 use crate::protocol::{RunId, ThreadId};
 use crate::store::page::cut_page;
 use crate::store::{
-    History, HistoryPage, HistoryQuery, StoreError, TimedMessage, TimedPage, TimedQuery,
+    AfterQuery, History, HistoryPage, HistoryQuery, MessagesAfter, StoreError, TimedMessage,
+    TimedPage, TimedQuery,
 };
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
@@ -28,12 +29,7 @@ impl History for DynamoStore {
         let (meta, checkpoint) = self.live_head(query.owner, query.thread_id).await?;
         let from = match query.after {
             None => 0,
-            Some(cursor) => cursor
-                .parse::<usize>()
-                .ok()
-                .and_then(|seq| seq.checked_add(1))
-                .filter(|seq| *seq < SEQ_BOUND)
-                .ok_or(StoreError::BadCursor)?,
+            Some(cursor) => next_seq(cursor)?,
         };
         let range = MessageRange {
             thread_id: query.thread_id,
@@ -57,6 +53,25 @@ impl History for DynamoStore {
             runner: meta.runner,
             checkpoint,
             parent: meta.parent,
+        })
+    }
+
+    async fn messages_after(&self, query: AfterQuery<'_>) -> Result<MessagesAfter, StoreError> {
+        let from = next_seq(query.after)?;
+        let range = MessageRange {
+            thread_id: query.thread_id,
+            from: message_sk(query.created_at_ms, from),
+            to: s(format!("{}~", message_prefix(query.created_at_ms))),
+            newest_first: false,
+        };
+        let (items, more) = self.message_page(range, query.limit).await?;
+        let messages = items
+            .iter()
+            .map(parse_message)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(MessagesAfter {
+            next: (more && !messages.is_empty()).then(|| (from + messages.len() - 1).to_string()),
+            messages,
         })
     }
 
@@ -88,6 +103,16 @@ impl History for DynamoStore {
             .collect::<Result<Vec<_>, StoreError>>()?;
         Ok(TimedPage { messages, more })
     }
+}
+
+/// The seq after a cursor (the last message's seq a page read).
+fn next_seq(cursor: &str) -> Result<usize, StoreError> {
+    cursor
+        .parse::<usize>()
+        .ok()
+        .and_then(|seq| seq.checked_add(1))
+        .filter(|seq| *seq < SEQ_BOUND)
+        .ok_or(StoreError::BadCursor)
 }
 
 impl DynamoStore {

@@ -2,7 +2,8 @@
 //! cancelled transaction says. Everything here mirrors `template.yaml`'s table.
 //!
 //! One partition per thread: a `META` item (owner, version, state, lease, title, message count,
-//! TTL) and one item per message, sorted by sequence number. A run reads the partition with one
+//! TTL), one item per message, sorted by sequence number, and `ARCHIVED#<createdAt>` while its
+//! owner has archived it. A run reads the partition with one
 //! consistent Query and writes with two transactions; each write is conditional on the version
 //! it read, so concurrent runs can never interleave their messages.
 //!
@@ -110,6 +111,11 @@ pub(super) fn checkpoint_sk(created_at_ms: i64) -> AttributeValue {
 }
 
 pub(super) const CHECKPOINT_PREFIX: &str = "CKPT#";
+
+/// The marker of an archived thread's incarnation (the shelf's).
+pub(super) fn archived_sk(created_at_ms: i64) -> AttributeValue {
+    s(format!("ARCHIVED#{created_at_ms:013}"))
+}
 
 /// The record of the run holding the thread, once it checkpointed (one per incarnation: the
 /// lease lets one run at a time hold the thread). It sorts between the checkpoint and META, so

@@ -22,6 +22,7 @@ mod linked;
 mod memories;
 mod reads;
 mod runs;
+mod shelf;
 mod table;
 mod tasks;
 mod threads;

@@ -140,43 +140,11 @@ impl Threads for DynamoStore {
         let start = cursor
             .map(|cursor| decode_list_cursor(cursor, owner.as_str()))
             .transpose()?;
-        let now = now_ms();
-        // One Query per page: `Limit` counts the items read before the filter, so a page may
-        // hold fewer threads than `limit` and still have a next one.
-        let page = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(OWNER_INDEX)
-            .key_condition_expression("#o = :owner")
-            .filter_expression(
-                "attribute_not_exists(deletedAt) AND \
-                 (attribute_not_exists(expiresAt) OR expiresAt > :now_s)",
-            )
-            .expression_attribute_names("#o", OWNER)
-            .expression_attribute_values(":owner", s(owner.as_str()))
-            .expression_attribute_values(":now_s", n(now / 1000))
-            .scan_index_forward(false)
-            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
-            .set_exclusive_start_key(start)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
-            .send()
-            .await
-            .map_err(unavailable)?;
-        self.count_read(page.consumed_capacity.as_ref());
-        let threads = page
-            .items
-            .unwrap_or_default()
-            .iter()
-            .map(|item| summary(item, now))
-            .collect::<Result<Vec<_>, _>>()?;
-        let next = match page.last_evaluated_key {
-            Some(key) if !key.is_empty() => Some(encode_list_cursor(&key).ok_or_else(|| {
-                StoreError::Corrupt("the thread list's last key is not a thread's".to_owned())
-            })?),
-            _ => None,
-        };
-        Ok(ThreadList { threads, next })
+        let (threads, last) = self.owner_page(owner, limit, start).await?;
+        Ok(ThreadList {
+            threads,
+            next: last.as_ref().map(next_cursor).transpose()?,
+        })
     }
 
     async fn set_title(
@@ -348,6 +316,56 @@ fn summary(item: &Item, now_ms: i64) -> Result<ThreadSummary, StoreError> {
             .and_then(|count| u64::try_from(count).ok())
             .unwrap_or(0),
         active_run: live_lease(item, now_ms),
+    })
+}
+
+impl DynamoStore {
+    /// One Query of the `byOwner` index: up to `limit` of `owner`'s live threads after `start`,
+    /// newest first, and the last key read when more may follow. `Limit` counts the items read
+    /// before the filter, so a page may hold fewer threads than `limit` and still have a next.
+    pub(super) async fn owner_page(
+        &self,
+        owner: &Principal,
+        limit: usize,
+        start: Option<Item>,
+    ) -> Result<(Vec<ThreadSummary>, Option<Item>), StoreError> {
+        let now = now_ms();
+        let page = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(OWNER_INDEX)
+            .key_condition_expression("#o = :owner")
+            .filter_expression(
+                "attribute_not_exists(deletedAt) AND \
+                 (attribute_not_exists(expiresAt) OR expiresAt > :now_s)",
+            )
+            .expression_attribute_names("#o", OWNER)
+            .expression_attribute_values(":owner", s(owner.as_str()))
+            .expression_attribute_values(":now_s", n(now / 1000))
+            .scan_index_forward(false)
+            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
+            .set_exclusive_start_key(start)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        self.count_read(page.consumed_capacity.as_ref());
+        let threads = page
+            .items
+            .unwrap_or_default()
+            .iter()
+            .map(|item| summary(item, now))
+            .collect::<Result<Vec<_>, _>>()?;
+        let last = page.last_evaluated_key.filter(|key| !key.is_empty());
+        Ok((threads, last))
+    }
+}
+
+/// The list cursor of the index key a page ended at.
+pub(super) fn next_cursor(key: &Item) -> Result<String, StoreError> {
+    encode_list_cursor(key).ok_or_else(|| {
+        StoreError::Corrupt("the thread list's last key is not a thread's".to_owned())
     })
 }
 

@@ -4,7 +4,8 @@
 use super::{MemoryStore, owned};
 use crate::store::page::cut_page;
 use crate::store::{
-    History, HistoryPage, HistoryQuery, StoreError, TimedMessage, TimedPage, TimedQuery,
+    AfterQuery, History, HistoryPage, HistoryQuery, MessagesAfter, StoreError, TimedMessage,
+    TimedPage, TimedQuery,
 };
 use async_trait::async_trait;
 
@@ -29,6 +30,22 @@ impl History for MemoryStore {
             title: record.title.clone(),
             checkpoint: record.checkpoint.clone(),
             parent: record.parent.clone(),
+        })
+    }
+
+    async fn messages_after(&self, query: AfterQuery<'_>) -> Result<MessagesAfter, StoreError> {
+        let threads = self.threads();
+        let record = match owned(&threads, query.owner, query.thread_id) {
+            Ok(record) if record.created_at_ms == query.created_at_ms => record,
+            _ => return Ok(MessagesAfter::default()),
+        };
+        let start: usize = query.after.parse().map_err(|_| StoreError::BadCursor)?;
+        let start = start.min(record.messages.len());
+        let following = record.messages.get(start..).unwrap_or_default();
+        let (messages, more) = cut_page(following.iter().cloned(), query.limit);
+        Ok(MessagesAfter {
+            next: more.then(|| (start + messages.len()).to_string()),
+            messages,
         })
     }
 

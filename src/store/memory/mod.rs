@@ -33,6 +33,8 @@ struct Record {
     created_at_ms: i64,
     updated_at_ms: i64,
     title: Option<String>,
+    /// Archived by its owner: left out of the shelf unless asked for.
+    archived: bool,
     lease: Option<HeldLease>,
     /// Event logs by run id: each attempt's start time and its events in order.
     runs: HashMap<RunId, Vec<(i64, Vec<Bytes>)>>,
@@ -78,6 +80,7 @@ impl Record {
             created_at_ms,
             updated_at_ms: created_at_ms,
             title: None,
+            archived: false,
             lease: None,
             runs: HashMap::new(),
             checkpoint: None,

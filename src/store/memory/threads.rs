@@ -1,12 +1,13 @@
-//! The in-memory store's threads as wholes: load, create (forks), the caller's list, titles,
-//! deletion, and where runs ended.
+//! The in-memory store's threads as wholes: load, create (forks), the caller's list and shelf,
+//! titles, archiving, deletion, and where runs ended.
 
 use super::{MemoryStore, Record, now_ms, owned_mut};
 use crate::auth::Principal;
 use crate::protocol::{RunId, ThreadId};
 use crate::store::{
-    Deletion, NewThread, RunEnd, StoreError, StoredThread, ThreadActivity, ThreadList,
-    ThreadSummary, Threads, check_sizes, message_time,
+    Archived, Deletion, NewThread, RunEnd, ShelfPage, ShelfQuery, ShelvedThread, StoreError,
+    StoredThread, ThreadActivity, ThreadList, ThreadShelf, ThreadSummary, Threads, check_sizes,
+    message_time,
 };
 use async_trait::async_trait;
 
@@ -84,28 +85,11 @@ impl Threads for MemoryStore {
         limit: usize,
         cursor: Option<&str>,
     ) -> Result<ThreadList, StoreError> {
-        let after = cursor.map(parse_list_cursor).transpose()?;
-        let mut mine = self.summaries(owner);
-        // Newest first; the id breaks ties, as DynamoDB's index does.
-        let order = |summary: &ThreadSummary| {
-            (
-                std::cmp::Reverse(summary.updated_at_ms),
-                std::cmp::Reverse(summary.thread_id.as_str().to_owned()),
-            )
-        };
-        mine.sort_by_key(order);
-        if let Some((updated, id)) = after {
-            let position = (
-                std::cmp::Reverse(updated),
-                std::cmp::Reverse(id.as_str().to_owned()),
-            );
-            mine.retain(|summary| order(summary) > position);
-        }
-        let more = mine.len() > limit;
-        mine.truncate(limit);
+        let (page, next) =
+            newest_first(self.summaries(owner), limit, cursor, |(summary, _)| summary)?;
         Ok(ThreadList {
-            next: more.then(|| mine.last().map(list_cursor)).flatten(),
-            threads: mine,
+            threads: page.into_iter().map(|(summary, _)| summary).collect(),
+            next,
         })
     }
 
@@ -175,22 +159,89 @@ impl Threads for MemoryStore {
     }
 }
 
+#[async_trait]
+impl ThreadShelf for MemoryStore {
+    async fn shelf(
+        &self,
+        owner: &Principal,
+        query: ShelfQuery<'_>,
+    ) -> Result<ShelfPage, StoreError> {
+        let mut mine = self.summaries(owner);
+        if query.archived == Archived::Hidden {
+            mine.retain(|(_, archived)| !archived);
+        }
+        let (page, next) = newest_first(mine, query.limit, query.cursor, |(summary, _)| summary)?;
+        Ok(ShelfPage {
+            threads: page
+                .into_iter()
+                .map(|(summary, archived)| ShelvedThread { summary, archived })
+                .collect(),
+            next,
+        })
+    }
+
+    async fn set_archived(
+        &self,
+        owner: &Principal,
+        thread_id: &ThreadId,
+        archived: bool,
+    ) -> Result<(), StoreError> {
+        let mut threads = self.threads();
+        owned_mut(&mut threads, owner, thread_id)?.archived = archived;
+        Ok(())
+    }
+}
+
 impl MemoryStore {
-    /// Every thread of `owner`'s, as its list entry.
-    fn summaries(&self, owner: &Principal) -> Vec<ThreadSummary> {
+    /// Every thread of `owner`'s, as its list entry, with whether it is archived.
+    fn summaries(&self, owner: &Principal) -> Vec<(ThreadSummary, bool)> {
         self.threads()
             .iter()
             .filter(|(_, record)| &record.owner == owner)
-            .map(|(thread_id, record)| ThreadSummary {
-                thread_id: thread_id.clone(),
-                title: record.title.clone(),
-                created_at_ms: record.created_at_ms,
-                updated_at_ms: record.updated_at_ms,
-                message_count: record.messages.len() as u64,
-                active_run: record.active_run(),
+            .map(|(thread_id, record)| {
+                let summary = ThreadSummary {
+                    thread_id: thread_id.clone(),
+                    title: record.title.clone(),
+                    created_at_ms: record.created_at_ms,
+                    updated_at_ms: record.updated_at_ms,
+                    message_count: record.messages.len() as u64,
+                    active_run: record.active_run(),
+                };
+                (summary, record.archived)
             })
             .collect()
     }
+}
+
+/// `entries` newest first (the id breaks ties, as DynamoDB's index does), the `limit` after
+/// `cursor`, and the cursor of the page after them.
+fn newest_first<T>(
+    mut entries: Vec<T>,
+    limit: usize,
+    cursor: Option<&str>,
+    summary: impl Fn(&T) -> &ThreadSummary,
+) -> Result<(Vec<T>, Option<String>), StoreError> {
+    let after = cursor.map(parse_list_cursor).transpose()?;
+    let order = |summary: &ThreadSummary| {
+        (
+            std::cmp::Reverse(summary.updated_at_ms),
+            std::cmp::Reverse(summary.thread_id.as_str().to_owned()),
+        )
+    };
+    entries.sort_by_key(|entry| order(summary(entry)));
+    if let Some((updated, id)) = after {
+        let position = (
+            std::cmp::Reverse(updated),
+            std::cmp::Reverse(id.as_str().to_owned()),
+        );
+        entries.retain(|entry| order(summary(entry)) > position);
+    }
+    let more = entries.len() > limit;
+    entries.truncate(limit);
+    let next = more
+        .then(|| entries.last().map(|entry| list_cursor(summary(entry))))
+        .flatten();
+    Ok((entries, next))
 }
 
 /// A list cursor: the last entry's update time and id; the list continues after it.

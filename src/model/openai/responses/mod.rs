@@ -65,6 +65,9 @@ impl ResponsesProvider {
         if !request.tools.is_empty() {
             body["tools"] = json!(request::tools(request));
         }
+        if let Some(name) = &request.tool_choice {
+            body["tool_choice"] = json!({"type": "function", "name": name});
+        }
         let sampling = &request.sampling;
         if let Some(max_tokens) = sampling.max_tokens {
             body["max_output_tokens"] = json!(max_tokens);
@@ -222,6 +225,39 @@ mod tests {
         for model in ["gpt-4.1", "gpt-4o-mini", "omni-moderation", "test-model"] {
             assert!(!is_reasoning_model(model), "{model}");
         }
+    }
+
+    #[test]
+    fn a_forced_tool_is_named_in_tool_choice() {
+        let provider = ResponsesProvider::new(
+            reqwest::Client::new(),
+            ResponsesSettings {
+                base_url: "http://127.0.0.1:9/v1".into(),
+                api_key: None,
+                model: "gpt-5-mini".into(),
+                prompt_cache_key: false,
+                reasoning_effort: None,
+            },
+        );
+        let request = ModelRequest {
+            tools: vec![crate::model::ToolSpec {
+                name: "copilotkitSuggest".into(),
+                description: "Suggest what the user could say next".into(),
+                parameters: json!({"type": "object", "properties": {}}),
+            }],
+            tool_choice: Some("copilotkitSuggest".into()),
+            ..ModelRequest::default()
+        };
+        assert_eq!(
+            provider.body(&request)["tool_choice"],
+            json!({"type": "function", "name": "copilotkitSuggest"})
+        );
+        assert!(
+            provider
+                .body(&ModelRequest::default())
+                .get("tool_choice")
+                .is_none()
+        );
     }
 
     #[test]
