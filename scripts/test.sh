@@ -386,7 +386,8 @@ step "browser tests: Playwright + Debian chromium"
 # Headless chromium (apt, launched by its path) drives tests/node/browser/*.test.mjs: the dev
 # page (GET /) and the CopilotKit example, against a local server on aimock whose
 # get_current_time needs approval (and the dev page's first five minutes against the demo-model
-# server above, AGUI_DEMO_BASE: its suggestions, the demo team, the demo's A2UI form). Screenshots land in .ci/artifacts/screenshots.
+# server above, AGUI_DEMO_BASE: its suggestions, the demo team, the demo's A2UI form; the assistant-ui
+# example's A2UI form on the A2UI=assistant-ui server, AGUI_A2UI_BASE). Screenshots land in .ci/artifacts/screenshots.
 # The same server as the AG-UI 1.0 tests above: its settings are the ones these tests need.
 # The dev page's Memories panel needs a server with MEMORY=on (the demo model is enough).
 MEMORY_PORT=$(free_port)
@@ -402,7 +403,7 @@ wait_for_function "http://127.0.0.1:$LIMITED_PORT" "the local server (STREAM_MAX
 (cd tests/node && AGUI_BASE="http://127.0.0.1:$APPROVAL_PORT" AIMOCK_URL="http://127.0.0.1:$AIMOCK_PORT" \
   AGUI_DEMO_BASE="http://127.0.0.1:$DEMO_PORT" AGUI_MEMORY_BASE="http://127.0.0.1:$MEMORY_PORT" \
   AGUI_STREAM_LIMITED_BASE="http://127.0.0.1:$LIMITED_PORT" AGUI_SUBAGENTS_BASE="http://127.0.0.1:$SA_PORT" \
-  AGUI_MCP_APPS_BASE="http://127.0.0.1:$MCP_APPS_PORT" \
+  AGUI_MCP_APPS_BASE="http://127.0.0.1:$MCP_APPS_PORT" AGUI_A2UI_BASE="http://127.0.0.1:$A2UI_PORT" \
   CHROMIUM_PATH="${CHROMIUM_PATH:-/usr/bin/chromium}" SCREENSHOT_DIR="$ARTIFACTS/screenshots" \
   node --test --test-concurrency=1 browser/) 2>&1 | tee "$SUITES/browser.log" \
   || { echo "--- local server log"; tail -n 50 "$ARTIFACTS/approval.log"; exit 1; }
