@@ -253,14 +253,15 @@ wait_for_function "http://127.0.0.1:$A2UI_PORT" "the local server (A2UI=assistan
   || { echo "--- A2UI server log"; tail -n 50 "$ARTIFACTS/a2ui.log"; exit 1; }
 # MCP Apps and Open Generative UI through both real clients: a real MCP server with a view
 # (tests/node/mcp-apps-server.mjs, the official SDK) listed as `weather`, and CopilotKit's
-# Open Generative UI flag on. The browser step below paints the same server's views.
+# Open Generative UI flag on. The browser step below paints the same server's views (assistant-ui,
+# and the CopilotKit page from its own origin: CORS) and CopilotKit's Open Generative UI sandbox.
 MCP_APP_PORT=$(free_port)
 PORT="$MCP_APP_PORT" setsid node tests/node/mcp-apps-server.mjs </dev/null >"$ARTIFACTS/mcp-apps-server.log" 2>&1 &
 PIDS+=($!)
 wait_for "http://127.0.0.1:$MCP_APP_PORT/health" "the MCP App server" "${PIDS[-1]}"
 MCP_APPS_PORT=$(free_port)
 PORT="$MCP_APPS_PORT" OPENAI_BASE_URL="http://127.0.0.1:$AIMOCK_PORT/v1" OPENAI_API_KEY=e2e-test-key AGENT_MODEL=test-model \
-  MCP_SERVERS="[{\"name\":\"weather\",\"url\":\"http://127.0.0.1:$MCP_APP_PORT/mcp\"}]" OPEN_GENERATIVE_UI=true \
+  MCP_SERVERS="[{\"name\":\"weather\",\"url\":\"http://127.0.0.1:$MCP_APP_PORT/mcp\"}]" OPEN_GENERATIVE_UI=true CORS_ALLOWED_ORIGINS='*' \
   MODEL_MAX_RETRIES=1 RUST_LOG=info setsid target/debug/agui-lambda </dev/null >"$ARTIFACTS/mcp-apps.log" 2>&1 &
 PIDS+=($!)
 wait_for_function "http://127.0.0.1:$MCP_APPS_PORT" "the local server (MCP Apps)" "${PIDS[-1]}"
