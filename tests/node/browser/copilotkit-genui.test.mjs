@@ -158,6 +158,13 @@ async function thread(threadId) {
 const viewIn = (page) => page.frameLocator(MCP_FRAME).frameLocator("iframe");
 
 test("MCP Apps: CopilotKit shows the view after the call, its calls go through the function, a reload shows it again", { skip }, async (t) => {
+  // What CopilotKit learns of the agent's tools: the UI tool, never the app-only one.
+  const info = await (await fetch(`${BASE}/copilotkit/info`)).json();
+  const tools = info.agents.default.capabilities.tools.items.map((tool) => tool.name);
+  assert.ok(tools.includes("weather__weather_view"), tools.join(", "));
+  assert.ok(!tools.some((name) => name.includes("refresh_weather")), `the app-only tool is not offered: ${tools.join(", ")}`);
+  assert.equal(info.openGenerativeUIEnabled, true);
+
   const { page, problems, proxied } = await openPage(t);
   await send(page, ASK_WEATHER);
   await waitForAnswer(page, WEATHER_ANSWER);
