@@ -25,18 +25,9 @@
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
-import { createServer } from "node:net";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { chromium } from "playwright";
+import { collectProblems, launchChromium, screenshotter, serveCopilotKit } from "./pages.mjs";
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const EXAMPLE = path.resolve(HERE, "../../../examples/copilotkit");
 const BASE = process.env.AGUI_MCP_APPS_BASE;
-const CHROMIUM_PATH = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
-const SCREENSHOT_DIR = process.env.SCREENSHOT_DIR || "";
 const TIMEOUT = 20_000;
 const skip = BASE ? false : "AGUI_MCP_APPS_BASE is not set";
 
@@ -54,48 +45,10 @@ const MCP_FRAME = 'iframe[data-testid="mcp-app-iframe"]';
 let browser;
 let pageServer;
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function servePage() {
-  for (const needed of ["dist/index.html", "dist/app.js"]) {
-    assert.ok(
-      existsSync(path.join(EXAMPLE, needed)),
-      `examples/copilotkit/${needed} is missing: run scripts/install-test-tools.sh (npm ci && npm run build there)`,
-    );
-  }
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, [path.join(EXAMPLE, "serve.mjs")], {
-    cwd: EXAMPLE,
-    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1" },
-    stdio: "ignore",
-  });
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    try {
-      if ((await fetch(`${url}/`)).ok) return { url, child };
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  child.kill("SIGKILL");
-  assert.fail(`the example's page did not start at ${url}`);
-}
-
 before(async () => {
   if (skip) return;
-  pageServer = await servePage();
-  browser = await chromium.launch({ executablePath: CHROMIUM_PATH });
+  pageServer = await serveCopilotKit();
+  browser = await launchChromium();
 });
 
 after(async () => {
@@ -109,11 +62,7 @@ async function openPage(t) {
   const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
   const page = await context.newPage();
   page.setDefaultTimeout(TIMEOUT);
-  const problems = [];
-  page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-  page.on("console", (message) => {
-    if (message.type() === "error") problems.push(`console: ${message.text()}`);
-  });
+  const problems = collectProblems(page, "page error");
   const proxied = [];
   page.on("request", (request) => {
     if (request.method() !== "POST" || !/\/copilotkit\/agent\/[^/]+\/run$/.test(new URL(request.url()).pathname)) return;
@@ -129,11 +78,7 @@ async function openPage(t) {
   return { page, problems, proxied };
 }
 
-async function screenshot(page, name) {
-  if (!SCREENSHOT_DIR) return;
-  mkdirSync(SCREENSHOT_DIR, { recursive: true });
-  await page.screenshot({ path: path.join(SCREENSHOT_DIR, `copilotkit-${name}.png`), fullPage: true });
-}
+const screenshot = screenshotter("copilotkit-");
 
 async function send(page, text) {
   await page.fill(TEXTAREA, text);

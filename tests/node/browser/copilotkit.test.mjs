@@ -18,19 +18,13 @@
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium } from "playwright";
+import { collectProblems, launchChromium, screenshotter, serveCopilotKit } from "./pages.mjs";
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, "../../..");
-const EXAMPLE = path.join(ROOT, "examples/copilotkit");
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 const BASE = process.env.AGUI_BASE;
-const CHROMIUM_PATH = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
-const SCREENSHOT_DIR = process.env.SCREENSHOT_DIR || "";
 const TIMEOUT = 20_000;
 
 // The model's scripted answers, read from the fixtures so the test and aimock agree.
@@ -62,48 +56,10 @@ const THREAD_ITEM = '[data-testid="thread-item"]';
 let browser;
 let page_server; // { url, child }
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function servePage() {
-  for (const needed of ["dist/index.html", "dist/app.js"]) {
-    assert.ok(
-      existsSync(path.join(EXAMPLE, needed)),
-      `examples/copilotkit/${needed} is missing: run scripts/install-test-tools.sh (npm ci && npm run build there)`,
-    );
-  }
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, [path.join(EXAMPLE, "serve.mjs")], {
-    cwd: EXAMPLE,
-    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1" },
-    stdio: "ignore",
-  });
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    try {
-      if ((await fetch(`${url}/`)).ok) return { url, child };
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  child.kill("SIGKILL");
-  assert.fail(`the example's page did not start at ${url}`);
-}
-
 before(async () => {
   assert.ok(BASE, "AGUI_BASE must name the agui-lambda server, e.g. http://127.0.0.1:8787");
-  page_server = await servePage();
-  browser = await chromium.launch({ executablePath: CHROMIUM_PATH });
+  page_server = await serveCopilotKit();
+  browser = await launchChromium();
 });
 
 after(async () => {
@@ -117,11 +73,7 @@ async function openPage(t) {
   const context = await browser.newContext({ viewport: { width: 1100, height: 760 }, timezoneId: "Europe/Paris" });
   const page = await context.newPage();
   page.setDefaultTimeout(TIMEOUT);
-  const problems = [];
-  page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-  page.on("console", (message) => {
-    if (message.type() === "error") problems.push(`console: ${message.text()}`);
-  });
+  const problems = collectProblems(page, "page error");
   await page.goto(`${page_server.url}/?runtime=${encodeURIComponent(`${BASE}/copilotkit`)}`);
   await page.waitForSelector(TEXTAREA);
   t.after(async () => {
@@ -131,11 +83,7 @@ async function openPage(t) {
   return { page, problems };
 }
 
-async function screenshot(page, name) {
-  if (!SCREENSHOT_DIR) return;
-  mkdirSync(SCREENSHOT_DIR, { recursive: true });
-  await page.screenshot({ path: path.join(SCREENSHOT_DIR, `copilotkit-${name}.png`), fullPage: true });
-}
+const screenshot = screenshotter("copilotkit-");
 
 async function send(page, text) {
   await page.fill(TEXTAREA, text);

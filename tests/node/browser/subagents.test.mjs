@@ -14,82 +14,26 @@
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
-import { createServer } from "node:net";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { chromium } from "playwright";
+import { collectProblems, launchChromium, screenshotter, serveAssistantUi } from "./pages.mjs";
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const EXAMPLE = path.resolve(HERE, "../../../examples/assistant-ui");
 const BASE = process.env.AGUI_SUBAGENTS_BASE;
-const CHROMIUM_PATH = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
-const SCREENSHOT_DIR = process.env.SCREENSHOT_DIR || "";
 const TIMEOUT = 20_000;
 
 let browser;
 let example;
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function startExample() {
-  for (const needed of ["node_modules/@assistant-ui/react-ag-ui", "dist/index.html", "dist/app.js"]) {
-    assert.ok(existsSync(path.join(EXAMPLE, needed)), `examples/assistant-ui/${needed} is missing: run scripts/install-test-tools.sh`);
-  }
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const log = [];
-  const child = spawn(process.execPath, [path.join(EXAMPLE, "server.mjs")], {
-    cwd: EXAMPLE,
-    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", AGENT_URL: `${BASE}/agent` },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  child.stdout.on("data", (chunk) => log.push(chunk.toString()));
-  child.stderr.on("data", (chunk) => log.push(chunk.toString()));
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline && child.exitCode === null) {
-    try {
-      if ((await fetch(url)).ok) return { url, child, log };
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  child.kill("SIGKILL");
-  assert.fail(`the example's server did not start at ${url}:\n${log.join("")}`);
-}
-
-async function screenshot(page, name) {
-  if (!SCREENSHOT_DIR) return;
-  mkdirSync(SCREENSHOT_DIR, { recursive: true });
-  await page.screenshot({ path: path.join(SCREENSHOT_DIR, `${name}.png`), fullPage: true });
-}
+const screenshot = screenshotter();
 
 /// A page that fails the test on any console error or uncaught exception.
 async function watchedPage() {
   const page = await browser.newPage();
-  const problems = [];
-  page.on("pageerror", (error) => problems.push(`pageerror: ${error.message}`));
-  page.on("console", (message) => {
-    if (message.type() === "error") problems.push(`console: ${message.text()}`);
-  });
-  return { page, problems };
+  return { page, problems: collectProblems(page) };
 }
 
 before(async () => {
   assert.ok(BASE, "AGUI_SUBAGENTS_BASE must name the coordinator server");
-  example = await startExample();
-  browser = await chromium.launch({ executablePath: CHROMIUM_PATH });
+  example = await serveAssistantUi(`${BASE}/agent`);
+  browser = await launchChromium();
 });
 
 after(async () => {
