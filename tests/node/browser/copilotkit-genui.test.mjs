@@ -185,16 +185,20 @@ test("Open Generative UI: CopilotKit previews the HTML while the model writes it
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   })();
-  await send(page, ASK_CARD);
-  await waitForAnswer(page, CARD_ANSWER);
-  await waitIdle(page);
-  // The final sandbox: the whole card, its script run.
-  const deadline = Date.now() + TIMEOUT;
-  while (!seen.some((s) => s.status === "final sandbox ready") && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
+  // The watcher stops whatever happens, or a failure here would leave node --test waiting on it.
+  try {
+    await send(page, ASK_CARD);
+    await waitForAnswer(page, CARD_ANSWER);
+    await waitIdle(page);
+    // The final sandbox: the whole card, its script run.
+    const deadline = Date.now() + TIMEOUT;
+    while (!seen.some((s) => s.status === "final sandbox ready") && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  } finally {
+    watching = false;
+    await watcher;
   }
-  watching = false;
-  await watcher;
   const previews = seen.filter((s) => !s.last);
   assert.ok(previews.length > 0, `a partial card was shown while the call was written: ${JSON.stringify(seen.slice(0, 5))}`);
   assert.ok(previews.every((s) => !s.answered), "the preview came before the follow-up answer");
