@@ -37,6 +37,17 @@ pub(crate) struct Streaming {
     pub done: tokio::task::JoinHandle<(u16, String)>,
 }
 
+/// A long answer under way on `thread` through CopilotKit's run route: its first words arrived.
+async fn saga_under_way(app: &TestApp, thread: &str) -> Streaming {
+    let running = stream(
+        app,
+        "/copilotkit/agent/default/run",
+        &input(thread, "saga-run", json!([user("u1", SAGA)])),
+    );
+    running.until_text(40).await;
+    running
+}
+
 pub(crate) fn stream(app: &TestApp, path: &str, body: &Value) -> Streaming {
     let request = app
         .http
@@ -203,12 +214,7 @@ async fn a_long_thread_is_replayed_whole_in_one_snapshot() {
 async fn connect_joins_a_run_in_progress_history_then_live_tail() {
     let app = spawn_app().await;
     let thread = new_thread();
-    let first = stream(
-        &app,
-        "/copilotkit/agent/default/run",
-        &input(&thread, "saga-run", json!([user("u1", SAGA)])),
-    );
-    first.until_text(40).await;
+    let first = saga_under_way(&app, &thread).await;
 
     let joined = post(
         &app,
@@ -253,12 +259,7 @@ async fn connect_joins_a_run_in_progress_history_then_live_tail() {
 async fn stop_ends_the_run_with_run_finished_and_keeps_the_partial_answer() {
     let app = spawn_app().await;
     let thread = new_thread();
-    let running = stream(
-        &app,
-        "/copilotkit/agent/default/run",
-        &input(&thread, "saga-run", json!([user("u1", SAGA)])),
-    );
-    running.until_text(40).await;
+    let running = saga_under_way(&app, &thread).await;
     let asked = Instant::now();
     let stopped = post(
         &app,
@@ -326,12 +327,7 @@ async fn stop_ends_the_run_with_run_finished_and_keeps_the_partial_answer() {
 async fn a_stop_with_no_body_stops_the_threads_active_run() {
     let app = spawn_app().await;
     let thread = new_thread();
-    let running = stream(
-        &app,
-        "/copilotkit/agent/default/run",
-        &input(&thread, "saga-run", json!([user("u1", SAGA)])),
-    );
-    running.until_text(40).await;
+    let running = saga_under_way(&app, &thread).await;
     let reply = app
         .http
         .post(app.url(&format!("/copilotkit/agent/default/stop/{thread}")))

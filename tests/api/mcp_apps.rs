@@ -74,6 +74,15 @@ fn one<'a>(events: &'a [Value], kind: &str) -> &'a Value {
 }
 
 /// A view's request as CopilotKit sends it: a run on the thread carrying it.
+/// The first run of `thread`: the user says hello (a thread for a view's requests to name).
+fn said_hello(thread: &str) -> Value {
+    run_input(
+        thread,
+        "r1",
+        json!([{"id": "u1", "role": "user", "content": "hello"}]),
+    )
+}
+
 fn proxied(thread: &str, method: &str, params: Value, server: Value) -> Value {
     let mut request = json!({"method": method, "params": params});
     if let Some(server) = server.as_object() {
@@ -449,13 +458,7 @@ async fn wire_mcp_apps_a_server_without_apps_gets_plain_tools() {
 async fn a_views_request_without_a_server_with_views_is_refused_as_an_error_result() {
     let app = spawn_app().await;
     let thread = new_thread();
-    app.run(&run_input(
-        &thread,
-        "r1",
-        json!([{"id": "u1", "role": "user", "content": "hello"}]),
-    ))
-    .await
-    .events();
+    app.run(&said_hello(&thread)).await.events();
     let events = app
         .run(&proxied(
             &thread,
@@ -490,17 +493,9 @@ async fn a_views_request_on_someone_elses_thread_is_a_404_like_any_thread_route(
             .body(body.to_string())
             .send()
     };
-    let made = as_(
-        "alice-secret-key",
-        "/agent",
-        run_input(
-            &thread,
-            "r1",
-            json!([{"id": "u1", "role": "user", "content": "hello"}]),
-        ),
-    )
-    .await
-    .unwrap();
+    let made = as_("alice-secret-key", "/agent", said_hello(&thread))
+        .await
+        .unwrap();
     assert_eq!(made.status(), 200);
     made.text().await.unwrap();
     let proxied_as_bob = as_(
@@ -590,13 +585,7 @@ async fn wire_mcp_apps_a_views_request_costs_one_store_read_and_no_write() {
 async fn a_views_request_through_copilotkits_routes_is_answered_without_a_run() {
     let app = spawn_app().await;
     let thread = new_thread();
-    app.run(&run_input(
-        &thread,
-        "r1",
-        json!([{"id": "u1", "role": "user", "content": "hello"}]),
-    ))
-    .await
-    .events();
+    app.run(&said_hello(&thread)).await.events();
     let before = app.get(&format!("/threads/{thread}")).await.json();
     let request = proxied(
         &thread,
