@@ -578,11 +578,7 @@ impl Agent {
             .cloned()
             .chain(self.subagents.iter().map(subagents::Subagent::spec))
             .chain(render)
-            .chain(client_tools.iter().map(|tool| ToolSpec {
-                name: tool.name.clone(),
-                description: tool.description.clone(),
-                parameters: tool.parameters.clone(),
-            }))
+            .chain(client_tools.iter().map(ToolSpec::from))
             .collect()
     }
 }

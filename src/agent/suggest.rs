@@ -4,7 +4,7 @@
 
 use super::{Agent, StartError};
 use crate::model::{FailureKind, ModelDelta, ModelRequest, ToolSpec, Usage};
-use crate::protocol::events::{Event, RunErrorCode, RunUsage, TextRole, TokenUsage};
+use crate::protocol::events::{Event, RunErrorCode, RunUsage, TextRole};
 use crate::protocol::{InputError, MessageId, RunInput, ThreadId, ToolCallId, version};
 use futures_util::{Stream, StreamExt};
 use std::collections::HashSet;
@@ -41,15 +41,7 @@ impl Agent {
             // Without CopilotKit's A2UI entries (about 56 KB), as a run's prompt is.
             system: self.system_prompt(&crate::genui::a2ui::client::model_context(&input.context)),
             messages: history,
-            tools: input
-                .tools
-                .iter()
-                .map(|offered| ToolSpec {
-                    name: offered.name.clone(),
-                    description: offered.description.clone(),
-                    parameters: offered.parameters.clone(),
-                })
-                .collect(),
+            tools: input.tools.iter().map(ToolSpec::from).collect(),
             sampling: input.forwarded_props.sampling,
             tool_choice: Some(tool),
             ..ModelRequest::default()
@@ -94,16 +86,8 @@ impl Agent {
             for event in answer.close() {
                 yield event;
             }
-            let usage = (answer.usage != Usage::default()).then(|| TokenUsage {
-                provider: Some(identity.provider),
-                model: Some(identity.model),
-                input_tokens: answer.usage.input_tokens,
-                output_tokens: answer.usage.output_tokens,
-                total_tokens: answer.usage.input_tokens + answer.usage.output_tokens,
-                reasoning_tokens: answer.usage.reasoning_tokens,
-                cached_input_tokens: answer.usage.cached_input_tokens,
-                cache_write_input_tokens: None,
-            });
+            let usage = (answer.usage != Usage::default())
+                .then(|| answer.usage.reported(&identity, false));
             yield Event::RunFinished {
                 thread_id,
                 run_id,

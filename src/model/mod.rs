@@ -103,6 +103,16 @@ pub struct ToolSpec {
     pub parameters: Value,
 }
 
+impl From<&crate::protocol::ClientTool> for ToolSpec {
+    fn from(tool: &crate::protocol::ClientTool) -> Self {
+        ToolSpec {
+            name: tool.name.clone(),
+            description: tool.description.clone(),
+            parameters: tool.parameters.clone(),
+        }
+    }
+}
+
 /// One piece of a model's streamed answer, whatever the provider.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ModelDelta {
@@ -171,6 +181,27 @@ pub struct Usage {
     pub reasoning_tokens: Option<u64>,
     pub cached_input_tokens: Option<u64>,
     pub cache_write_input_tokens: Option<u64>,
+}
+
+impl Usage {
+    /// `identity`'s share of a run's usage as AG-UI reports it; cache writes only for a client
+    /// that takes them (`cache_writes`).
+    pub(crate) fn reported(
+        &self,
+        identity: &ModelIdentity,
+        cache_writes: bool,
+    ) -> crate::protocol::events::TokenUsage {
+        crate::protocol::events::TokenUsage {
+            provider: Some(identity.provider.clone()),
+            model: Some(identity.model.clone()),
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            total_tokens: self.input_tokens.saturating_add(self.output_tokens),
+            reasoning_tokens: self.reasoning_tokens,
+            cached_input_tokens: self.cached_input_tokens,
+            cache_write_input_tokens: self.cache_write_input_tokens.filter(|_| cache_writes),
+        }
+    }
 }
 
 impl std::ops::AddAssign for Usage {

@@ -294,18 +294,7 @@ impl PreparedRun {
             .by_model
             .iter()
             .filter(|(_, usage)| *usage != Usage::default())
-            .map(|(identity, usage)| TokenUsage {
-                provider: Some(identity.provider.clone()),
-                model: Some(identity.model.clone()),
-                input_tokens: usage.input_tokens,
-                output_tokens: usage.output_tokens,
-                total_tokens: usage.input_tokens.saturating_add(usage.output_tokens),
-                reasoning_tokens: usage.reasoning_tokens,
-                cached_input_tokens: usage.cached_input_tokens,
-                cache_write_input_tokens: usage
-                    .cache_write_input_tokens
-                    .filter(|_| self.request.speaks_v1),
-            })
+            .map(|(identity, usage)| usage.reported(identity, self.request.speaks_v1))
             .collect()
     }
 
